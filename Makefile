@@ -1,0 +1,44 @@
+# The README's two commands: `make demo` (the whole flow, locally) and `make test` (the whole suite).
+# Both set up everything they need from a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SAM_VENV := .venv-sam
+LAMBDA_PYTHON ?= $(shell pyenv prefix 3.12 2>/dev/null || pyenv prefix 3.12.1 2>/dev/null)
+
+.PHONY: setup setup-sam demo test test-fast lint bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade uv
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
+	touch $@
+
+# aws-sam-cli pins versions that clash with the app: it gets its own virtualenv.
+setup-sam: $(SAM_VENV)/.installed
+
+$(SAM_VENV)/.installed: $(VENV)/.installed
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(VENV)/bin/uv pip install -q --python $(SAM_VENV)/bin/python 'aws-sam-cli>=1.120'
+	touch $@
+
+demo: setup
+	$(PY) -m backfill_local.demo
+
+test: setup setup-sam
+	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam LAMBDA_PYTHON_PREFIX=$(LAMBDA_PYTHON) $(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .demo

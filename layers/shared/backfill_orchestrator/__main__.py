@@ -1,0 +1,3 @@
+from backfill_orchestrator.cli import main
+
+raise SystemExit(main())

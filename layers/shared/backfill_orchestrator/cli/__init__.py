@@ -1,0 +1,42 @@
+"""`backfill`: validate, submit, plan and inspect backfill configs.
+
+Exit codes, for every subcommand: 0 success; 1 an invalid config or a refused plan; 2 usage
+errors, unreadable files and unreachable services."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from backfill_orchestrator.cli import plan, schema, status, submit, validate
+from backfill_orchestrator.cli.common import EXIT_USAGE, CliError
+
+SUBCOMMANDS = (validate, schema, submit, plan, status)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="backfill", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: 0 for --help, 2 for usage errors
+        return int(exit_.code or 0)
+    try:
+        return int(args.run(args))
+    except CliError as error:
+        print(f"backfill: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,9 @@
+"""`backfill plan FILE` (the planner issue fills this in)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    return None

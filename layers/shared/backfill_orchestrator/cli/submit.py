@@ -1,0 +1,36 @@
+"""`backfill submit FILE --bucket B [--prefix incoming/]`"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
+from backfill_orchestrator.client import DEFAULT_PREFIX, SubmitError, prepare_bytes, upload_prepared
+from backfill_orchestrator.config import InvalidConfigError
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "submit", help="validate locally, then upload to the config bucket (never uploads an invalid config)"
+    )
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--bucket", required=True, help="the config bucket")
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"key prefix (default {DEFAULT_PREFIX})")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    body = read_file(args.file)
+    try:
+        prepared = prepare_bytes(body, source=args.file)
+    except InvalidConfigError as error:
+        print_invalid(error, args.file)
+        return EXIT_INVALID
+    try:
+        submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix)
+    except SubmitError as error:
+        raise CliError(str(error)) from None
+    print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}")
+    print(f"submitted {args.file} as {submission.backfill_id}", file=sys.stderr)
+    return EXIT_OK

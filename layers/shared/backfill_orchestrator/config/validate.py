@@ -1,0 +1,133 @@
+"""Document to `BackfillConfig`, or one `InvalidConfigError` listing every located issue."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from pydantic import ValidationError
+
+from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES, ConfigFormat, format_for, load_document
+from backfill_orchestrator.config.model import (
+    DAY_TAG,
+    DEFAULT_MAX_DAYS,
+    MODELS_BY_PATH,
+    RANGE_TAG,
+    BackfillConfig,
+)
+from backfill_orchestrator.config.rules import cross_field_issues
+
+_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+@dataclass(frozen=True)
+class ConfigPolicy:
+    """What a deployment allows on top of config v1 (an allowlist of what a config may target)."""
+
+    max_days: int = DEFAULT_MAX_DAYS
+    max_bytes: int = MAX_CONFIG_BYTES
+    allowed_namespaces: frozenset[str] | None = None  # None: any namespace
+    replay_targets: frozenset[str] | None = None  # None: targets are not checked here
+    today: date | None = None  # fixed "today" for tests; None is today in UTC
+
+    def context(self) -> dict[str, Any]:
+        return {"max_days": self.max_days, "today": self.today}
+
+
+DEFAULT_POLICY = ConfigPolicy()
+
+
+def _suggest(path: tuple[str, ...], key: str) -> str:
+    model = MODELS_BY_PATH.get(path)
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(key, list(model.model_fields), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(model.model_fields)}"
+
+
+def _short(value: Any) -> str | None:
+    if isinstance(value, dict | list):
+        return None
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _issue_from_pydantic(error: dict[str, Any]) -> ConfigIssue:
+    loc = tuple(part for part in error["loc"] if part not in (DAY_TAG, RANGE_TAG))
+    kind = error["type"]
+    location = format_location(loc)
+    if kind == "missing":
+        return ConfigIssue(location, "field required")
+    if kind == "extra_forbidden":
+        parent = tuple(p for p in loc[:-1] if isinstance(p, str))
+        return ConfigIssue(location, f"unknown key{_suggest(parent, str(loc[-1]))}")
+    message = error["msg"]
+    for prefix in _PREFIXES:
+        if message.startswith(prefix):
+            return ConfigIssue(location, message[len(prefix):])
+    message = message[:1].lower() + message[1:]
+    shown = _short(error.get("input"))
+    if shown is not None and kind not in ("too_long", "too_short"):
+        message = f"{message}, got {shown}"
+    return ConfigIssue(location, message)
+
+
+def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    if policy.allowed_namespaces is not None:
+        refs = [("jobs", i, ref) for i, ref in enumerate(config.jobs or [])]
+        for index, ref in enumerate(config.effective_downstream.exclude):
+            refs.append(("downstream.exclude", index, ref))
+        for path, index, ref in refs:
+            if ref.namespace not in policy.allowed_namespaces:
+                issues.append(ConfigIssue(
+                    f"{path}[{index}].namespace",
+                    f"namespace {ref.namespace!r} is not in this deployment's allowlist "
+                    f"({', '.join(sorted(policy.allowed_namespaces))})",
+                ))
+    if policy.replay_targets is not None and config.replay is not None:
+        if config.replay.target not in policy.replay_targets:
+            known = ", ".join(sorted(policy.replay_targets)) or "none configured"
+            issues.append(ConfigIssue(
+                "replay.target", f"unknown target {config.replay.target!r}; this deployment allows: {known}"
+            ))
+    return issues
+
+
+def validate_document(
+    document: Any, *, policy: ConfigPolicy = DEFAULT_POLICY, source: str | None = None
+) -> BackfillConfig:
+    if not isinstance(document, dict):
+        raise InvalidConfigError([ConfigIssue("<root>", "expected a mapping of config keys at the top")], source=source)
+    issues: list[ConfigIssue] = []
+    config: BackfillConfig | None = None
+    try:
+        config = BackfillConfig.model_validate(document, context=policy.context())
+    except ValidationError as error:
+        issues.extend(_issue_from_pydantic(e) for e in error.errors(include_url=False))
+    issues.extend(cross_field_issues(document))
+    if config is not None and not issues:
+        issues.extend(_policy_issues(config, policy))
+    if issues:
+        unique = list(dict.fromkeys(issues))
+        raise InvalidConfigError(unique, source=source)
+    assert config is not None
+    return config
+
+
+def parse_config(
+    data: bytes | str | dict[str, Any],
+    *,
+    fmt: ConfigFormat | None = None,
+    source: str | None = None,
+    policy: ConfigPolicy = DEFAULT_POLICY,
+) -> BackfillConfig:
+    """Bytes, text or an already-parsed mapping to a valid config; raises InvalidConfigError."""
+    if isinstance(data, dict):
+        document = data
+    else:
+        document = load_document(data, fmt=fmt or format_for(source), source=source, max_bytes=policy.max_bytes)
+    return validate_document(document, policy=policy, source=source)

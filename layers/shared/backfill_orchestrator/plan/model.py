@@ -1,0 +1,106 @@
+"""Plan document, version 1 (documented in README.md, "The plan document").
+
+A plan is a list of waves; each wave a list of steps that may run side by side once every
+earlier wave has finished. A step is one Airflow DAG rerun for its dates (`airflow_dag`) or
+one transform of the generic Spark job (`spark`). The document is JSON; these models read
+and write it for every component (trigger Lambda, Spark job, DAG)."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from backfill_orchestrator.config.model import JobRef
+
+PLAN_VERSION = 1
+StepKind = Literal["spark", "airflow_dag"]
+
+
+class _PlanModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PlanStep(_PlanModel):
+    id: str = Field(description="Unique in the plan: the dag_id for airflow_dag steps, the transform for spark steps")
+    job: JobRef = Field(description="The lineage job this step stands for (a DAG's task jobs collapse into one step)")
+    dag_id: str
+    kind: StepKind
+    transform: str | None = Field(default=None, description="spark only: the registered transform name")
+    window_days: int = Field(default=1, ge=1, description="A changed input day affects this many days")
+    dates: list[date]
+    hours: list[int] | None = Field(default=None, description="None: the whole day")
+    feeds: list[str] | None = Field(default=None, description="None: every feed")
+    reason: Literal["root", "downstream"]
+    upstream: list[str] = Field(default_factory=list, description="ids of the plan steps that pulled this one in")
+
+    @model_validator(mode="after")
+    def _spark_has_transform(self) -> PlanStep:
+        if self.kind == "spark" and not self.transform:
+            raise ValueError(f"step {self.id}: a spark step needs a transform")
+        return self
+
+
+class Wave(_PlanModel):
+    index: int = Field(ge=0)
+    steps: list[PlanStep]
+
+
+class Exclusion(_PlanModel):
+    job: JobRef
+    reason: str
+
+
+class PlanWarning(_PlanModel):
+    code: str
+    message: str
+    jobs: list[JobRef] = Field(default_factory=list)
+
+
+class Plan(_PlanModel):
+    plan_version: Literal[1] = PLAN_VERSION
+    backfill_id: str
+    name: str
+    owner: str
+    created_at: datetime
+    roots: list[JobRef]
+    dates: list[date] = Field(description="The config's days (the union of its dates)")
+    hours: list[int] | None = None
+    feeds: list[str] | None = None
+    spark_profile: Literal["small", "medium", "large"] = "medium"
+    waves: list[Wave]
+    exclusions: list[Exclusion] = Field(default_factory=list)
+    warnings: list[PlanWarning] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _steps_unique_and_ordered(self) -> Plan:
+        seen: dict[str, int] = {}
+        for wave in self.waves:
+            for step in wave.steps:
+                if step.id in seen:
+                    raise ValueError(f"step {step.id} appears twice")
+                for parent in step.upstream:
+                    if seen.get(parent, wave.index) >= wave.index:
+                        raise ValueError(f"step {step.id} depends on {parent}, which is not in an earlier wave")
+                seen[step.id] = wave.index
+        return self
+
+    # -- convenience -----------------------------------------------------------------
+    @property
+    def steps(self) -> list[PlanStep]:
+        return [step for wave in self.waves for step in wave.steps]
+
+    def step(self, step_id: str) -> PlanStep:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        return cls.model_validate_json(text)
