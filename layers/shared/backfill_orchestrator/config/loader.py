@@ -57,9 +57,10 @@ class _StrictYamlLoader(yaml.SafeLoader):
 
 
 # Dates stay strings so that the model can say exactly which one is not a real date
-# (PyYAML would otherwise raise on 2021-02-30 with no location).
+# (PyYAML would otherwise raise on 2021-02-30 with no location); `<<` stays a plain key.
+_DROPPED_RESOLVERS = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"}
 _StrictYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _DROPPED_RESOLVERS]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _StrictYamlLoader.add_constructor("tag:yaml.org,2002:map", _StrictYamlLoader.construct_mapping)
@@ -74,7 +75,7 @@ def _load_yaml(text: str, source: str | None) -> Any:
     try:
         return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - strict SafeLoader subclass
     except yaml.composer.ComposerError as error:
-        if "single document" in str(error.problem):
+        if "single document" in f"{error.context} {error.problem}":
             raise _fail("expected one YAML document, found several", source) from None
         raise _fail(f"invalid YAML{_mark(error)}: {error.problem}", source) from None
     except yaml.MarkedYAMLError as error:
