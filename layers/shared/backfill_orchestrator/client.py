@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backfill_orchestrator.config import BackfillConfig, InvalidConfigError, backfill_id, parse_config
+from backfill_orchestrator.config import BackfillConfig, backfill_id, parse_config
 from backfill_orchestrator.config.loader import format_for
 from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from backfill_orchestrator.cli import plan, schema, status, submit, validate
-from backfill_orchestrator.cli.common import EXIT_USAGE, CliError
+from backfill_orchestrator.cli.common import CliError
 
 SUBCOMMANDS = (validate, schema, submit, plan, status)
 
