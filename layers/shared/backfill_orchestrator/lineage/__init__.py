@@ -1,0 +1,43 @@
+"""Lineage from Marquez: the client, the graph it reads, and the downstream walk."""
+
+from backfill_orchestrator.lineage.client import API_KEY_ENV, URL_ENV, MarquezClient
+from backfill_orchestrator.lineage.errors import (
+    InvalidMarquezUrlError,
+    LineageChangedError,
+    LineageError,
+    MarquezResponseError,
+    MarquezUnavailableError,
+    UnknownJobError,
+)
+from backfill_orchestrator.lineage.graph import (
+    JobInfo,
+    JobKey,
+    LineageGraph,
+    MalformedLineageError,
+    job_node_id,
+    parse_lineage_response,
+)
+from backfill_orchestrator.lineage.source import InMemoryLineage, LineageSource
+from backfill_orchestrator.lineage.walk import DEFAULT_QUERY_DEPTH, fetch_downstream
+
+__all__ = [
+    "API_KEY_ENV",
+    "DEFAULT_QUERY_DEPTH",
+    "URL_ENV",
+    "InMemoryLineage",
+    "InvalidMarquezUrlError",
+    "JobInfo",
+    "JobKey",
+    "LineageChangedError",
+    "LineageError",
+    "LineageGraph",
+    "LineageSource",
+    "MalformedLineageError",
+    "MarquezClient",
+    "MarquezResponseError",
+    "MarquezUnavailableError",
+    "UnknownJobError",
+    "fetch_downstream",
+    "job_node_id",
+    "parse_lineage_response",
+]

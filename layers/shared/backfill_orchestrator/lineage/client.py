@@ -1,0 +1,127 @@
+"""Marquez lineage client: `GET {base}/api/v1/lineage?nodeId=job:<ns>:<name>&depth=<n>`.
+
+Retries (connection errors, 429, 5xx, honouring Retry-After) and timeouts come from the
+shared `retrying_session`; this module turns each outcome into a lineage graph or one named
+error."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+import requests
+
+from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.lineage.errors import (
+    InvalidMarquezUrlError,
+    MarquezResponseError,
+    MarquezUnavailableError,
+    UnknownJobError,
+)
+from backfill_orchestrator.lineage.gcpause import paused_gc
+from backfill_orchestrator.lineage.graph import (
+    LineageGraph,
+    MalformedLineageError,
+    job_node_id,
+    parse_lineage_response,
+)
+
+log = logging.getLogger(__name__)
+
+LINEAGE_PATH = "/api/v1/lineage"
+URL_ENV = "MARQUEZ_URL"
+API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
+# Marquez (Dropwizard) answers an unknown *path* with this message; an unknown node has another.
+_PATH_NOT_FOUND = "HTTP 404 Not Found"
+
+
+def _check_base_url(base_url: str) -> str:
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidMarquezUrlError(f"Marquez URL must be http(s)://host[:port][/path], got {base_url!r}")
+    return base_url.strip().rstrip("/")
+
+
+class MarquezClient:
+    """Implements `LineageSource` against a Marquez server."""
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, session: requests.Session | None = None):
+        self.base_url = _check_base_url(base_url)
+        self._session = session or retrying_session()
+        self._headers = {"Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    @classmethod
+    def from_env(
+        cls, *, base_url: str | None = None, environ: Mapping[str, str] = os.environ
+    ) -> MarquezClient:
+        """`base_url` or $MARQUEZ_URL; the API key from $MARQUEZ_API_KEY. InvalidMarquezUrlError if neither URL."""
+        url = base_url or environ.get(URL_ENV, "")
+        if not url:
+            raise InvalidMarquezUrlError(f"no Marquez URL: pass one or set {URL_ENV}")
+        return cls(url, api_key=environ.get(API_KEY_ENV) or None)
+
+    def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
+        url = self.base_url + LINEAGE_PATH
+        params = {"nodeId": job_node_id(job.namespace, job.name), "depth": str(depth)}
+        log.debug("GET %s nodeId=%s depth=%d", url, params["nodeId"], depth)
+        try:
+            response = self._session.get(url, params=params, headers=self._headers)
+        except requests.exceptions.RetryError as error:
+            raise MarquezUnavailableError(self.base_url, f"still failing after retries ({_reason(error)})") from None
+        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:
+            raise MarquezUnavailableError(self.base_url, f"cannot connect ({_reason(error)})") from None
+        except requests.exceptions.RequestException as error:
+            raise MarquezUnavailableError(self.base_url, str(error)) from None
+
+        status = response.status_code
+        if status == 404:
+            if _message(response) in (None, _PATH_NOT_FOUND):
+                raise MarquezResponseError(
+                    self.base_url, f"404 for {LINEAGE_PATH}: is this the Marquez API's base URL?"
+                )
+            raise UnknownJobError([job])
+        if status == 429 or status >= 500:
+            raise MarquezUnavailableError(self.base_url, f"answered {status} after retries")
+        if status in (401, 403):
+            raise MarquezResponseError(
+                self.base_url, f"{status} {response.reason}: check the API key (${API_KEY_ENV})"
+            )
+        if status != 200:
+            raise MarquezResponseError(self.base_url, f"{status} {response.reason}: {response.text[:200]}")
+        try:
+            with paused_gc():  # a large answer is hundreds of thousands of dicts: see gcpause
+                payload = response.json()
+        except ValueError:
+            raise MarquezResponseError(self.base_url, "the lineage response is not JSON") from None
+        try:
+            return parse_lineage_response(payload, start=job.key, depth=depth)
+        except MalformedLineageError as error:
+            raise MarquezResponseError(self.base_url, f"malformed lineage graph: {error}") from None
+
+
+def _message(response: requests.Response) -> str | None:
+    """The `message` of a Marquez JSON error body, or None when the body is not one."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, str) else None
+
+
+def _reason(error: Exception) -> str:
+    # urllib3 nests the root cause a few levels down ("... [Errno 111] Connection refused").
+    text = str(error)
+    found = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
+    if found:
+        return found.group(0).strip()
+    for marker in ("Read timed out", "Connect timeout", "too many 5", "too many 429"):
+        if marker.lower() in text.lower():
+            return marker
+    return text[:200]

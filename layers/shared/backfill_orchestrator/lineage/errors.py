@@ -1,0 +1,52 @@
+"""Why lineage could not be read: one exception per failure mode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from backfill_orchestrator.config.model import JobRef
+
+
+class LineageError(Exception):
+    """Base of every lineage failure."""
+
+
+class UnknownJobError(LineageError):
+    """Marquez has no such job (404). Names every job it was asked about and did not know."""
+
+    def __init__(self, jobs: Sequence[JobRef]):
+        self.jobs = list(jobs)
+        self.job = self.jobs[0]
+        names = ", ".join(f"{job.name!r} in namespace {job.namespace!r}" for job in self.jobs)
+        super().__init__(f"unknown job{'s' if len(self.jobs) > 1 else ''}: Marquez has no job {names}")
+
+
+class MarquezUnavailableError(LineageError):
+    """Marquez could not be reached, or kept failing (timeouts, connection errors, 429, 5xx) after retries."""
+
+    def __init__(self, base_url: str, detail: str):
+        self.base_url = base_url
+        super().__init__(f"Marquez at {base_url} is unavailable: {detail}")
+
+
+class MarquezResponseError(LineageError):
+    """Marquez answered, but not with a lineage graph (an unexpected status, not JSON, a malformed graph)."""
+
+    def __init__(self, base_url: str, detail: str):
+        self.base_url = base_url
+        super().__init__(f"unexpected answer from Marquez at {base_url}: {detail}")
+
+
+class InvalidMarquezUrlError(LineageError, ValueError):
+    """The configured Marquez URL is not an http(s) URL."""
+
+
+class LineageChangedError(LineageError):
+    """A job seen in one answer was unknown in the next: the lineage changed while being read."""
+
+    def __init__(self, job: JobRef):
+        self.job = job
+        super().__init__(
+            f"job {job.name!r} in namespace {job.namespace!r} was in Marquez's lineage a moment ago and is "
+            "unknown now: the lineage changed while the plan was being made; try again"
+        )

@@ -1,0 +1,41 @@
+"""Where lineage comes from: the protocol the planner asks, and an in-memory source.
+
+`MarquezClient` implements `LineageSource` over HTTP; `InMemoryLineage` answers from a graph
+already loaded (a lineage export, a generated graph in a test or benchmark)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.lineage.errors import UnknownJobError
+from backfill_orchestrator.lineage.graph import LineageGraph, parse_lineage_response
+
+
+class LineageSource(Protocol):
+    def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
+        """The lineage around `job`, `depth` job hops deep (both directions, as Marquez answers).
+
+        Jobs whose consumers the answer shows in full are marked complete in the graph.
+        Raises UnknownJobError when the job does not exist."""
+        ...
+
+
+class InMemoryLineage:
+    """A LineageSource over one whole lineage graph: every answer is the whole graph, complete.
+
+    Built from a Marquez-shaped response (`{"graph": [...]}`), parsed once."""
+
+    def __init__(self, graph: LineageGraph):
+        self._graph = graph
+        self.queries = 0  # how many times it was asked; tests check the walker's economy
+
+    @classmethod
+    def from_response(cls, payload: Any) -> InMemoryLineage:
+        return cls(parse_lineage_response(payload, start=None, depth=None))
+
+    def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
+        self.queries += 1
+        if job.key not in self._graph.jobs:
+            raise UnknownJobError([job])
+        return self._graph

@@ -1,0 +1,244 @@
+"""The job catalog: what lineage cannot tell the planner, per job (YAML, a file or an S3 object).
+
+    version: 1
+    jobs:
+      - namespace: food_delivery
+        name: etl_orders_7_days
+        kind: spark            # spark | airflow_dag (default)
+        transform: etl_orders_7_days   # spark only; default: the job name
+        dag_id: etl_orders_7_days      # default: parentJobName, then the job name
+        window_days: 7         # a changed input day affects this many days (default 1)
+
+A job without an entry maps to its DAG by `parentJobName`, then by the name of the DAG in the
+Airflow run facet, then by its own name, as kind `airflow_dag` with window 1. A task job without
+an entry of its own uses its DAG's entry (the entry named like its `parentJobName`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.loader import load_document
+from backfill_orchestrator.config.model import NonBlank
+from backfill_orchestrator.lineage.graph import JobInfo, JobKey
+from backfill_orchestrator.plan.model import StepKind
+
+MAX_CATALOG_BYTES = 8 * 1024 * 1024
+MAX_WINDOW_DAYS = 366
+# Airflow's own rule for DAG ids (KEY_REGEX, at most 250 characters).
+DAG_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
+TRANSFORM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$"
+CATALOG_ENV = "BACKFILL_JOB_CATALOG"
+
+
+class CatalogError(Exception):
+    """Base of catalog failures."""
+
+
+class InvalidCatalogError(CatalogError, ValueError):
+    """A catalog that is not valid; carries every located issue (`jobs[3].window_days: ...`)."""
+
+    def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):
+        self.issues = list(issues)
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__("\n".join(f"{prefix}{issue}" for issue in self.issues))
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog could not be read (no such file or object, no permission)."""
+
+
+class CatalogEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: NonBlank
+    name: NonBlank
+    kind: StepKind = "airflow_dag"
+    dag_id: Annotated[str, Field(pattern=DAG_ID_PATTERN)] | None = None
+    transform: Annotated[str, Field(pattern=TRANSFORM_PATTERN)] | None = None
+    window_days: Annotated[StrictInt, Field(ge=1, le=MAX_WINDOW_DAYS)] = 1
+
+    @model_validator(mode="after")
+    def _transform_only_for_spark(self) -> CatalogEntry:
+        if self.transform is not None and self.kind != "spark":
+            raise ValueError("transform is only for kind spark")
+        return self
+
+    @property
+    def key(self) -> JobKey:
+        return (self.namespace, self.name)
+
+
+class _CatalogDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1]
+    jobs: list[CatalogEntry] = Field(default_factory=list)
+
+
+class StepTarget(NamedTuple):
+    """What a lineage job becomes in a plan: the step it belongs to and how that step runs."""
+
+    step_id: str
+    kind: StepKind
+    dag_id: str
+    transform: str | None
+    window_days: int
+
+
+class JobCatalog:
+    def __init__(self, entries: Iterable[CatalogEntry] = (), *, source: str | None = None):
+        self.source = source
+        self._entries: dict[JobKey, CatalogEntry] = {}
+        for entry in entries:
+            self._entries.setdefault(entry.key, entry)
+
+    @classmethod
+    def empty(cls) -> JobCatalog:
+        return cls()
+
+    @classmethod
+    def parse(cls, data: bytes | str | dict[str, Any], *, source: str | None = None) -> JobCatalog:
+        """YAML/JSON text or a parsed mapping to a catalog; raises InvalidCatalogError."""
+        if isinstance(data, dict):
+            document: Any = data
+        else:
+            if len(data) > MAX_CATALOG_BYTES:
+                raise InvalidCatalogError(
+                    [ConfigIssue("<root>", f"catalog is larger than {MAX_CATALOG_BYTES // (1024 * 1024)} MiB")],
+                    source=source,
+                )
+            try:
+                document = load_document(data, source=source, max_bytes=MAX_CATALOG_BYTES)
+            except InvalidConfigError as error:  # the strict loader's located parse errors
+                raise InvalidCatalogError(error.issues, source=source) from None
+        return cls(_validate(document, source), source=source)
+
+    @classmethod
+    def load(cls, location: str, *, s3_client: Any = None) -> JobCatalog:
+        """A file path or an `s3://bucket/key` URI. Raises CatalogUnavailableError or InvalidCatalogError."""
+        if location.startswith("s3://"):
+            data = _read_s3(location, s3_client)
+        else:
+            data = _read_file(location)
+        return cls.parse(data, source=location)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def entries(self) -> list[CatalogEntry]:
+        return list(self._entries.values())
+
+    def entry_for(self, job: JobInfo) -> CatalogEntry | None:
+        """The job's own entry, else its DAG's (by parentJobName)."""
+        entry = self._entries.get(job.key)
+        if entry is None and job.parent_job_name:
+            entry = self._entries.get((job.namespace, job.parent_job_name))
+        return entry
+
+    def target_for(self, job: JobInfo) -> StepTarget:
+        entry = self.entry_for(job)
+        default_dag = job.parent_job_name or job.airflow_dag_id or job.name
+        if entry is None:
+            return StepTarget(default_dag, "airflow_dag", default_dag, None, 1)
+        if entry.dag_id:
+            dag_id = entry.dag_id
+        elif entry.key == job.key:
+            dag_id = default_dag
+        else:
+            dag_id = entry.name  # the DAG's own entry: its name is the dag_id
+        if entry.kind == "spark":
+            transform = entry.transform or entry.name
+            return StepTarget(transform, "spark", dag_id, transform, entry.window_days)
+        return StepTarget(dag_id, "airflow_dag", dag_id, None, entry.window_days)
+
+
+def _validate(document: Any, source: str | None) -> list[CatalogEntry]:
+    if not isinstance(document, dict):
+        raise InvalidCatalogError([ConfigIssue("<root>", "expected a mapping with version and jobs")], source=source)
+    try:
+        parsed = _CatalogDocument.model_validate(document)
+    except ValidationError as error:
+        raise InvalidCatalogError([_issue(e) for e in error.errors(include_url=False)], source=source) from None
+    issues = _cross_entry_issues(parsed.jobs)
+    if issues:
+        raise InvalidCatalogError(issues, source=source)
+    return parsed.jobs
+
+
+def _issue(error: dict[str, Any]) -> ConfigIssue:
+    location = format_location(error["loc"])
+    if error["type"] == "missing":
+        return ConfigIssue(location, "field required")
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(CatalogEntry.model_fields) if len(error["loc"]) > 2 else "version, jobs"
+        return ConfigIssue(location, f"unknown key; known keys: {known}")
+    message = error["msg"].removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    value = error.get("input")
+    if not isinstance(value, dict | list) and error["type"] != "value_error":
+        message = f"{message}, got {value!r}"
+    return ConfigIssue(location, message)
+
+
+def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:
+    """Each job once; a step id (spark transform or airflow_dag dag_id) names one kind of step."""
+    issues: list[ConfigIssue] = []
+    first_index: dict[JobKey, int] = {}
+    step_kinds: dict[str, tuple[StepKind, int]] = {}
+    for index, entry in enumerate(entries):
+        if entry.key in first_index:
+            issues.append(ConfigIssue(f"jobs[{index}]", f"duplicate of jobs[{first_index[entry.key]}] ({entry.namespace}/{entry.name})"))
+            continue
+        first_index[entry.key] = index
+        if entry.kind == "spark":
+            step_id, field = entry.transform or entry.name, "transform" if entry.transform else "name"
+        else:
+            step_id, field = entry.dag_id or entry.name, "dag_id" if entry.dag_id else "name"
+        other = step_kinds.setdefault(step_id, (entry.kind, index))
+        if other[0] != entry.kind:
+            issues.append(ConfigIssue(
+                f"jobs[{index}].{field}",
+                f"{step_id!r} is the step id of jobs[{other[1]}] (kind {other[0]}) too; "
+                "a spark transform and an airflow_dag DAG must not share a name",
+            ))
+    return issues
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_CATALOG_BYTES + 1)
+    except FileNotFoundError:
+        raise CatalogUnavailableError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CatalogUnavailableError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise CatalogUnavailableError(f"{path}: permission denied") from None
+    except OSError as error:
+        raise CatalogUnavailableError(f"{path}: cannot read ({error.strerror})") from None
+
+
+def _read_s3(uri: str, s3_client: Any) -> bytes:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    if not bucket or not key:
+        raise CatalogUnavailableError(f"{uri}: expected s3://bucket/key")
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    try:
+        body = s3_client.get_object(Bucket=bucket, Key=key)["Body"]
+        return body.read(MAX_CATALOG_BYTES + 1)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "error")
+        raise CatalogUnavailableError(f"{uri}: cannot read ({code})") from None
+    except BotoCoreError as error:
+        raise CatalogUnavailableError(f"{uri}: cannot read ({error})") from None

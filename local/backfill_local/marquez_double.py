@@ -1,0 +1,603 @@
+"""A Marquez double: ingests OpenLineage events and answers `GET /api/v1/lineage` as Marquez does.
+
+Semantics copied from Marquez (0.51, `LineageDao.getLineage` and `LineageService`), because
+the planner's correctness depends on them:
+- The answer is the neighbourhood in *both* directions: jobs are collected breadth first over
+  shared datasets (a job is one hop from every job that reads or writes one of its datasets,
+  siblings included) up to `depth` job hops (default 20).
+- Every input and output dataset of those jobs is in the answer; edges to jobs outside it are
+  dropped, so a dataset at the boundary looks unread.
+- Nodes are sorted by id, edges by origin then destination; ids are `job:<ns>:<name>` and
+  `dataset:<ns>:<name>`, unescaped.
+- Unknown node: 404 `{"code": 404, "message": "..."}`. Unknown path: 404 "HTTP 404 Not Found".
+- A job's lineage is the inputs and outputs of its latest run that declared any (events of one
+  run accumulate: the sample declares them on START only). A run facet `parent` makes the job
+  a child: `parentJobName` is set and the name is prefixed `<parent>.` unless it already is.
+
+Runs on 127.0.0.1 (port 0 picks a free one). From tests:
+
+    with MarquezDouble(seed="food_delivery") as marquez:
+        MarquezClient(marquez.url).lineage(...)
+
+For the demo: `python -m backfill_local.marquez_double --port 5000 --seed food_delivery`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+LINEAGE_PATH = "/api/v1/lineage"
+DEFAULT_DEPTH = 20
+PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
+SEEDS = ("food_delivery",)
+_STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
+
+Key = tuple[str, str]
+
+
+class InvalidEventError(ValueError):
+    """An OpenLineage event Marquez would reject (422)."""
+
+
+class NodeNotFoundError(LookupError):
+    """No such job or dataset (404)."""
+
+
+class BadNodeIdError(ValueError):
+    """A node id that is not `job:...` or `dataset:...` (400)."""
+
+
+# -- the lineage model ---------------------------------------------------------------------
+@dataclass
+class _Run:
+    run_id: str
+    created_at: str
+    updated_at: str
+    state: str = "NEW"
+    facets: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[Key, None] = field(default_factory=dict)
+    outputs: dict[Key, None] = field(default_factory=dict)
+
+
+@dataclass
+class _Job:
+    namespace: str
+    name: str
+    simple_name: str
+    parent_job_name: str | None
+    created_at: str
+    updated_at: str
+    description: str | None = None
+    location: str | None = None
+    latest_run: _Run | None = None
+    inputs: tuple[Key, ...] = ()
+    outputs: tuple[Key, ...] = ()
+
+
+@dataclass
+class _Dataset:
+    namespace: str
+    name: str
+    created_at: str
+    description: str | None = None
+    source_name: str | None = None
+    fields: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _node_id(kind: str, key: Key) -> str:
+    return f"{kind}:{key[0]}:{key[1]}"
+
+
+def _required_text(event: dict[str, Any], *path: str) -> str:
+    value: Any = event
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    if not isinstance(value, str) or not value:
+        raise InvalidEventError(f"{'.'.join(path)}: required")
+    return value
+
+
+class LineageStore:
+    """Marquez's lineage model in memory. Thread-safe; every query is linear in its answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[Key, _Job] = {}
+        self._datasets: dict[Key, _Dataset] = {}
+        self._runs: dict[str, _Run] = {}
+        self._run_job: dict[str, Key] = {}
+        self._readers: dict[Key, dict[Key, None]] = {}  # dataset -> jobs reading it now
+        self._writers: dict[Key, dict[Key, None]] = {}  # dataset -> jobs writing it now
+
+    # -- ingest ----------------------------------------------------------------------------
+    def ingest(self, event: dict[str, Any]) -> None:
+        if not isinstance(event, dict):
+            raise InvalidEventError("an event must be a JSON object")
+        event_time = _required_text(event, "eventTime")
+        run_id = _required_text(event, "run", "runId")
+        namespace = _required_text(event, "job", "namespace")
+        name = _required_text(event, "job", "name")
+        _required_text(event, "producer")
+        inputs = self._datasets_of(event, "inputs", event_time)
+        outputs = self._datasets_of(event, "outputs", event_time)
+        run_facets = (event.get("run") or {}).get("facets") or {}
+        job_facets = event["job"].get("facets") or {}
+        parent = (run_facets.get("parent") or {}).get("job") if isinstance(run_facets, dict) else None
+        parent_name = parent.get("name") if isinstance(parent, dict) and isinstance(parent.get("name"), str) else None
+        if parent_name and not name.startswith(parent_name + "."):
+            name = f"{parent_name}.{name}"
+        with self._lock:
+            # A run belongs to one job: later events of it (COMPLETE often carries no parent
+            # facet) update that job, never a new one.
+            key = self._run_job.get(run_id, (namespace, name))
+            job = self._jobs.get(key)
+            if job is None:
+                simple = name[len(parent_name) + 1:] if parent_name else name
+                job = self._jobs[key] = _Job(namespace, name, simple, parent_name, event_time, event_time)
+            job.updated_at = event_time
+            if parent_name:
+                job.parent_job_name = parent_name
+            description = (job_facets.get("documentation") or {}).get("description")
+            job.description = description or job.description
+            job.location = (job_facets.get("sourceCodeLocation") or {}).get("url") or job.location
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = _Run(run_id, event_time, event_time)
+                self._run_job[run_id] = key
+            run.updated_at = event_time
+            run.state = _STATES.get(str(event.get("eventType", "")).upper(), run.state)
+            if isinstance(run_facets, dict):
+                run.facets.update(run_facets)
+            run.inputs.update(dict.fromkeys(inputs))
+            run.outputs.update(dict.fromkeys(outputs))
+            job.latest_run = run
+            if run.inputs or run.outputs:
+                self._set_io(key, job, tuple(run.inputs), tuple(run.outputs))
+
+    def ingest_all(self, events: Iterable[dict[str, Any]]) -> int:
+        count = 0
+        for event in events:
+            self.ingest(event)
+            count += 1
+        return count
+
+    def _datasets_of(self, event: dict[str, Any], side: str, event_time: str) -> list[Key]:
+        items = event.get(side) or []
+        if not isinstance(items, list):
+            raise InvalidEventError(f"{side}: must be a list")
+        keys = []
+        for index, item in enumerate(items):
+            namespace = item.get("namespace") if isinstance(item, dict) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            if not (isinstance(namespace, str) and namespace and isinstance(name, str) and name):
+                raise InvalidEventError(f"{side}[{index}]: namespace and name required")
+            key = (namespace, name)
+            keys.append(key)
+            facets = item.get("facets") or {}
+            with self._lock:
+                dataset = self._datasets.get(key)
+                if dataset is None:
+                    dataset = self._datasets[key] = _Dataset(namespace, name, event_time)
+                dataset.description = (facets.get("documentation") or {}).get("description") or dataset.description
+                dataset.source_name = (facets.get("dataSource") or {}).get("name") or dataset.source_name
+                dataset.fields = (facets.get("schema") or {}).get("fields") or dataset.fields
+        return keys
+
+    def _set_io(self, key: Key, job: _Job, inputs: tuple[Key, ...], outputs: tuple[Key, ...]) -> None:
+        for dataset in job.inputs:
+            self._readers[dataset].pop(key, None)
+        for dataset in job.outputs:
+            self._writers[dataset].pop(key, None)
+        job.inputs, job.outputs = inputs, outputs
+        for dataset in inputs:
+            self._readers.setdefault(dataset, {})[key] = None
+        for dataset in outputs:
+            self._writers.setdefault(dataset, {})[key] = None
+
+    # -- query -----------------------------------------------------------------------------
+    @property
+    def job_count(self) -> int:
+        return len(self._jobs)
+
+    def lineage(self, node_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
+        with self._lock:
+            start = self._resolve(node_id)
+            jobs = self._neighbourhood(start, depth)
+            return self._graph(jobs)
+
+    def _resolve(self, node_id: str) -> Key:
+        kind, _, rest = node_id.partition(":")
+        if kind not in ("job", "dataset") or not rest:
+            raise BadNodeIdError(f"node ID ({node_id}) must start with 'dataset' or 'job'")
+        known = self._jobs if kind == "job" else self._datasets
+        # Ids are not escaped: try every split of "<namespace>:<name>", as only one names a node.
+        for index, char in enumerate(rest):
+            if char == ":" and (rest[:index], rest[index + 1:]) in known:
+                key = (rest[:index], rest[index + 1:])
+                break
+        else:
+            raise NodeNotFoundError(f"{'Job' if kind == 'job' else 'Dataset'} '{rest}' not found.")
+        if kind == "job":
+            return key
+        # Marquez starts a dataset's lineage at its latest writer, else its latest reader.
+        for index in (self._writers, self._readers):
+            jobs = index.get(key)
+            if jobs:
+                return max(jobs, key=lambda job: self._jobs[job].updated_at)
+        raise NodeNotFoundError(f"Dataset '{rest}' has no lineage.")
+
+    def _neighbourhood(self, start: Key, depth: int) -> dict[Key, int]:
+        hops = {start: 0}
+        seen_datasets: set[Key] = set()
+        queue = deque([start])
+        while queue:
+            key = queue.popleft()
+            if hops[key] >= depth:
+                continue
+            job = self._jobs[key]
+            for dataset in (*job.inputs, *job.outputs):
+                if dataset in seen_datasets:
+                    continue
+                seen_datasets.add(dataset)
+                for other in (*self._readers.get(dataset, ()), *self._writers.get(dataset, ())):
+                    if other not in hops:
+                        hops[other] = hops[key] + 1
+                        queue.append(other)
+        return hops
+
+    def _graph(self, jobs: dict[Key, int]) -> dict[str, Any]:
+        nodes: list[dict[str, Any]] = []
+        datasets: dict[Key, None] = {}
+        for key in jobs:
+            job = self._jobs[key]
+            job_id = _node_id("job", key)
+            datasets.update(dict.fromkeys(job.inputs))
+            datasets.update(dict.fromkeys(job.outputs))
+            nodes.append({
+                "id": job_id,
+                "type": "JOB",
+                "data": self._job_data(job),
+                "inEdges": sorted(({"origin": _node_id("dataset", d), "destination": job_id} for d in job.inputs), key=_edge_order),
+                "outEdges": sorted(({"origin": job_id, "destination": _node_id("dataset", d)} for d in job.outputs), key=_edge_order),
+            })
+        for key in datasets:
+            dataset_id = _node_id("dataset", key)
+            writers = [j for j in self._writers.get(key, ()) if j in jobs]
+            readers = [j for j in self._readers.get(key, ()) if j in jobs]
+            nodes.append({
+                "id": dataset_id,
+                "type": "DATASET",
+                "data": self._dataset_data(self._datasets[key]),
+                "inEdges": sorted(({"origin": _node_id("job", j), "destination": dataset_id} for j in writers), key=_edge_order),
+                "outEdges": sorted(({"origin": dataset_id, "destination": _node_id("job", j)} for j in readers), key=_edge_order),
+            })
+        nodes.sort(key=lambda node: node["id"])
+        return {"graph": nodes}
+
+    @staticmethod
+    def _job_data(job: _Job) -> dict[str, Any]:
+        run = job.latest_run
+        return {
+            "id": {"namespace": job.namespace, "name": job.name},
+            "type": "BATCH",
+            "name": job.name,
+            "simpleName": job.simple_name,
+            "parentJobName": job.parent_job_name,
+            "createdAt": job.created_at,
+            "updatedAt": job.updated_at,
+            "namespace": job.namespace,
+            "inputs": [{"namespace": ns, "name": name} for ns, name in job.inputs],
+            "outputs": [{"namespace": ns, "name": name} for ns, name in job.outputs],
+            "location": job.location,
+            "description": job.description,
+            "latestRun": None if run is None else {
+                "id": run.run_id,
+                "createdAt": run.created_at,
+                "updatedAt": run.updated_at,
+                "state": run.state,
+                "facets": run.facets,
+            },
+        }
+
+    @staticmethod
+    def _dataset_data(dataset: _Dataset) -> dict[str, Any]:
+        return {
+            "id": {"namespace": dataset.namespace, "name": dataset.name},
+            "type": "DB_TABLE",
+            "name": dataset.name,
+            "physicalName": dataset.name,
+            "createdAt": dataset.created_at,
+            "namespace": dataset.namespace,
+            "sourceName": dataset.source_name,
+            "fields": dataset.fields,
+            "description": dataset.description,
+        }
+
+
+def _edge_order(edge: dict[str, str]) -> tuple[str, str]:
+    return (edge["origin"], edge["destination"])
+
+
+class InProcessMarquez:
+    """A LineageSource answering from a LineageStore without HTTP: Marquez's answers, parsed
+    exactly as MarquezClient parses them. For unit tests and benchmarks."""
+
+    def __init__(self, store: LineageStore):
+        self.store = store
+        self.queries: list[tuple[str, int]] = []
+
+    def lineage(self, job: Any, *, depth: int) -> Any:
+        from backfill_orchestrator.lineage import UnknownJobError, job_node_id, parse_lineage_response
+
+        node_id = job_node_id(job.namespace, job.name)
+        self.queries.append((node_id, depth))
+        try:
+            payload = self.store.lineage(node_id, depth)
+        except NodeNotFoundError:
+            raise UnknownJobError([job]) from None
+        return parse_lineage_response(payload, start=job.key, depth=depth)
+
+
+# -- events for seeding ----------------------------------------------------------------------
+def run_events(
+    namespace: str,
+    name: str,
+    *,
+    inputs: Sequence[str | tuple[str, str]] = (),
+    outputs: Sequence[str | tuple[str, str]] = (),
+    parent: str | None = None,
+    airflow_dag_id: str | None = None,
+    dataset_namespace: str | None = None,
+    event_time: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The START (with inputs and outputs) and COMPLETE events of one run of a job, as the
+    OpenLineage integrations send them. Datasets are `name` (in `dataset_namespace`, default
+    the job's namespace) or `(namespace, name)`."""
+    when = event_time or datetime(2021, 6, 1, tzinfo=UTC)
+    run_id = str(uuid.uuid4())
+    facets: dict[str, Any] = {}
+    if parent:
+        facets["parent"] = {"run": {"runId": str(uuid.uuid4())}, "job": {"namespace": namespace, "name": parent}}
+    if airflow_dag_id:
+        facets["airflow"] = {"dag": {"dag_id": airflow_dag_id}}
+
+    def dataset(item: str | tuple[str, str]) -> dict[str, str]:
+        ds_namespace, ds_name = item if isinstance(item, tuple) else (dataset_namespace or namespace, item)
+        return {"namespace": ds_namespace, "name": ds_name}
+
+    start = {
+        "eventType": "START",
+        "eventTime": when.isoformat(),
+        "run": {"runId": run_id, "facets": facets},
+        "job": {"namespace": namespace, "name": name},
+        "inputs": [dataset(item) for item in inputs],
+        "outputs": [dataset(item) for item in outputs],
+        "producer": PRODUCER,
+    }
+    complete = {
+        "eventType": "COMPLETE",
+        "eventTime": (when + timedelta(minutes=5)).isoformat(),
+        "run": {"runId": run_id, "facets": facets},
+        "job": {"namespace": namespace, "name": name},
+        "producer": PRODUCER,
+    }
+    return [start, complete]
+
+
+def food_delivery_events(*, start: datetime | None = None) -> list[dict[str, Any]]:
+    """Marquez's own sample (26 events, 13 jobs), time placeholders filled in."""
+    text = resources.files("backfill_local").joinpath("data/food_delivery_events.json").read_text()
+    when = start or datetime(2021, 6, 4, 2, 0, tzinfo=UTC)
+    text = text.replace("{{RUN_START_TIME}}", when.isoformat())
+    for minutes in range(1, 61):
+        text = text.replace(
+            f"{{{{RUN_END_TIME_AFTER_{minutes}_MINUTES}}}}", (when + timedelta(minutes=minutes)).isoformat()
+        )
+    return json.loads(text)
+
+
+def seed_events(seed: str) -> list[dict[str, Any]]:
+    if seed == "food_delivery":
+        return food_delivery_events()
+    raise ValueError(f"unknown seed {seed!r}; known: {', '.join(SEEDS)}")
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+@dataclass
+class _Fault:
+    status: int
+    times: int
+    retry_after: str | None
+
+
+class MarquezDouble:
+    """The HTTP server. Context manager; `url` is its base URL; `requests` logs what it served.
+
+    Knobs for tests: `api_key` (then requests need `Authorization: Bearer <key>`, else 401),
+    `fail_next(status, times=, retry_after=)` to answer the next lineage requests with an error."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        store: LineageStore | None = None,
+        seed: str | None = None,
+        events: Iterable[dict[str, Any]] = (),
+        api_key: str | None = None,
+    ):
+        self.store = store or LineageStore()
+        if seed:
+            self.store.ingest_all(seed_events(seed))
+        self.store.ingest_all(events)
+        self.api_key = api_key
+        self.requests: list[dict[str, Any]] = []
+        self._faults: deque[_Fault] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def fail_next(self, status: int, *, times: int = 1, retry_after: str | None = None) -> None:
+        with self._lock:
+            self._faults.append(_Fault(status, times, retry_after))
+
+    def lineage_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == LINEAGE_PATH and r["method"] == "GET"]
+
+    def _take_fault(self) -> _Fault | None:
+        with self._lock:
+            if not self._faults:
+                return None
+            fault = self._faults[0]
+            fault.times -= 1
+            if fault.times <= 0:
+                self._faults.popleft()
+            return fault
+
+    def start(self) -> MarquezDouble:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="marquez-double", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> MarquezDouble:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet in tests
+            return None
+
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+            self._send(status, {"code": status, "message": message}, headers)
+
+        def _authorized(self) -> bool:
+            if double.api_key and self.headers.get("Authorization") != f"Bearer {double.api_key}":
+                self._error(HTTPStatus.UNAUTHORIZED, "HTTP 401 Unauthorized")
+                return False
+            return True
+
+        def _log(self) -> tuple[str, dict[str, list[str]]]:
+            parts = urlsplit(self.path)
+            query = parse_qs(parts.query)
+            with double._lock:
+                double.requests.append({
+                    "method": self.command,
+                    "path": parts.path,
+                    "params": {k: v[0] for k, v in query.items()},
+                    "authorization": self.headers.get("Authorization"),
+                })
+            return parts.path, query
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            path, query = self._log()
+            if path != LINEAGE_PATH:
+                self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+                return
+            if not self._authorized():
+                return
+            fault = double._take_fault()
+            if fault is not None:
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+                self._error(fault.status, f"injected fault {fault.status}", headers)
+                return
+            node_id = query.get("nodeId", [""])[0]
+            try:
+                depth = int(query.get("depth", [str(DEFAULT_DEPTH)])[0])
+            except ValueError:
+                self._error(HTTPStatus.BAD_REQUEST, "depth must be an integer")
+                return
+            if depth < 0:
+                self._error(HTTPStatus.BAD_REQUEST, "depth must not be negative")
+                return
+            try:
+                self._send(HTTPStatus.OK, double.store.lineage(node_id, depth))
+            except BadNodeIdError as error:
+                self._error(HTTPStatus.BAD_REQUEST, str(error))
+            except NodeNotFoundError as error:
+                self._error(HTTPStatus.NOT_FOUND, str(error))
+
+        def do_POST(self) -> None:  # noqa: N802
+            path, _ = self._log()
+            if path != LINEAGE_PATH:
+                self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+                return
+            if not self._authorized():
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                event = json.loads(self.rfile.read(length) or b"null")
+                double.store.ingest(event)
+            except (ValueError, InvalidEventError) as error:
+                self._error(HTTPStatus.UNPROCESSABLE_ENTITY, str(error))
+                return
+            self.send_response(HTTPStatus.CREATED)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="marquez_double", description="A Marquez lineage API double on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--seed", choices=SEEDS, help="load a sample lineage graph")
+    parser.add_argument("--events", metavar="FILE", help="a JSON list of OpenLineage events to load")
+    parser.add_argument("--api-key", help="require this bearer key")
+    args = parser.parse_args(argv)
+    events: list[dict[str, Any]] = []
+    if args.events:
+        with open(args.events, encoding="utf-8") as handle:
+            events = json.load(handle)
+    double = MarquezDouble(port=args.port, seed=args.seed, events=events, api_key=args.api_key)
+    print(f"marquez double: {double.store.job_count} jobs, serving {double.url}{LINEAGE_PATH}", flush=True)
+    try:
+        double._server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        double._server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
