@@ -1,9 +1,72 @@
-"""`backfill status ID` (the trigger issue fills this in)."""
+"""`backfill status ID [--table T] [--json]`: print a backfill's status record.
+
+ID is a backfill id (`<name>-<8 hex>`) or, for a rejected upload, the `status_id` from its
+result file. Exit 0 when found, 1 when there is no such record, 2 when the table cannot
+be read (no table given, credentials, network)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError
+from backfill_orchestrator.status import StatusRecord, StatusStore, StatusStoreError
+
+TABLE_ENV = "STATUS_TABLE"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    return None
+    parser = commands.add_parser("status", help="print the status record of a backfill")
+    parser.add_argument("backfill_id", metavar="ID", help="backfill id, or a rejected upload's status_id")
+    parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
+    parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    table = args.table or os.environ.get(TABLE_ENV)
+    if not table:
+        raise CliError(f"no status table: pass --table or set {TABLE_ENV}")
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        client = boto3.client("dynamodb")
+        record = StatusStore(table_name=table, dynamodb_client=client).get(args.backfill_id)
+    except (StatusStoreError, BotoCoreError) as error:
+        raise CliError(f"cannot read the status table {table}: {error}") from None
+    if record is None:
+        print(f"backfill: no status record for {args.backfill_id!r} in {table}")
+        return EXIT_INVALID
+    print(json.dumps(record.as_dict(), indent=2, default=str) if args.json else render(record))
+    return EXIT_OK
+
+
+def render(record: StatusRecord) -> str:
+    """A few lines for people; `--json` has everything."""
+    lines = [f"{record.backfill_id}: {record.state}"]
+    if record.name:
+        lines.append(f"  name {record.name} ({record.mode}{', dry run' if record.dry_run else ''}), owner {record.owner}")
+    for label, value in (
+        ("source", record.source_uri),
+        ("config", record.config_uri),
+        ("plan", record.plan_uri),
+        ("dag run", f"{record.dag_id}/{record.dag_run_id}" if record.dag_run_id else None),
+        ("dag run url", record.dag_run_url),
+        ("reason", record.reason),
+    ):
+        if value:
+            lines.append(f"  {label}: {value}")
+    if record.plan_summary:
+        waves = record.plan_summary.get("waves", [])
+        lines.append(f"  plan: {len(waves)} waves, {record.plan_summary.get('steps', 0)} steps")
+        lines.extend(f"    wave {index + 1}: {', '.join(steps)}" for index, steps in enumerate(waves))
+    for error in record.errors:
+        lines.append(f"  error: {error.get('location')}: {error.get('message')}")
+    lines.append("  history:")
+    lines.extend(
+        f"    {entry.get('at')} {entry.get('state')}{': ' + entry['detail'] if entry.get('detail') else ''}"
+        for entry in record.history
+    )
+    return "\n".join(lines)

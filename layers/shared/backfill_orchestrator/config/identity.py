@@ -8,7 +8,7 @@ import json
 from backfill_orchestrator.config.model import BackfillConfig
 
 # name (<= 24) + '-' + 8 hex: at most 33 characters, so `/dags/<dag_id>/dagRuns/<run_id>`
-# stays under MWAA's 64-character Path limit with a DAG id of up to 17 characters.
+# stays within MWAA's 64-character Path limit for a DAG id of up to 16 characters (6 + 16 + 9 + 33).
 MAX_BACKFILL_ID_LENGTH = 33
 
 

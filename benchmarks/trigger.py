@@ -1,0 +1,210 @@
+"""Trigger benchmark: the warm Lambda handler's time per config, and the handler module's
+cold import time.
+
+Warm: the real handler (functions/trigger/app.py) on S3 events for distinct valid configs,
+everything on 127.0.0.1 (moto server for S3/DynamoDB/Secrets Manager via AWS_ENDPOINT_URL, the
+Marquez double with the food delivery sample, the strict Airflow double, the Slack and
+PagerDuty receivers). Each config goes the whole way: read, validate, claim, plan (Marquez over
+HTTP), store config + plan, trigger (Airflow over HTTP), record, Slack, result file. The
+baseline beside it is the least any trigger must do per config against the same doubles:
+S3 GET of the config, one DynamoDB conditional put, the Airflow trigger POST and one S3 PUT,
+with plain boto3/requests; `ratio` = ours / baseline. A duplicate delivery is timed too.
+
+Cold: `import app` in a fresh interpreter (median of 5), beside `import boto3` alone
+(what any Python Lambda that talks to AWS pays).
+
+    .venv/bin/python benchmarks/trigger.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = 40
+COLD_RUNS = 5
+BUCKET = "bench-configs"
+TABLE = "bench-status"
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def cold_import_ms(code: str) -> float:
+    env = {**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_TRACE_DISABLED": "true"}
+    times = []
+    for _ in range(COLD_RUNS):
+        out = subprocess.run(
+            [sys.executable, "-c", f"import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"],
+            cwd=REPO / "functions" / "trigger", env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        times.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
+    return statistics.median(times)
+
+
+def config_body(index: int) -> bytes:
+    return (
+        f"version: 1\nname: bench-{index:04d}\nowner: '@bench'\nmode: batch\n"
+        "jobs: [{namespace: food_delivery, name: etl_orders}]\ndates: [2021-06-04, 2021-06-05]\n"
+    ).encode()
+
+
+def main() -> int:
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "Bench",
+        }
+    )
+    import boto3
+    import requests
+    from moto.server import ThreadedMotoServer
+
+    from backfill_local.airflow_double import AirflowDouble
+    from backfill_local.marquez_double import MarquezDouble
+    from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    os.environ["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
+    try:
+        with (
+            MarquezDouble(seed="food_delivery") as marquez,
+            AirflowDouble(dag_ids={"backfill"}) as airflow,
+            SlackReceiver(token="xoxb-bench") as slack,
+            PagerDutyReceiver() as pagerduty,
+        ):
+            s3 = boto3.client("s3")
+            dynamodb = boto3.client("dynamodb")
+            secrets = boto3.client("secretsmanager")
+            s3.create_bucket(Bucket=BUCKET)
+            s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+            for table in (TABLE, "bench-baseline"):
+                dynamodb.create_table(
+                    TableName=table,
+                    KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
+                    AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
+                    BillingMode="PAY_PER_REQUEST",
+                )
+            s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
+            arn = {
+                name: secrets.create_secret(Name=f"bench/{name}", SecretString=json.dumps(value))["ARN"]
+                for name, value in (
+                    ("airflow", {"username": "admin", "password": "admin"}),
+                    ("slack", {"bot_token": "xoxb-bench"}),
+                    ("pagerduty", {"routing_key": pagerduty.routing_key}),
+                )
+            }
+            os.environ.update(
+                {
+                    "CONFIG_BUCKET": BUCKET,
+                    "STATUS_TABLE": TABLE,
+                    "MARQUEZ_URL": marquez.url,
+                    "AIRFLOW_URL": airflow.url,
+                    "AIRFLOW_SECRET_ID": arn["airflow"],
+                    "SLACK_API_URL": slack.api_url,
+                    "SLACK_SECRET_ID": arn["slack"],
+                    "SLACK_CHANNEL": "#bench",
+                    "PAGERDUTY_EVENTS_URL": pagerduty.events_url,
+                    "PAGERDUTY_SECRET_ID": arn["pagerduty"],
+                    "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
+                }
+            )
+            sys.path.insert(0, str(REPO / "functions" / "trigger"))
+            import app
+
+            class Context:
+                function_name, memory_limit_in_mb, aws_request_id = "bench", 512, "bench"
+                invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
+
+                def get_remaining_time_in_millis(self) -> int:
+                    return 300_000
+
+            def event_for(key: str, body: bytes) -> dict:
+                put = s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+                obj = {"key": key, "size": len(body), "versionId": put["VersionId"], "eTag": put["ETag"].strip('"')}
+                return {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+                                     "s3": {"bucket": {"name": BUCKET}, "object": obj}}]}  # fmt: skip
+
+            def invoke(event: dict) -> tuple[float, dict]:
+                started = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):  # EMF lines
+                    answer = app.handler(event, Context())
+                return (time.perf_counter() - started) * 1000, answer
+
+            first_ms, _ = invoke(event_for("incoming/warmup.yaml", config_body(9999)))
+            ours, duplicates = [], []
+            for index in range(CONFIGS):
+                event = event_for(f"incoming/bench-{index}.yaml", config_body(index))
+                elapsed, answer = invoke(event)
+                assert answer["results"][0]["disposition"] == "accepted", answer
+                ours.append(elapsed)
+                elapsed, answer = invoke(event)
+                assert answer["results"][0]["disposition"] == "duplicate", answer
+                duplicates.append(elapsed)
+            assert len(airflow.runs) == CONFIGS + 1 and len(slack.messages) == CONFIGS + 1
+
+            # Baseline: the unavoidable round trips, done plainly.
+            session = requests.Session()
+            token = session.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
+            baseline = []
+            for index in range(CONFIGS):
+                key = f"incoming/base-{index}.yaml"
+                s3.put_object(Bucket=BUCKET, Key=key, Body=config_body(index))
+                started = time.perf_counter()
+                body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+                dynamodb.put_item(
+                    TableName="bench-baseline", Item={"backfill_id": {"S": f"base-{index}"}, "state": {"S": "TRIGGERED"}},
+                    ConditionExpression="attribute_not_exists(backfill_id)",
+                )  # fmt: skip
+                response = session.post(
+                    f"{airflow.url}/api/v2/dags/backfill/dagRuns",
+                    json={"dag_run_id": f"base-{index}", "logical_date": None, "conf": {}},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                assert response.status_code == 200, response.text
+                s3.put_object(Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10])
+                baseline.append((time.perf_counter() - started) * 1000)
+    finally:
+        moto.stop()
+
+    cold = cold_import_ms("import app")
+    cold_base = cold_import_ms("import boto3")
+
+    ours_p50, base_p50 = statistics.median(ours), statistics.median(baseline)
+    print(f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1; first invocation {first_ms:.0f} ms")
+    print(f"{'':<28}{'ours ms':>10}{'baseline ms':>13}{'ratio':>8}")
+    print(f"{'warm per config p50':<28}{ours_p50:>10.1f}{base_p50:>13.1f}{ours_p50 / base_p50:>8.2f}")
+    print(f"{'warm per config p90':<28}{percentile(ours, 0.9):>10.1f}{percentile(baseline, 0.9):>13.1f}"
+          f"{percentile(ours, 0.9) / percentile(baseline, 0.9):>8.2f}")  # fmt: skip
+    print(f"{'duplicate delivery p50':<28}{statistics.median(duplicates):>10.1f}{base_p50:>13.1f}"
+          f"{statistics.median(duplicates) / base_p50:>8.2f}")  # fmt: skip
+    print(f"{'cold import (median of 5)':<28}{cold:>10.0f}{cold_base:>13.0f}{cold / cold_base:>8.2f}   (baseline: import boto3)")
+    print(
+        f"BENCH trigger warm_ms_p50={ours_p50:.1f} warm_ms_p90={percentile(ours, 0.9):.1f} "
+        f"baseline_ms_p50={base_p50:.1f} ratio={ours_p50 / base_p50:.2f} "
+        f"duplicate_ms_p50={statistics.median(duplicates):.1f} cold_import_ms={cold:.0f} "
+        f"cold_import_boto3_ms={cold_base:.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Amazon MWAA: the Airflow REST API through `mwaa.invoke_rest_api` (IAM-authenticated,
+no Airflow credentials). Airflow's own 4xx/5xx arrive as ClientErrors carrying
+`RestApiStatusCode`/`RestApiResponse`; 5xx and MWAA's own transient errors are retried
+here with exponential backoff (botocore already retries throttling)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from backfill_orchestrator.airflow_api.base import (
+    AirflowAuthError,
+    AirflowClient,
+    AirflowRequestError,
+    AirflowUnavailableError,
+    ApiVersion,
+)
+
+MAX_PATH_LENGTH = 64  # MWAA's limit on Path
+_TRANSIENT_CODES = frozenset({"RestApiServerException", "InternalServerException", "ThrottlingException"})
+
+
+class MwaaPathTooLongError(AirflowRequestError):
+    """The request path exceeds MWAA's 64-character limit (shorten the DAG id)."""
+
+
+class MwaaAirflowClient(AirflowClient):
+    def __init__(
+        self,
+        environment: str,
+        *,
+        mwaa_client: Any,
+        api_version: ApiVersion = "v2",
+        ui_url: str | None = None,
+        attempts: int = 4,
+        backoff_seconds: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        super().__init__(api_version=api_version, ui_url=ui_url)
+        self._environment = environment
+        self._mwaa = mwaa_client
+        self._attempts = max(1, attempts)
+        self._backoff = backoff_seconds
+        self._sleep = sleep
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        if len(path) > MAX_PATH_LENGTH:
+            raise MwaaPathTooLongError(
+                f"MWAA Path {path!r} is {len(path)} characters; the limit is {MAX_PATH_LENGTH}"
+            )
+        kwargs: dict[str, Any] = {"Name": self._environment, "Path": path, "Method": method}
+        if body is not None:
+            kwargs["Body"] = body
+        last_problem = ""
+        for attempt in range(self._attempts):
+            if attempt:
+                self._sleep(self._backoff * 2 ** (attempt - 1))
+            try:
+                response = self._mwaa.invoke_rest_api(**kwargs)
+                return int(response["RestApiStatusCode"]), response.get("RestApiResponse")
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                status = error.response.get("RestApiStatusCode")
+                answer = error.response.get("RestApiResponse")
+                if code == "RestApiClientException" and status is not None:
+                    return int(status), answer
+                if code in _TRANSIENT_CODES:
+                    last_problem = f"{code} ({status or error.response['Error'].get('Message', '')})"
+                    continue
+                if code == "AccessDeniedException":
+                    raise AirflowAuthError(
+                        f"not allowed to call airflow:InvokeRestApi on {self._environment}: "
+                        f"{error.response['Error'].get('Message', '')}",
+                        status=403,
+                    ) from None
+                raise AirflowRequestError(
+                    f"MWAA {self._environment} refused {method} {path}: {code}: "
+                    f"{error.response['Error'].get('Message', '')}"
+                ) from None
+            except BotoCoreError as error:  # endpoint unreachable, read timeout
+                last_problem = f"{type(error).__name__}: {error}"
+        raise AirflowUnavailableError(
+            f"MWAA {self._environment}: {method} {path} failed {self._attempts} times; last: {last_problem}",
+            status=None,
+        )

@@ -1,0 +1,100 @@
+"""The Airflow REST API over HTTP: Airflow 3 (`/api/v2`, JWT from `/auth/token`, refreshed
+on 401) or Airflow 2 (`/api/v1`, basic auth). Retries (connection errors, 429, 5xx with
+Retry-After) come from `backfill_orchestrator.http.retrying_session`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import requests
+from pydantic import SecretStr
+
+from backfill_orchestrator.airflow_api.base import (
+    AirflowAuthError,
+    AirflowClient,
+    AirflowUnavailableError,
+    ApiVersion,
+)
+from backfill_orchestrator.http import retrying_session
+
+
+class RestAirflowClient(AirflowClient):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        username: str,
+        password: SecretStr,
+        api_version: ApiVersion = "v2",
+        ui_url: str | None = None,
+        session: requests.Session | None = None,
+    ):
+        """`base_url` is Airflow's root (`https://airflow.example.com`), without `/api/...`."""
+        super().__init__(api_version=api_version, ui_url=ui_url or base_url)
+        self._base = base_url.rstrip("/")
+        self._username = username
+        self._password = password
+        self._session = session or retrying_session()
+        self._token: SecretStr | None = None
+
+    def _fetch_token(self) -> SecretStr:
+        url = f"{self._base}/auth/token"
+        try:
+            response = self._session.post(
+                url,
+                json={"username": self._username, "password": self._password.get_secret_value()},
+            )
+        except requests.RequestException as error:
+            raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
+        if response.status_code in (401, 403):
+            raise AirflowAuthError(
+                f"Airflow refused the credentials of {self._username!r} at {url} ({response.status_code})",
+                status=response.status_code,
+            )
+        if response.status_code not in (200, 201):
+            raise AirflowUnavailableError(
+                f"getting a token from {url}: Airflow answered {response.status_code}", status=response.status_code
+            )
+        token = _json(response).get("access_token") if isinstance(_json(response), dict) else None
+        if not isinstance(token, str) or not token:
+            raise AirflowUnavailableError(f"{url} answered without an access_token")
+        return SecretStr(token)
+
+    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> requests.Response:
+        headers = {"Accept": "application/json"}
+        auth = None
+        if self.api_version == "v2":
+            if self._token is None:
+                self._token = self._fetch_token()
+            headers["Authorization"] = f"Bearer {self._token.get_secret_value()}"
+        else:
+            auth = (self._username, self._password.get_secret_value())
+        return self._session.request(method, url, json=body, headers=headers, auth=auth)
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        url = f"{self._base}/api/{self.api_version}{path}"
+        try:
+            response = self._send(method, url, body)
+            if response.status_code == 401 and self.api_version == "v2":
+                self._token = None  # expired: one fresh token, one more try
+                response = self._send(method, url, body)
+        except requests.RequestException as error:
+            raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
+        if response.status_code == 429 or response.status_code >= 500:
+            raise AirflowUnavailableError(
+                f"{method} {path}: Airflow answered {response.status_code} after retries", status=response.status_code
+            )
+        return response.status_code, _json(response)
+
+
+def _json(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except (ValueError, json.JSONDecodeError):
+        return {"detail": response.text[:500]}
+
+
+def _reason(error: requests.RequestException) -> str:
+    # urllib3's MaxRetryError nests the cause; its text is long but says what happened.
+    return f"{type(error).__name__}: {str(error)[:300]}"

@@ -1,0 +1,128 @@
+"""The one notification entry point for every component (trigger, DAG, replay).
+
+    notifier.slack(backfill_id, message)            # first call starts the thread, later ones reply
+    notifier.page(backfill_id, summary=..., enabled=config.notify.pagerduty)
+    notifier.resolve(backfill_id, enabled=...)
+
+Notifications never fail a backfill: a Slack or PagerDuty error is logged (without
+secrets), counted in metrics (`SlackFailures`, `PagerDutyFailures`) and reported as False.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from backfill_orchestrator.notify.pagerduty import PagerDutyClient, PagerDutyError, Severity
+from backfill_orchestrator.notify.slack import SlackClient, SlackError, SlackMessage
+from backfill_orchestrator.status import StatusStore, StatusStoreError
+
+logger = logging.getLogger(__name__)
+
+
+class MetricsSink(Protocol):
+    """What we need of powertools `Metrics`."""
+
+    def add_metric(self, name: str, unit: Any, value: float, **kwargs: Any) -> None: ...
+
+
+class Notifier:
+    def __init__(
+        self,
+        *,
+        slack: SlackClient | None,
+        pagerduty: PagerDutyClient | None,
+        status_store: StatusStore | None = None,
+        default_channel: str | None = None,
+        metrics: MetricsSink | None = None,
+    ):
+        """`status_store` keeps each backfill's Slack thread (channel, ts) on its record so
+        every component replies in the same thread; without it every message is top-level."""
+        self._slack = slack
+        self._pagerduty = pagerduty
+        self._store = status_store
+        self._default_channel = default_channel
+        self._metrics = metrics
+
+    def slack(self, backfill_id: str | None, message: SlackMessage, *, channel: str | None = None) -> bool:
+        """Post to the backfill's thread (starting it if there is none yet). `channel`
+        (e.g. the config's notify.slack_channel) applies when a thread starts. True if sent."""
+        if self._slack is None:
+            return False
+        try:
+            thread_channel, thread_ts = self._thread(backfill_id)
+            target = thread_channel or channel or self._default_channel
+            posted = self._slack.post(message, channel=target, thread_ts=thread_ts)
+            if posted and backfill_id and not thread_ts and self._store is not None:
+                self._store.set_slack_thread(backfill_id, channel=posted.channel, ts=posted.ts)
+            return True
+        except (SlackError, StatusStoreError) as error:
+            logger.warning("Slack notification not sent: %s", error)
+            self._count("SlackFailures")
+            return False
+
+    def page(
+        self,
+        backfill_id: str,
+        *,
+        summary: str,
+        enabled: bool = True,
+        severity: Severity = "critical",
+        component: str = "trigger",
+        details: dict[str, Any] | None = None,
+        links: list[dict[str, str]] | None = None,
+    ) -> bool:
+        """Open (or add to) the backfill's incident. `enabled` is the config's notify.pagerduty."""
+        if self._pagerduty is None or not enabled:
+            return False
+        try:
+            self._pagerduty.trigger(
+                dedup_key=backfill_id,
+                summary=summary,
+                severity=severity,
+                component=component,
+                group="backfill",
+                event_class="system_failure",
+                custom_details={"backfill_id": backfill_id, **(details or {})},
+                links=links,
+            )
+        except PagerDutyError as error:
+            logger.error("PagerDuty trigger not sent: %s", error)
+            self._count("PagerDutyFailures")
+            return False
+        self._mark_incident(backfill_id, open_=True)
+        return True
+
+    def resolve(self, backfill_id: str, *, enabled: bool = True) -> bool:
+        """Resolve the backfill's incident (a no-op for PagerDuty when none is open)."""
+        if self._pagerduty is None or not enabled:
+            return False
+        try:
+            self._pagerduty.resolve(dedup_key=backfill_id)
+        except PagerDutyError as error:
+            logger.error("PagerDuty resolve not sent: %s", error)
+            self._count("PagerDutyFailures")
+            return False
+        self._mark_incident(backfill_id, open_=False)
+        return True
+
+    # -- internals ---------------------------------------------------------------------
+    def _thread(self, backfill_id: str | None) -> tuple[str | None, str | None]:
+        if not backfill_id or self._store is None or not self._slack.supports_threads:  # type: ignore[union-attr]
+            return None, None
+        record = self._store.get(backfill_id)
+        if record is None or not record.slack_thread_ts:
+            return None, None
+        return record.slack_channel, record.slack_thread_ts
+
+    def _mark_incident(self, backfill_id: str, *, open_: bool) -> None:
+        if self._store is None:
+            return
+        try:
+            self._store.annotate(backfill_id, {"pagerduty_open": open_})
+        except Exception as error:  # bookkeeping only; the page itself went out
+            logger.warning("could not record the PagerDuty incident state: %s", error)
+
+    def _count(self, name: str) -> None:
+        if self._metrics is not None:
+            self._metrics.add_metric(name=name, unit="Count", value=1)

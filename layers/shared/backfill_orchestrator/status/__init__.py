@@ -1,0 +1,22 @@
+"""Backfill status records in DynamoDB (see `model.py` for the states, `store.py` for writes)."""
+
+from backfill_orchestrator.status.model import ALLOWED_FROM, TERMINAL_STATES, BackfillState, StatusRecord
+from backfill_orchestrator.status.store import (
+    RecordExistsError,
+    RecordNotFoundError,
+    StatusStore,
+    StatusStoreError,
+    TransitionRejectedError,
+)
+
+__all__ = [
+    "ALLOWED_FROM",
+    "TERMINAL_STATES",
+    "BackfillState",
+    "RecordExistsError",
+    "RecordNotFoundError",
+    "StatusRecord",
+    "StatusStore",
+    "StatusStoreError",
+    "TransitionRejectedError",
+]

@@ -1,0 +1,87 @@
+"""The status record of one backfill: its state, what happened, and where to read more.
+
+States and who writes them:
+- RECEIVED (trigger: the config arrived and is being processed)
+- REJECTED (trigger: invalid config or a refused plan; `errors` holds the located errors)
+- PLANNED (trigger: plan stored; a dry run ends here)
+- TRIGGERED (trigger: the DAG run exists; `dag_run_id`, `dag_run_url`)
+- RUNNING, SUCCEEDED, FAILED (generic DAG, replay function; FAILED also from the trigger
+  with `reason`, and `retryable` true when redelivering the event may succeed)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class BackfillState(StrEnum):
+    RECEIVED = "RECEIVED"
+    REJECTED = "REJECTED"
+    PLANNED = "PLANNED"
+    TRIGGERED = "TRIGGERED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+S = BackfillState
+# to-state -> the states it may follow. A FAILED DAG run can be cleared and rerun in
+# Airflow, so RUNNING/SUCCEEDED may follow FAILED. RECEIVED is re-entered only through
+# `StatusStore.reclaim` (a redelivered event taking over), never through `transition`.
+ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
+    S.REJECTED: frozenset({S.RECEIVED}),
+    S.PLANNED: frozenset({S.RECEIVED}),
+    S.TRIGGERED: frozenset({S.PLANNED}),
+    S.RUNNING: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED}),
+    S.SUCCEEDED: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED, S.PLANNED}),
+    S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING}),
+}
+TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED})
+
+
+@dataclass(frozen=True)
+class StatusRecord:
+    """One backfill's record, as stored (attribute names are the DynamoDB attribute names)."""
+
+    backfill_id: str
+    state: BackfillState
+    version: int
+    created_at: str
+    updated_at: str
+    name: str | None = None
+    owner: str | None = None
+    mode: str | None = None
+    dry_run: bool = False
+    source_uri: str | None = None
+    uploads: frozenset[str] = frozenset()
+    lease_until: int = 0
+    attempts: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+    reason: str | None = None
+    retryable: bool = False
+    config_uri: str | None = None
+    plan_uri: str | None = None
+    plan_summary: dict[str, Any] | None = None
+    dag_id: str | None = None
+    dag_run_id: str | None = None
+    dag_run_url: str | None = None
+    slack_channel: str | None = None
+    slack_thread_ts: str | None = None
+    pagerduty_open: bool = False
+    history: list[dict[str, Any]] = field(default_factory=list)
+    # Replay progress (mode replay): set by the trigger, counted by the replay function.
+    tasks_total: int | None = None
+    tasks_done: int = 0
+    tasks_failed: int = 0
+    tasks_empty: int = 0  # tasks that found nothing archived under their prefix
+    messages_sent: int = 0
+    messages_failed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (for the CLI and the outcome files)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["state"] = str(self.state)
+        data["uploads"] = sorted(self.uploads)
+        return data

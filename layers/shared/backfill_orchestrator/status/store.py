@@ -1,0 +1,443 @@
+"""The status table: one DynamoDB item per backfill id, changed only by conditional writes,
+so that duplicate events, concurrent invocations and late DAG callbacks cannot make a
+backfill go backwards or be processed twice.
+
+    store = StatusStore(table_name="backfill-status", dynamodb_client=boto3.client("dynamodb"))
+    store.transition("daily-fix-1a2b3c4d", BackfillState.RUNNING, detail="wave 1 of 3")
+    record = store.get("daily-fix-1a2b3c4d")
+
+Table: partition key `backfill_id` (string), nothing else required.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, StatusRecord
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+# Attributes a caller may set along with a transition (the rest are managed here).
+SETTABLE = frozenset(
+    {
+        "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
+        "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
+        "pagerduty_open", "tasks_total",
+    }
+)  # fmt: skip
+# Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
+PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
+
+
+class StatusStoreError(RuntimeError):
+    """DynamoDB failed (throttled past botocore's retries, unreachable, no permission)."""
+
+
+class RecordExistsError(Exception):
+    """`create` found a record for this id already; `existing` is that record."""
+
+    def __init__(self, existing: StatusRecord):
+        self.existing = existing
+        super().__init__(f"backfill {existing.backfill_id} already exists ({existing.state})")
+
+
+class RecordNotFoundError(LookupError):
+    """No record for this backfill id."""
+
+
+class TransitionRejectedError(Exception):
+    """The record is not in a state the requested transition may follow (or was changed
+    concurrently); `current` is the record as it is now."""
+
+    def __init__(self, backfill_id: str, target: BackfillState, current: StatusRecord | None):
+        self.backfill_id = backfill_id
+        self.target = target
+        self.current = current
+        where = current.state if current else "no record"
+        super().__init__(f"backfill {backfill_id}: cannot go to {target} from {where}")
+
+
+# Placeholders for the attributes this module manages itself (some are reserved words).
+_MANAGED_NAMES = {
+    f"#{name}": name
+    for name in ("state", "version", "updated_at", "history", "retryable", "lease_until", "attempts")
+}
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers come back as Decimal and sets as set: make them plain."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return frozenset(_plain(v) for v in value)
+    return value
+
+
+def _dynamo(value: Any) -> Any:
+    """Plain Python to what TypeSerializer accepts (no floats)."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_dynamo(v) for v in value]
+    return value
+
+
+def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
+    data = {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+    known = {name: data[name] for name in StatusRecord.__dataclass_fields__ if name in data}
+    known["state"] = BackfillState(known["state"])
+    for key in ("errors", "history"):
+        known[key] = known.get(key) or []
+    known["uploads"] = frozenset(known.get("uploads") or ())
+    return StatusRecord(**known)
+
+
+class StatusStore:
+    """Conditional reads and writes of status records. Every write bumps `version` and
+    appends to `history` ({state, at, detail})."""
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        dynamodb_client: Any,
+        clock: Callable[[], datetime] = _utc_now,
+    ):
+        self._table = table_name
+        self._client = dynamodb_client
+        self._clock = clock
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, backfill_id: str) -> StatusRecord | None:
+        """The record (strongly consistent read), or None."""
+        try:
+            response = self._client.get_item(
+                TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise StatusStoreError(f"reading status of {backfill_id} from {self._table}: {error}") from error
+        item = response.get("Item")
+        return record_from_item(item) if item else None
+
+    # -- writes ------------------------------------------------------------------------
+    def create(
+        self,
+        backfill_id: str,
+        *,
+        state: BackfillState = BackfillState.RECEIVED,
+        upload_id: str | None = None,
+        lease_seconds: int = 0,
+        detail: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> StatusRecord:
+        """Create the record if none exists; raises RecordExistsError(existing) otherwise."""
+        now = self._clock()
+        attrs = self._checked(attributes)
+        item: dict[str, Any] = {
+            **attrs,
+            "backfill_id": backfill_id,
+            "state": str(state),
+            "version": 1,
+            "attempts": 1,
+            "created_at": now.isoformat(),
+            "updated_at": now.isoformat(),
+            "lease_until": int(now.timestamp()) + lease_seconds,
+            "history": [self._history_entry(state, now, detail)],
+        }
+        if upload_id:
+            item["uploads"] = {upload_id}
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={k: _serializer.serialize(_dynamo(v)) for k, v in item.items() if v is not None},
+                ConditionExpression="attribute_not_exists(backfill_id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                existing = error.response.get("Item") or self._get_item_or_fail(backfill_id)
+                raise RecordExistsError(record_from_item(existing)) from None
+            raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
+        return record_from_item({k: _serializer.serialize(_dynamo(v)) for k, v in item.items() if v is not None})
+
+    def transition(
+        self,
+        backfill_id: str,
+        target: BackfillState,
+        *,
+        detail: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+    ) -> StatusRecord:
+        """Move to `target` if the current state allows it (ALLOWED_FROM) and, when given,
+        the version still is `expected_version`. Raises TransitionRejectedError otherwise."""
+        target = BackfillState(target)
+        allowed = sorted(ALLOWED_FROM.get(target, ()))
+        if not allowed:
+            raise ValueError(f"{target} is not a target of transition() (see StatusStore.reclaim)")
+        names = {f":from{i}": {"S": str(state)} for i, state in enumerate(allowed)}
+        condition = f"#state IN ({', '.join(names)})"
+        values: dict[str, Any] = dict(names)
+        if expected_version is not None:
+            condition += " AND #version = :expected"
+            values[":expected"] = {"N": str(expected_version)}
+        return self._update(
+            backfill_id,
+            target,
+            condition=condition,
+            values=values,
+            detail=detail,
+            attributes=attributes,
+            on_conflict=lambda current: TransitionRejectedError(backfill_id, target, current),
+        )
+
+    def reclaim(self, backfill_id: str, *, lease_seconds: int, detail: str) -> StatusRecord | None:
+        """Take the record back to RECEIVED for another processing attempt, when that is
+        safe: it FAILED with `retryable`, or it is RECEIVED/PLANNED and the previous
+        attempt's lease ran out (that invocation died). None when not reclaimable."""
+        now = self._clock()
+        values = {
+            ":failed": {"S": str(BackfillState.FAILED)},
+            ":received": {"S": str(BackfillState.RECEIVED)},
+            ":planned": {"S": str(BackfillState.PLANNED)},
+            ":true": {"BOOL": True},
+            ":now": {"N": str(int(now.timestamp()))},
+            ":lease": {"N": str(int(now.timestamp()) + lease_seconds)},
+            ":one": {"N": "1"},
+        }
+        condition = (
+            "(#state = :failed AND #retryable = :true) OR "
+            "(#state IN (:received, :planned) AND #lease_until < :now)"
+        )
+        try:
+            return self._update(
+                backfill_id,
+                BackfillState.RECEIVED,
+                condition=condition,
+                values=values,
+                detail=detail,
+                extra_set=["#lease_until = :lease", "#attempts = #attempts + :one"],
+                attributes={"reason": None, "retryable": False},
+                on_conflict=lambda current: TransitionRejectedError(backfill_id, BackfillState.RECEIVED, current),
+            )
+        except TransitionRejectedError:
+            return None
+
+    def add_upload(self, backfill_id: str, upload_id: str) -> bool:
+        """Remember another upload of the same config; False if it was already known
+        (a duplicate delivery of the same S3 event)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(backfill_id),
+                UpdateExpression="ADD uploads :set, #version :one",
+                ConditionExpression="attribute_exists(backfill_id) AND NOT contains(uploads, :upload)",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues={
+                    ":set": {"SS": [upload_id]},
+                    ":upload": {"S": upload_id},
+                    ":one": {"N": "1"},
+                },
+            )
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                return False
+            raise StatusStoreError(f"recording an upload of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"recording an upload of {backfill_id}: {error}") from error
+        return True
+
+    def set_slack_thread(self, backfill_id: str, *, channel: str, ts: str) -> str:
+        """Store the Slack thread of this backfill unless one is stored already; returns the
+        thread ts every component should reply to."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(backfill_id),
+                UpdateExpression="SET slack_channel = :channel, slack_thread_ts = :ts",
+                ConditionExpression="attribute_exists(backfill_id) AND attribute_not_exists(slack_thread_ts)",
+                ExpressionAttributeValues={":channel": {"S": channel}, ":ts": {"S": ts}},
+            )
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                current = self.get(backfill_id)
+                return current.slack_thread_ts if current and current.slack_thread_ts else ts
+            raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
+        return ts
+
+    def annotate(self, backfill_id: str, attributes: Mapping[str, Any]) -> None:
+        """Set attributes without changing state (e.g. `pagerduty_open`)."""
+        attrs = self._checked(attributes)
+        if not attrs:
+            return
+        sets, names, values = self._set_clauses(attrs)
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(backfill_id),
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression="attribute_exists(backfill_id)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                raise RecordNotFoundError(backfill_id) from None
+            raise StatusStoreError(f"updating status of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"updating status of {backfill_id}: {error}") from error
+
+    def progress_item(self, backfill_id: str, **deltas: int) -> dict[str, Any]:
+        """A TransactWriteItems `Update` adding `deltas` to the progress counters
+        (PROGRESS_COUNTERS) with ADD, for callers that must count in the same transaction as
+        their own write (the replay ledger finishing a task). Requires the record to exist."""
+        unknown = set(deltas) - set(PROGRESS_COUNTERS)
+        if unknown:
+            raise ValueError(f"not a progress counter: {', '.join(sorted(unknown))}")
+        adds = {name: value for name, value in deltas.items() if value}
+        names = {f"#c{i}": name for i, name in enumerate(adds)}
+        values: dict[str, Any] = {f":c{i}": {"N": str(value)} for i, value in enumerate(adds.values())}
+        update = "SET #updated_at = :now_iso"
+        if adds:
+            update += " ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": self._key(backfill_id),
+                "UpdateExpression": update,
+                "ConditionExpression": "attribute_exists(backfill_id)",
+                "ExpressionAttributeNames": {**names, "#updated_at": "updated_at"},
+                "ExpressionAttributeValues": {**values, ":now_iso": {"S": self._clock().isoformat()}},
+            }
+        }
+
+    def add_progress(self, backfill_id: str, **deltas: int) -> StatusRecord:
+        """Add to the progress counters atomically (UpdateItem ADD); returns the new record."""
+        update = self.progress_item(backfill_id, **deltas)["Update"]
+        try:
+            response = self._client.update_item(**update, ReturnValues="ALL_NEW")
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                raise RecordNotFoundError(backfill_id) from None
+            raise StatusStoreError(f"counting progress of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"counting progress of {backfill_id}: {error}") from error
+        return record_from_item(response["Attributes"])
+
+    # -- internals ---------------------------------------------------------------------
+    def _update(
+        self,
+        backfill_id: str,
+        target: BackfillState,
+        *,
+        condition: str,
+        values: dict[str, Any],
+        detail: str | None,
+        attributes: Mapping[str, Any] | None,
+        on_conflict: Callable[[StatusRecord | None], Exception],
+        extra_set: list[str] | None = None,
+    ) -> StatusRecord:
+        now = self._clock()
+        attrs = self._checked(attributes)
+        sets, attr_names, attr_values = self._set_clauses(attrs)
+        sets += [
+            "#state = :target",
+            "#updated_at = :now_iso",
+            "#version = #version + :inc",
+            "#history = list_append(if_not_exists(#history, :empty), :entry)",
+            *(extra_set or []),
+        ]
+        values = {
+            **values,
+            **attr_values,
+            ":target": {"S": str(target)},
+            ":now_iso": {"S": now.isoformat()},
+            ":inc": {"N": "1"},
+            ":empty": {"L": []},
+            ":entry": {"L": [_serializer.serialize(_dynamo(self._history_entry(target, now, detail)))]},
+        }
+        update = "SET " + ", ".join(sets)
+        condition = f"attribute_exists(backfill_id) AND ({condition})"
+        # DynamoDB refuses placeholders that the expressions do not use.
+        used = {k: v for k, v in _MANAGED_NAMES.items() if k in update or k in condition}
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=self._key(backfill_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={**attr_names, **used},
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if self._is_condition_failure(error):
+                old = error.response.get("Item")
+                if old is None and self.get(backfill_id) is None:
+                    raise RecordNotFoundError(backfill_id) from None
+                raise on_conflict(record_from_item(old) if old else self.get(backfill_id)) from None
+            raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
+        return record_from_item(response["Attributes"])
+
+    @staticmethod
+    def _checked(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+        attrs = dict(attributes or {})
+        unknown = set(attrs) - SETTABLE
+        if unknown:
+            raise ValueError(f"not settable on a status record: {', '.join(sorted(unknown))}")
+        return attrs
+
+    @staticmethod
+    def _set_clauses(attrs: Mapping[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+        # Every name goes through a placeholder: `name`, `owner` and `mode` are reserved words.
+        sets: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        for index, (name, value) in enumerate(sorted(attrs.items())):
+            sets.append(f"#a{index} = :a{index}")
+            names[f"#a{index}"] = name
+            values[f":a{index}"] = _serializer.serialize(_dynamo(value))
+        return sets, names, values
+
+    @staticmethod
+    def _history_entry(state: BackfillState, now: datetime, detail: str | None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"state": str(state), "at": now.isoformat()}
+        if detail:
+            entry["detail"] = detail[:1000]
+        return entry
+
+    @staticmethod
+    def _key(backfill_id: str) -> dict[str, Any]:
+        return {"backfill_id": {"S": backfill_id}}
+
+    @staticmethod
+    def _is_condition_failure(error: ClientError) -> bool:
+        return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+    def _get_item_or_fail(self, backfill_id: str) -> dict[str, Any]:
+        response = self._client.get_item(TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True)
+        return response["Item"]
+

@@ -1,0 +1,33 @@
+"""The trigger: S3 config uploads to running backfills (see service.py for the flow,
+handler.py for the Lambda entry point, modes.py for per-mode runners)."""
+
+from backfill_orchestrator.trigger.events import (
+    MalformedEventError,
+    Upload,
+    event_records,
+    upload_from_record,
+)
+from backfill_orchestrator.trigger.modes import MODE_RUNNERS, ModeOutcome, ModeRequest, ModeServices
+from backfill_orchestrator.trigger.service import (
+    Disposition,
+    TriggerFailedError,
+    TriggerService,
+    UploadResult,
+)
+from backfill_orchestrator.trigger.storage import TriggerStorage
+
+__all__ = [
+    "MODE_RUNNERS",
+    "Disposition",
+    "MalformedEventError",
+    "ModeOutcome",
+    "ModeRequest",
+    "ModeServices",
+    "TriggerFailedError",
+    "TriggerService",
+    "TriggerStorage",
+    "Upload",
+    "UploadResult",
+    "event_records",
+    "upload_from_record",
+]

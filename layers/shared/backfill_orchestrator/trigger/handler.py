@@ -1,0 +1,62 @@
+"""The trigger Lambda's entry point (functions/trigger/app.py re-exports `handler`).
+
+Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
+the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
+POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
+AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from botocore.config import Config
+
+from backfill_orchestrator.settings import DeploymentSettings
+from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
+from backfill_orchestrator.trigger.wiring import TriggerWiring
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-trigger"))
+tracer = Tracer()
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
+copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
+
+# Throttled AWS calls back off and retry inside the invocation (botocore's standard mode).
+_AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=15)
+_wiring: TriggerWiring | None = None
+
+
+def wiring() -> TriggerWiring:
+    """Built once per container from the environment (SettingsError if it is incomplete)."""
+    global _wiring
+    if _wiring is None:
+        settings = DeploymentSettings.from_env()
+        _wiring = TriggerWiring(
+            settings,
+            s3_client=boto3.client("s3", config=_AWS_CONFIG),
+            dynamodb_client=boto3.client("dynamodb", config=_AWS_CONFIG),
+            secrets_client=boto3.client("secretsmanager", config=_AWS_CONFIG),
+            mwaa_client_factory=lambda: boto3.client("mwaa", config=_AWS_CONFIG),
+        )
+    return _wiring
+
+
+def reset() -> None:
+    """Forget the cached wiring (tests change the environment between invocations)."""
+    global _wiring
+    _wiring = None
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    service = wiring().service(metrics=metrics, logger=logger)
+    remaining_ms = context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000
+    # The lease outlives this invocation by a little, so a retry never overlaps it.
+    results = service.handle_event(event, lease_seconds=remaining_ms // 1000 + 5)
+    return {"results": [asdict(result) for result in results]}

@@ -1,0 +1,421 @@
+"""From S3 upload events to backfills: validate, claim idempotently, run the mode, record,
+tell people. One upload never stops another; system failures are raised at the end so
+Lambda retries the event (and, after its retries, sends it to the on-failure queue).
+
+Per upload:
+1. not a config under the incoming prefix -> ignored;
+2. read (size limit first) and validate -> invalid: REJECTED record keyed
+   `rejected-<upload id>`, result file with the located errors, Slack; no page;
+3. claim the backfill id: a new id -> RECEIVED; the same upload again -> duplicate (nothing),
+   unless the earlier attempt FAILED retryably or died (lease over) -> it is taken over;
+   another upload of the same config -> "already known" (result file + Slack);
+4. the mode's runner plans/stores/triggers; the service records REJECTED/FAILED, writes the
+   result file and notifies; a system failure -> FAILED (retryable), page, raise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+from urllib.parse import quote
+
+from aws_lambda_powertools import Logger
+
+from backfill_orchestrator.airflow_api import AirflowApiError
+from backfill_orchestrator.config import (
+    BackfillConfig,
+    ConfigIssue,
+    InvalidConfigError,
+    parse_config,
+)
+from backfill_orchestrator.config import (
+    backfill_id as compute_backfill_id,
+)
+from backfill_orchestrator.config.errors import ROOT
+from backfill_orchestrator.lineage import LineageError
+from backfill_orchestrator.notify import (
+    Notifier,
+    already_known_message,
+    backfill_message,
+    rejection_message,
+    status_message,
+)
+from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.planner import CatalogError
+from backfill_orchestrator.secrets import SecretFormatError, SecretUnavailableError
+from backfill_orchestrator.settings import DeploymentSettings
+from backfill_orchestrator.status import BackfillState, RecordExistsError, StatusRecord, StatusStoreError
+from backfill_orchestrator.trigger.events import (
+    MalformedEventError,
+    Upload,
+    event_records,
+    upload_from_record,
+)
+from backfill_orchestrator.trigger.modes import (
+    MODE_RUNNERS,
+    ModeOutcome,
+    ModeRequest,
+    ModeServices,
+    plan_summary,
+)
+from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, StorageError
+
+DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
+_EXPECTED_FAILURES = (
+    AirflowApiError, LineageError, StorageError, StatusStoreError, CatalogError, SecretUnavailableError, SecretFormatError,
+)  # fmt: skip
+
+
+class Disposition(StrEnum):
+    """What became of one upload (the `outcome` of its result file)."""
+
+    ACCEPTED = "accepted"  # triggered
+    DRY_RUN = "dry_run"  # planned and stored, nothing triggered
+    REJECTED = "rejected"  # invalid config or refused plan
+    ALREADY_KNOWN = "already_known"  # identical re-upload
+    DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
+    FAILED = "failed"
+    IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    source_uri: str
+    disposition: Disposition
+    backfill_id: str | None = None
+    state: str | None = None
+    detail: str | None = None
+    retry: bool = False  # a system failure: Lambda should deliver the event again
+
+
+class TriggerFailedError(RuntimeError):
+    """At least one upload hit a system failure; raised after all uploads of the event were
+    handled so that Lambda retries the event (the others are duplicates by then)."""
+
+    def __init__(self, failures: list[UploadResult]):
+        self.failures = failures
+        lines = "; ".join(f"{f.source_uri}: {f.detail}" for f in failures)
+        super().__init__(f"{len(failures)} upload(s) failed and will be retried: {lines}")
+
+
+@dataclass(kw_only=True)
+class TriggerService:
+    """The trigger's business logic; every client is passed in (see handler.py for wiring)."""
+
+    services: ModeServices
+    notifier: Notifier
+    metrics: MetricsSink
+    logger: Logger | logging.Logger = field(default_factory=lambda: logging.getLogger(__name__))
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    @property
+    def settings(self) -> DeploymentSettings:
+        return self.services.settings
+
+    # -- event ---------------------------------------------------------------------------
+    def handle_event(self, event: Any, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> list[UploadResult]:
+        """Handle every record; raise TriggerFailedError afterwards if any failed."""
+        try:
+            records = event_records(event)
+        except MalformedEventError as error:
+            self.logger.error("ignoring an event that is not an S3 notification: %s", error)
+            self._count("MalformedEvents")
+            return []
+        results: list[UploadResult] = []
+        for index, record in enumerate(records):
+            try:
+                upload = upload_from_record(record)
+            except MalformedEventError as error:
+                self.logger.error("ignoring record %d: %s", index, error)
+                self._count("MalformedEvents")
+                continue
+            try:
+                results.append(self.handle_upload(upload, lease_seconds=lease_seconds))
+            except Exception as error:  # a bug or an outage before any record existed
+                self.logger.exception("upload %s failed before it could be recorded", upload.uri)
+                self._count("Failed")
+                self.notifier.page(
+                    f"upload-{upload.upload_id}",
+                    summary=f"Backfill trigger could not process {upload.uri}: {type(error).__name__}",
+                    details={"source": upload.uri, "error": str(error)[:1000]},
+                )
+                results.append(
+                    UploadResult(upload.uri, Disposition.FAILED, detail=f"{type(error).__name__}: {error}", retry=True)
+                )
+        failures = [r for r in results if r.retry]
+        if failures:
+            raise TriggerFailedError(failures)
+        return results
+
+    # -- one upload ----------------------------------------------------------------------
+    def handle_upload(self, upload: Upload, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> UploadResult:
+        storage = self.services.storage
+        if not storage.is_incoming_config(upload):
+            self.logger.info("ignoring %s: not a .yaml/.yml/.json under %s", upload.uri, storage.incoming_prefix)
+            return UploadResult(upload.uri, Disposition.IGNORED, detail="not a config upload")
+        policy = self.settings.config_policy()
+        try:
+            body = storage.read_upload(upload, max_bytes=policy.max_bytes)
+        except ConfigGoneError as error:
+            self.logger.warning("ignoring %s: %s", upload.uri, error)
+            return UploadResult(upload.uri, Disposition.IGNORED, detail=str(error))
+        except ConfigTooLargeError as error:
+            self._count("Received")
+            return self._reject_invalid(upload, [ConfigIssue(ROOT, str(error))], lease_seconds)
+        self._count("Received")
+        try:
+            config = parse_config(body, source=upload.key, policy=policy)
+        except InvalidConfigError as error:
+            return self._reject_invalid(upload, error.issues, lease_seconds)
+        backfill_id = compute_backfill_id(config)
+        with self._log_context(backfill_id):
+            return self._handle_valid(upload, config, body, backfill_id, lease_seconds)
+
+    def _handle_valid(
+        self, upload: Upload, config: BackfillConfig, body: bytes, backfill_id: str, lease_seconds: int
+    ) -> UploadResult:
+        status = self.services.status
+        try:
+            record = status.create(
+                backfill_id,
+                upload_id=upload.upload_id,
+                lease_seconds=lease_seconds,
+                detail=f"from {upload.uri}",
+                attributes={
+                    "name": config.name,
+                    "owner": config.owner,
+                    "mode": config.mode,
+                    "dry_run": config.dry_run,
+                    "source_uri": upload.uri,
+                },
+            )
+        except RecordExistsError as exists:
+            if upload.upload_id in exists.existing.uploads:
+                reclaimed = status.reclaim(backfill_id, lease_seconds=lease_seconds, detail=f"retry of {upload.uri}")
+                if reclaimed is None:
+                    self.logger.info("duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state)
+                    self._count("Duplicates")
+                    return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
+                self.logger.info("taking over %s (attempt %d)", backfill_id, reclaimed.attempts)
+                record = reclaimed
+            elif status.add_upload(backfill_id, upload.upload_id):
+                return self._already_known(upload, exists.existing)
+            else:
+                self._count("Duplicates")
+                return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
+
+        self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
+        request = ModeRequest(config=config, backfill_id=backfill_id, record=record, body=body, upload=upload)
+        try:
+            outcome = MODE_RUNNERS[config.mode](request, self.services)
+        except Exception as error:
+            return self._system_failure(upload, config, backfill_id, error)
+        return self._finish(upload, config, backfill_id, record, outcome)
+
+    # -- endings -------------------------------------------------------------------------
+    def _finish(
+        self, upload: Upload, config: BackfillConfig, backfill_id: str, record: StatusRecord, outcome: ModeOutcome
+    ) -> UploadResult:
+        status = self.services.status
+        channel = config.notify.slack_channel
+        if outcome.state is BackfillState.REJECTED:
+            status.transition(
+                backfill_id,
+                BackfillState.REJECTED,
+                detail=outcome.reason,
+                attributes={"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason},
+            )
+            self._count("Rejected")
+            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
+            self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name), channel=channel)
+            return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason)
+
+        if outcome.state is BackfillState.FAILED:  # a refusal by the mode, not an outage: no page
+            status.transition(
+                backfill_id, BackfillState.FAILED, detail=outcome.reason,
+                attributes={"reason": outcome.reason, "retryable": False},
+            )  # fmt: skip
+            self._count("Failed")
+            self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
+            self.notifier.slack(
+                backfill_id,
+                backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
+                channel=channel,
+            )
+            return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason)
+
+        dry_run = outcome.state is BackfillState.PLANNED
+        disposition = Disposition.DRY_RUN if dry_run else Disposition.ACCEPTED
+        self._count("DryRuns" if dry_run else "Triggered")
+        run_id = outcome.run.run.run_id if outcome.run else None
+        self._write_result(
+            upload,
+            self._result_document(
+                upload, disposition, backfill_id, str(outcome.state),
+                plan=plan_summary(outcome.plan) if outcome.plan else None,
+                config_uri=outcome.stored.config_uri if outcome.stored else None,
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                dag_id=self.settings.backfill_dag_id if run_id else None,
+                dag_run_id=run_id,
+                dag_run_url=outcome.run_url,
+            ),
+        )  # fmt: skip
+        self.notifier.slack(
+            backfill_id,
+            backfill_message(
+                config=config,
+                backfill_id=backfill_id,
+                plan=outcome.plan,
+                state=str(outcome.state),
+                run_url=outcome.run_url,
+                lineage_url=self._lineage_url(config),
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                note="Dry run: planned and stored, nothing triggered." if dry_run else None,
+            ),
+            channel=channel,
+        )
+        if record.pagerduty_open:  # an earlier attempt paged; this one succeeded
+            self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
+        self.logger.info("%s: %s", backfill_id, disposition)
+        return UploadResult(upload.uri, disposition, backfill_id, str(outcome.state))
+
+    def _system_failure(self, upload: Upload, config: BackfillConfig, backfill_id: str, error: Exception) -> UploadResult:
+        reason = f"{type(error).__name__}: {error}"[:2000]
+        self.logger.error("backfill %s failed: %s", backfill_id, reason, exc_info=not _is_expected(error))
+        self._count("Failed")
+        try:
+            self.services.status.transition(
+                backfill_id, BackfillState.FAILED, detail=reason[:500],
+                attributes={"reason": reason, "retryable": True},
+            )  # fmt: skip
+        except Exception as store_error:  # the table itself may be what failed
+            self.logger.error("could not record FAILED for %s: %s", backfill_id, store_error)
+        self.notifier.page(
+            backfill_id,
+            summary=f"Backfill {backfill_id} failed to start: {reason}"[:1024],
+            enabled=config.notify.pagerduty,
+            details={"source": upload.uri, "owner": config.owner, "reason": reason},
+        )
+        self.notifier.slack(
+            backfill_id,
+            status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason} (it will be retried automatically)"),
+            channel=config.notify.slack_channel,
+        )
+        self._write_result(
+            upload,
+            self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True),
+        )
+        return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
+
+    def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], lease_seconds: int) -> UploadResult:
+        """An invalid config has no backfill id: its record is keyed by the upload."""
+        record_id = f"rejected-{upload.upload_id[:16]}"
+        with self._log_context(record_id):
+            status = self.services.status
+            try:
+                status.create(record_id, upload_id=upload.upload_id, lease_seconds=lease_seconds, detail=f"from {upload.uri}",
+                              attributes={"source_uri": upload.uri})  # fmt: skip
+            except RecordExistsError as exists:
+                if status.reclaim(record_id, lease_seconds=lease_seconds, detail="retry") is None:
+                    self._count("Duplicates")
+                    return UploadResult(upload.uri, Disposition.DUPLICATE, None, str(exists.existing.state))
+            status.transition(
+                record_id,
+                BackfillState.REJECTED,
+                detail=f"{len(issues)} errors",
+                attributes={"errors": [issue.as_dict() for issue in issues]},
+            )
+            self._count("Rejected")
+            self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
+            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id))
+            self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues))
+            return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors")
+
+    def _already_known(self, upload: Upload, existing: StatusRecord) -> UploadResult:
+        self._count("AlreadyKnown")
+        self.logger.info("%s is already known as %s (%s)", upload.uri, existing.backfill_id, existing.state)
+        self._write_result(
+            upload,
+            self._result_document(
+                upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
+                config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
+                dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
+                reason=existing.reason,
+            ),
+        )  # fmt: skip
+        self.notifier.slack(
+            existing.backfill_id,
+            already_known_message(
+                backfill_id=existing.backfill_id, state=str(existing.state), source_uri=upload.uri, run_url=existing.dag_run_url
+            ),
+        )
+        return UploadResult(upload.uri, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _result_document(
+        self,
+        upload: Upload,
+        disposition: Disposition,
+        backfill_id: str | None,
+        state: str,
+        *,
+        errors: list[ConfigIssue] | None = None,
+        status_id: str | None = None,
+        retrying: bool = False,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "source": upload.uri,
+            "outcome": str(disposition),
+            "backfill_id": backfill_id,
+            "state": state,
+            "status_id": status_id or backfill_id,
+        }
+        if errors:
+            document["errors"] = [issue.as_dict() for issue in errors]
+        document.update({key: value for key, value in fields.items() if value is not None})
+        if retrying:
+            document["retrying"] = "a system failure; the trigger retries automatically and on-call is paged"
+        document["status_command"] = f"backfill status {status_id or backfill_id}"
+        document["written_at"] = self.clock().isoformat()
+        return document
+
+    def _write_result(self, upload: Upload, document: dict[str, Any]) -> None:
+        try:
+            uri = self.services.storage.write_result(upload, document)
+            self.logger.info("result written to %s", uri)
+        except Exception as error:  # the backfill's own outcome stands; say so loudly
+            self.logger.error("could not write the result file for %s: %s", upload.uri, error)
+            self._count("ResultWriteFailures")
+
+    def _lineage_url(self, config: BackfillConfig) -> str | None:
+        if not config.jobs:
+            return None
+        job = config.jobs[0]
+        base = self.settings.lineage_web_url.rstrip("/")
+        return f"{base}/lineage/job/{quote(job.namespace, safe='')}/{quote(job.name, safe='')}"
+
+    def _log_context(self, backfill_id: str):  # noqa: ANN202 - a context manager
+        if isinstance(self.logger, Logger):
+            return self.logger.append_context_keys(backfill_id=backfill_id)
+        return _NullContext()
+
+    def _count(self, name: str) -> None:
+        self.metrics.add_metric(name=name, unit="Count", value=1)
+
+
+class _NullContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _is_expected(error: Exception) -> bool:
+    """Outages we name and explain need no traceback in the log; bugs do."""
+    return isinstance(error, _EXPECTED_FAILURES)

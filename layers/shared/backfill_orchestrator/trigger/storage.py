@@ -1,0 +1,141 @@
+"""The trigger's S3 layout in the config bucket:
+
+- `<incoming>/<path>`: what users drop (read only);
+- `<results>/<path>.result.json`: what became of that file (accepted, rejected, already
+  known, failed), at the same relative path, so a user finds it without reading logs;
+- `<backfills>/<backfill id>/config.<ext>` and `.../plan.json`: the config as uploaded and
+  its plan, side by side; the DAG run's conf points at both.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.trigger.events import Upload
+
+
+class StorageError(RuntimeError):
+    """S3 refused or failed a read or write (throttling past retries, permissions, outage)."""
+
+
+class ConfigTooLargeError(ValueError):
+    """The uploaded object is over the size limit; it was not read."""
+
+    def __init__(self, size: int, limit: int):
+        self.size = size
+        self.limit = limit
+        super().__init__(f"file is {size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
+
+
+class ConfigGoneError(LookupError):
+    """The uploaded object (or that version of it) no longer exists."""
+
+
+@dataclass(frozen=True)
+class StoredBackfill:
+    config_uri: str
+    plan_uri: str
+
+
+class TriggerStorage:
+    def __init__(self, *, s3_client: Any, bucket: str, incoming_prefix: str, results_prefix: str, backfills_prefix: str):
+        self._s3 = s3_client
+        self.bucket = bucket
+        self.incoming_prefix = incoming_prefix
+        self.results_prefix = results_prefix
+        self.backfills_prefix = backfills_prefix
+
+    # -- uploads -----------------------------------------------------------------------
+    def is_incoming_config(self, upload: Upload) -> bool:
+        return (
+            upload.bucket == self.bucket
+            and upload.key.startswith(self.incoming_prefix)
+            and bool(upload.extension)
+            and not upload.key.endswith("/")
+        )
+
+    def read_upload(self, upload: Upload, *, max_bytes: int) -> bytes:
+        """The object's bytes (the version the event announced). An object over
+        `max_bytes` raises ConfigTooLargeError without being downloaded; at most
+        max_bytes + 1 bytes are ever read, even if the event's size was wrong."""
+        if upload.size is not None and upload.size > max_bytes:
+            raise ConfigTooLargeError(upload.size, max_bytes)
+        kwargs: dict[str, Any] = {"Bucket": upload.bucket, "Key": upload.key, "Range": f"bytes=0-{max_bytes}"}
+        if upload.version_id:
+            kwargs["VersionId"] = upload.version_id
+        try:
+            response = self._s3.get_object(**kwargs)
+            body = response["Body"].read(max_bytes + 1)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            if code in ("NoSuchKey", "NoSuchVersion", "404"):
+                raise ConfigGoneError(f"{upload.uri} no longer exists") from None
+            if code == "InvalidRange":  # an empty object has no byte 0
+                return b""
+            raise StorageError(f"reading {upload.uri}: {code or error}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"reading {upload.uri}: {error}") from error
+        total = _total_size(response.get("ContentRange"))
+        if total is not None and total > max_bytes:
+            raise ConfigTooLargeError(total, max_bytes)
+        if len(body) > max_bytes:
+            raise ConfigTooLargeError(len(body), max_bytes)
+        return body
+
+    def result_key(self, upload: Upload) -> str:
+        relative = upload.key[len(self.incoming_prefix):] if upload.key.startswith(self.incoming_prefix) else upload.key
+        return f"{self.results_prefix}{relative}.result.json"
+
+    def write_result(self, upload: Upload, result: dict[str, Any]) -> str:
+        """Write the outcome document for `upload`; returns its s3:// URI."""
+        key = self.result_key(upload)
+        self._put(key, (json.dumps(result, indent=2, default=str) + "\n").encode(), "application/json")
+        return f"s3://{self.bucket}/{key}"
+
+    # -- backfills ---------------------------------------------------------------------
+    def backfill_key(self, backfill_id: str, name: str) -> str:
+        return f"{self.backfills_prefix}{backfill_id}/{name}"
+
+    def store_backfill(self, backfill_id: str, *, config_body: bytes, extension: str, plan: Plan) -> StoredBackfill:
+        """Store the config as uploaded and its plan under the backfill id."""
+        config_key = self.backfill_key(backfill_id, f"config{extension}")
+        plan_key = self.backfill_key(backfill_id, "plan.json")
+        content_type = "application/json" if extension == ".json" else "application/yaml"
+        self._put(config_key, config_body, content_type)
+        self._put(plan_key, plan.to_json().encode(), "application/json")
+        return StoredBackfill(f"s3://{self.bucket}/{config_key}", f"s3://{self.bucket}/{plan_key}")
+
+    def load_plan(self, plan_uri: str) -> Plan | None:
+        """A plan stored earlier (a retry reuses it so a run that may exist keeps its plan)."""
+        prefix = f"s3://{self.bucket}/"
+        if not plan_uri.startswith(prefix):
+            return None
+        key = plan_uri[len(prefix):]
+        try:
+            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(f"reading {plan_uri}: {error}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"reading {plan_uri}: {error}") from error
+        return Plan.from_json(body)
+
+    def _put(self, key: str, body: bytes, content_type: str) -> None:
+        try:
+            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+        except (ClientError, BotoCoreError) as error:
+            raise StorageError(f"writing s3://{self.bucket}/{key}: {error}") from error
+
+
+def _total_size(content_range: str | None) -> int | None:
+    """'bytes 0-262144/1048576' -> 1048576."""
+    if not content_range or "/" not in content_range:
+        return None
+    total = content_range.rsplit("/", 1)[1]
+    return int(total) if total.isdigit() else None

@@ -1,0 +1,166 @@
+"""Wiring: settings + AWS clients -> a TriggerService. Long-lived parts (HTTP sessions, the
+Airflow client with its JWT, the secrets cache) live as long as the Lambda container; the
+service itself is built per invocation so rotated secrets apply once the cache expires."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
+from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.lineage import LineageSource, MarquezClient
+from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackClient, SlackWebApi, SlackWebhook
+from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.planner import JobCatalog
+from backfill_orchestrator.secrets import SecretFormatError, SecretReader, SecretUnavailableError
+from backfill_orchestrator.settings import DeploymentSettings
+from backfill_orchestrator.status import StatusStore
+from backfill_orchestrator.trigger.modes import ModeServices
+from backfill_orchestrator.trigger.service import TriggerService
+from backfill_orchestrator.trigger.storage import TriggerStorage
+
+log = logging.getLogger(__name__)
+CATALOG_MAX_AGE_SECONDS = 60
+
+
+class TriggerWiring:
+    def __init__(
+        self,
+        settings: DeploymentSettings,
+        *,
+        s3_client: Any,
+        dynamodb_client: Any,
+        secrets_client: Any,
+        mwaa_client_factory: Callable[[], Any] | None = None,
+        session_factory: Callable[[], requests.Session] = retrying_session,
+    ):
+        """`session_factory` makes the HTTP sessions (tests pass one with short backoff)."""
+        self.settings = settings
+        self._s3 = s3_client
+        self._dynamodb = dynamodb_client
+        self._mwaa_factory = mwaa_client_factory
+        self._secrets = SecretReader(
+            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
+        )
+        # One session per service so retry/backoff state and connections are reused.
+        self._sessions = {name: session_factory() for name in ("airflow", "marquez", "slack", "pagerduty")}
+        self._airflow: tuple[str, AirflowClient] | None = None
+        self._catalog: tuple[float, JobCatalog] | None = None
+
+    def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
+        settings = self.settings
+        status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
+        storage = TriggerStorage(
+            s3_client=self._s3,
+            bucket=settings.config_bucket,
+            incoming_prefix=settings.incoming_prefix,
+            results_prefix=settings.results_prefix,
+            backfills_prefix=settings.backfills_prefix,
+        )
+        notifier = self.notifier(status=status, metrics=metrics)
+        services = ModeServices(
+            settings=settings,
+            storage=storage,
+            status=status,
+            airflow=self.airflow,
+            lineage=self.lineage,
+            catalog=self.catalog,
+        )
+        return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+
+    # -- factories (called only when a config needs them) --------------------------------
+    def airflow(self) -> AirflowClient:
+        settings = self.settings
+        if settings.mwaa_environment:
+            if self._airflow is None:
+                if self._mwaa_factory is None:
+                    raise RuntimeError("MWAA_ENVIRONMENT is set but no MWAA client factory was given")
+                client = MwaaAirflowClient(
+                    settings.mwaa_environment,
+                    mwaa_client=self._mwaa_factory(),
+                    api_version=settings.airflow_api_version,
+                    ui_url=settings.airflow_ui_url,
+                )
+                self._airflow = ("mwaa", client)
+            return self._airflow[1]
+        assert settings.airflow_url and settings.airflow_secret_id  # checked by DeploymentSettings
+        credentials = self._secrets.basic_credentials(settings.airflow_secret_id)
+        # Keep the client (and its JWT) while the credentials stay the same.
+        fingerprint = hashlib.sha256(
+            f"{credentials.username}\0{credentials.password.get_secret_value()}".encode()
+        ).hexdigest()
+        if self._airflow is None or self._airflow[0] != fingerprint:
+            client = RestAirflowClient(
+                settings.airflow_url,
+                username=credentials.username,
+                password=credentials.password,
+                api_version=settings.airflow_api_version,
+                ui_url=settings.airflow_ui_url or settings.airflow_url,
+                session=self._sessions["airflow"],
+            )
+            self._airflow = (fingerprint, client)
+        return self._airflow[1]
+
+    def lineage(self) -> LineageSource:
+        api_key = None
+        if self.settings.marquez_api_key_secret_id:
+            api_key = self._secrets.marquez_api_key(self.settings.marquez_api_key_secret_id).get_secret_value()
+        return MarquezClient(self.settings.marquez_url, api_key=api_key, session=self._sessions["marquez"])
+
+    def catalog(self) -> JobCatalog:
+        """The job catalog, re-read at most every CATALOG_MAX_AGE_SECONDS (a warm container
+        handling a burst of uploads reads it once)."""
+        if not self.settings.job_catalog_uri:
+            return JobCatalog.empty()
+        now = time.monotonic()
+        if self._catalog is None or now - self._catalog[0] > CATALOG_MAX_AGE_SECONDS:
+            self._catalog = (now, JobCatalog.load(self.settings.job_catalog_uri, s3_client=self._s3))
+        return self._catalog[1]
+
+    def notifier(self, *, status: StatusStore, metrics: MetricsSink) -> Notifier:
+        """Slack and PagerDuty as this deployment configures them (the replay function uses
+        it too, so both components post to the same thread the same way)."""
+        return Notifier(
+            slack=self._slack(metrics),
+            pagerduty=self._pagerduty(metrics),
+            status_store=status,
+            default_channel=self.settings.slack_channel,
+            metrics=metrics,
+        )
+
+    def _slack(self, metrics: MetricsSink) -> SlackClient | None:
+        secret_id = self.settings.slack_secret_id
+        if not secret_id:
+            return None
+        try:
+            credentials = self._secrets.slack(secret_id)
+        except (SecretUnavailableError, SecretFormatError) as error:
+            log.warning("Slack is off for this invocation: %s", error)
+            metrics.add_metric(name="SlackFailures", unit="Count", value=1)
+            return None
+        if credentials.bot_token is not None:
+            return SlackWebApi(token=credentials.bot_token, api_url=self.settings.slack_api_url, session=self._sessions["slack"])
+        assert credentials.webhook_url is not None
+        return SlackWebhook(url=credentials.webhook_url, session=self._sessions["slack"])
+
+    def _pagerduty(self, metrics: MetricsSink) -> PagerDutyClient | None:
+        secret_id = self.settings.pagerduty_secret_id
+        if not secret_id:
+            return None
+        try:
+            routing_key = self._secrets.pagerduty_routing_key(secret_id)
+        except (SecretUnavailableError, SecretFormatError) as error:
+            log.error("PagerDuty is off for this invocation: %s", error)
+            metrics.add_metric(name="PagerDutyFailures", unit="Count", value=1)
+            return None
+        return PagerDutyClient(
+            routing_key=routing_key, events_url=self.settings.pagerduty_events_url, session=self._sessions["pagerduty"]
+        )

@@ -1,0 +1,152 @@
+"""The SAM template: its shape (fast), then `sam validate --lint`, `sam build` and an import of
+the built layer under the Lambda runtime's Python (slow; needs SAM_CLI and
+LAMBDA_PYTHON_PREFIX, which `make test` sets)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "template.yaml"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Reads CloudFormation short-form tags (!Ref, !Sub, ...) as {"Fn": value}."""
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {suffix: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass
+
+
+def test_config_bucket_is_encrypted_versioned_private_and_tls_only(template: dict[str, Any]) -> None:
+    bucket = template["Resources"]["ConfigBucket"]["Properties"]
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    (statement,) = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Deny" and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_layer_and_runtime_are_python_3_12(template: dict[str, Any]) -> None:
+    assert template["Globals"]["Function"]["Runtime"] == "python3.12"
+    layer = template["Resources"]["SharedLayer"]
+    assert layer["Properties"]["ContentUri"] == "layers/shared/"
+    assert layer["Metadata"] == {"BuildMethod": "python3.12"}
+
+
+def test_function_has_its_s3_events_dlq_and_retries(template: dict[str, Any]) -> None:
+    function = template["Resources"]["TriggerFunction"]["Properties"]
+    suffixes = sorted(
+        rule["Value"]
+        for event in function["Events"].values()
+        for rule in event["Properties"]["Filter"]["S3Key"]["Rules"]
+        if rule["Name"] == "suffix"
+    )
+    assert suffixes == [".json", ".yaml", ".yml"]
+    invoke = function["EventInvokeConfig"]
+    assert invoke["MaximumRetryAttempts"] == 2
+    assert invoke["DestinationConfig"]["OnFailure"]["Type"] == "SQS"
+    alarm = template["Resources"]["TriggerDeadLetterAlarm"]["Properties"]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+
+
+def test_function_environment_provides_what_settings_read(template: dict[str, Any]) -> None:
+    import re
+
+    from backfill_orchestrator.settings import DeploymentSettings
+
+    variables = set(template["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"])
+    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", DeploymentSettings.from_env.__doc__)) - {"SECRETS_MAX_AGE_SECONDS", "JSON"}
+    assert read <= variables, read - variables
+    # events/env.json (for `sam local invoke`) sets the same names, pointed at local endpoints.
+    local = set(json.loads((REPO / "events" / "env.json").read_text())["TriggerFunction"])
+    optional = {"INCOMING_PREFIX", "RESULTS_PREFIX", "BACKFILLS_PREFIX", "ALLOWED_NAMESPACES", "REPLAY_TARGETS",
+                "MARQUEZ_API_KEY_SECRET_ID"}  # fmt: skip
+    assert read - optional <= local, (read - optional) - local
+
+
+def _sam_env() -> tuple[str, str]:
+    sam = os.environ.get("SAM_CLI")
+    prefix = os.environ.get("LAMBDA_PYTHON_PREFIX")
+    if not sam:
+        pytest.skip("SAM_CLI is not set (run through `make test`, which installs aws-sam-cli in .venv-sam)")
+    assert prefix, "LAMBDA_PYTHON_PREFIX must name a Python 3.12 install (make test sets it from pyenv)"
+    assert Path(sam).exists(), f"SAM_CLI={sam} does not exist"
+    assert (Path(prefix) / "bin" / "python3.12").exists(), f"no python3.12 under {prefix}"
+    return sam, prefix
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_sam_validate_build_and_import_the_layer_under_python_3_12(tmp_path: Path) -> None:
+    sam, prefix = _sam_env()
+    env = {
+        **os.environ,
+        "PATH": f"{prefix}/bin{os.pathsep}{os.environ['PATH']}",
+        "SAM_CLI_TELEMETRY": "0",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    validate = subprocess.run(
+        [sam, "validate", "--lint", "--template", str(TEMPLATE), "--region", "us-east-1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    build_dir = tmp_path / "build"
+    build = subprocess.run(
+        [sam, "build", "--template", str(TEMPLATE), "--base-dir", str(REPO), "--build-dir", str(build_dir),
+         "--cache-dir", str(tmp_path / "cache"), "--no-cached"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+
+    layer = build_dir / "SharedLayer" / "python"
+    native = list((layer / "pydantic_core").glob("_pydantic_core.*.so"))
+    assert native and all("cpython-312" in path.name for path in native), native
+    probe = f"""
+import sys
+sys.path[:0] = [{str(layer)!r}, {str(build_dir / "TriggerFunction")!r}]
+assert sys.version_info[:2] == (3, 12), sys.version
+import pydantic_core
+assert pydantic_core.__file__.startswith({str(layer)!r}), pydantic_core.__file__
+from backfill_orchestrator.config import InvalidConfigError, parse_config
+config = parse_config(open({str(REPO / "examples" / "minimal-batch.yaml")!r}, "rb").read(), source="minimal-batch.yaml")
+assert config.name == "etl-orders-0604"
+try:
+    parse_config(b"version: 2", source="bad.yaml")
+except InvalidConfigError as error:
+    assert any(issue.location == "version" for issue in error.issues)
+else:
+    raise AssertionError("an invalid config validated")
+import app
+assert callable(app.handler)
+print("layer ok", pydantic_core.__version__)
+"""
+    result = subprocess.run(
+        [f"{prefix}/bin/python3.12", "-I", "-c", probe],
+        cwd=tmp_path, env={"PATH": env["PATH"], "AWS_DEFAULT_REGION": "us-east-1"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "layer ok" in result.stdout
+

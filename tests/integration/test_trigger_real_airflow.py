@@ -1,0 +1,76 @@
+"""The REST client and the whole trigger against a real Airflow 3 api-server (slow: boots
+Airflow locally through backfill_local.airflow_local)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from backfill_local.airflow_local import LocalAirflow
+from backfill_orchestrator.airflow_api import DagNotFoundError, RestAirflowClient
+from backfill_orchestrator.trigger import Disposition
+from tests.integration.test_trigger_flow import VALID, TriggerHarness
+from tests.integration.test_trigger_flow import aws as aws  # noqa: F401 - a fixture, used by name
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+DAG_ID = "trigger_probe"
+PROBE_DAG = f'''
+from datetime import datetime
+
+from airflow.sdk import dag, task
+
+
+@dag(dag_id="{DAG_ID}", schedule=None, start_date=datetime(2021, 1, 1), catchup=False)
+def probe():
+    @task
+    def noop():
+        return None
+
+    noop()
+
+
+probe()
+'''
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAirflow]:
+    dags = tmp_path_factory.mktemp("dags")
+    (dags / "trigger_probe.py").write_text(PROBE_DAG)
+    with LocalAirflow(dags_folder=Path(dags), parallelism=1) as local:
+        local.wait_for_dags([DAG_ID])
+        yield local
+
+
+def test_rest_client_triggers_once_and_resolves_the_409(airflow: LocalAirflow) -> None:
+    client = RestAirflowClient(airflow.url, username=airflow.user, password=SecretStr(airflow.password))
+    conf = {"backfill_id": "probe-1a2b3c4d", "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/p.json"}
+
+    first = client.trigger_dag_run(DAG_ID, run_id="probe-1a2b3c4d", conf=conf)
+    again = client.trigger_dag_run(DAG_ID, run_id="probe-1a2b3c4d", conf=conf)
+
+    assert first.created and not again.created
+    run = airflow.api("GET", f"/dags/{DAG_ID}/dagRuns/probe-1a2b3c4d")
+    assert run["conf"] == conf and run["logical_date"] is None
+    assert client.get_dag_run(DAG_ID, "probe-1a2b3c4d").conf == conf
+    assert client.get_dag_run(DAG_ID, "no-such-run") is None
+    with pytest.raises(DagNotFoundError):
+        client.trigger_dag_run("no_such_dag", run_id="x", conf={})
+
+
+def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(airflow: LocalAirflow, aws: None) -> None:
+    with ExitStack() as stack:
+        harness = TriggerHarness(stack, env={"AIRFLOW_URL": airflow.url, "BACKFILL_DAG_ID": DAG_ID})
+        event = harness.upload(VALID)
+        results = [harness.invoke(event)[0] for _ in range(10)]
+
+    assert [r.disposition for r in results] == [Disposition.ACCEPTED] + [Disposition.DUPLICATE] * 9
+    backfill_id = results[0].backfill_id
+    runs = [run for run in airflow.dag_runs(DAG_ID) if run["dag_run_id"] == backfill_id]
+    assert len(runs) == 1
+    assert runs[0]["conf"]["plan_uri"].endswith(f"/backfills/{backfill_id}/plan.json")

@@ -1,0 +1,178 @@
+"""The status table's conditional transitions, on moto's DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from backfill_orchestrator.status import (
+    ALLOWED_FROM,
+    BackfillState,
+    RecordExistsError,
+    RecordNotFoundError,
+    StatusStore,
+    TransitionRejectedError,
+)
+
+S = BackfillState
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2021, 6, 14, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> Iterator[StatusStore]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="status",
+            KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield StatusStore(table_name="status", dynamodb_client=client, clock=clock)
+
+
+def test_create_once_then_the_existing_record_comes_back(store: StatusStore) -> None:
+    created = store.create("b-1", upload_id="u1", attributes={"name": "b", "owner": "@jane", "mode": "batch"})
+    assert created.state is S.RECEIVED and created.version == 1 and created.uploads == {"u1"}
+
+    with pytest.raises(RecordExistsError) as raised:
+        store.create("b-1", upload_id="u2")
+    assert raised.value.existing.owner == "@jane" and raised.value.existing.uploads == {"u1"}
+
+
+def test_the_happy_path_records_history_and_attributes(store: StatusStore, clock: Clock) -> None:
+    store.create("b-1")
+    clock.now += timedelta(seconds=5)
+    store.transition("b-1", S.PLANNED, detail="2 waves", attributes={"plan_uri": "s3://b/p.json"})
+    record = store.transition("b-1", S.TRIGGERED, attributes={"dag_run_id": "b-1", "dag_run_url": "http://x"})
+
+    assert record.state is S.TRIGGERED and record.version == 3
+    assert [h["state"] for h in record.history] == ["RECEIVED", "PLANNED", "TRIGGERED"]
+    assert record.history[1] == {"state": "PLANNED", "at": "2021-06-14T09:00:05+00:00", "detail": "2 waves"}
+    assert record.plan_uri == "s3://b/p.json" and record.dag_run_url == "http://x"
+    assert store.get("b-1") == record
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        ([], S.TRIGGERED),  # RECEIVED -> TRIGGERED skips PLANNED
+        ([S.REJECTED], S.PLANNED),  # REJECTED is final
+        ([S.PLANNED, S.TRIGGERED, S.SUCCEEDED], S.RUNNING),  # SUCCEEDED is final
+        ([S.PLANNED, S.TRIGGERED], S.PLANNED),  # never backwards
+    ],
+)
+def test_transitions_outside_the_table_are_rejected_with_the_current_record(
+    store: StatusStore, path: list[BackfillState], target: BackfillState
+) -> None:
+    store.create("b-1")
+    for state in path:
+        store.transition("b-1", state)
+    with pytest.raises(TransitionRejectedError) as raised:
+        store.transition("b-1", target)
+    assert raised.value.current.state is (path[-1] if path else S.RECEIVED)
+
+
+def test_every_state_but_received_is_reachable_by_transition() -> None:
+    assert set(ALLOWED_FROM) == set(S) - {S.RECEIVED}
+
+
+def test_expected_version_guards_against_concurrent_writers(store: StatusStore) -> None:
+    record = store.create("b-1")
+    store.transition("b-1", S.PLANNED, expected_version=record.version)
+    with pytest.raises(TransitionRejectedError):
+        store.transition("b-1", S.FAILED, expected_version=record.version)
+
+
+def test_unknown_record_and_unknown_attribute_are_named_errors(store: StatusStore) -> None:
+    with pytest.raises(RecordNotFoundError):
+        store.transition("missing", S.PLANNED)
+    store.create("b-1")
+    with pytest.raises(ValueError, match="not settable"):
+        store.transition("b-1", S.PLANNED, attributes={"state": "SUCCEEDED"})
+
+
+def test_reclaim_only_a_retryable_failure_or_an_expired_lease(store: StatusStore, clock: Clock) -> None:
+    store.create("b-1", lease_seconds=60)
+    assert store.reclaim("b-1", lease_seconds=60, detail="too early") is None
+    clock.now += timedelta(seconds=61)
+    taken = store.reclaim("b-1", lease_seconds=60, detail="lease over")
+    assert taken is not None and taken.attempts == 2
+
+    store.transition("b-1", S.FAILED, attributes={"reason": "Marquez down", "retryable": True})
+    again = store.reclaim("b-1", lease_seconds=60, detail="retry")
+    assert again.state is S.RECEIVED and again.attempts == 3 and again.reason is None and not again.retryable
+
+    store.transition("b-1", S.FAILED, attributes={"reason": "replay disabled", "retryable": False})
+    assert store.reclaim("b-1", lease_seconds=60, detail="retry") is None
+
+
+def test_uploads_are_remembered_once(store: StatusStore) -> None:
+    store.create("b-1", upload_id="u1")
+    assert store.add_upload("b-1", "u2") is True
+    assert store.add_upload("b-1", "u2") is False
+    assert store.get("b-1").uploads == {"u1", "u2"}
+
+
+def test_the_first_slack_thread_wins(store: StatusStore) -> None:
+    store.create("b-1")
+    assert store.set_slack_thread("b-1", channel="C1", ts="1.000100") == "1.000100"
+    assert store.set_slack_thread("b-1", channel="C2", ts="2.000200") == "1.000100"
+    record = store.get("b-1")
+    assert (record.slack_channel, record.slack_thread_ts) == ("C1", "1.000100")
+
+
+def test_the_dag_side_can_report_progress_after_a_trigger(store: StatusStore) -> None:
+    """What the generic DAG does: RUNNING (repeatedly), FAILED, cleared and rerun, SUCCEEDED."""
+    store.create("b-1")
+    store.transition("b-1", S.PLANNED)
+    store.transition("b-1", S.TRIGGERED)
+    store.transition("b-1", S.RUNNING, detail="wave 1 of 2")
+    store.transition("b-1", S.RUNNING, detail="wave 2 of 2")
+    store.transition("b-1", S.FAILED, attributes={"reason": "task failed"})
+    store.transition("b-1", S.RUNNING, detail="cleared")
+    assert store.transition("b-1", S.SUCCEEDED).state is S.SUCCEEDED
+
+
+def test_cli_status_prints_the_record(store: StatusStore, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    from backfill_orchestrator.cli import main
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    store.create("orders-fix-1a2b3c4d", attributes={"name": "orders-fix", "owner": "@jane", "mode": "batch"})
+    store.transition("orders-fix-1a2b3c4d", S.PLANNED, attributes={"plan_summary": {"waves": [["etl_orders"]], "steps": 1}})
+
+    assert main(["status", "orders-fix-1a2b3c4d", "--table", "status"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("orders-fix-1a2b3c4d: PLANNED") and "wave 1: etl_orders" in out and "RECEIVED" in out
+    monkeypatch.setenv("STATUS_TABLE", "status")
+    assert main(["status", "orders-fix-1a2b3c4d", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "PLANNED"
+    assert main(["status", "nothing-00000000"]) == 1
+
+
+def test_cli_status_without_a_table_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    from backfill_orchestrator.cli import main
+
+    monkeypatch.delenv("STATUS_TABLE", raising=False)
+    assert main(["status", "x"]) == 2
+    assert "pass --table or set STATUS_TABLE" in capsys.readouterr().err

@@ -1,0 +1,111 @@
+"""S3 notifications to uploads, and the trigger's S3 layout (moto, in process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from backfill_orchestrator.trigger import MalformedEventError, Upload, event_records, upload_from_record
+from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, TriggerStorage
+
+
+def record(key: str = "incoming/a+b.yaml", **obj: object) -> dict:
+    return {
+        "eventSource": "aws:s3",
+        "eventName": "ObjectCreated:Put",
+        "s3": {"bucket": {"name": "configs"}, "object": {"key": key, "size": 10, "sequencer": "0A", **obj}},
+    }
+
+
+def test_a_record_becomes_an_upload_with_a_decoded_key() -> None:
+    upload = upload_from_record(record("incoming/team%2Fa/my+config.yaml", versionId="v1", eTag="e"))
+    assert upload == Upload("configs", "incoming/team/a/my config.yaml", 10, "v1", "0A", "e")
+    assert upload.uri == "s3://configs/incoming/team/a/my config.yaml" and upload.extension == ".yaml"
+
+
+def test_upload_identity_is_stable_per_event_and_new_per_upload() -> None:
+    same = upload_from_record(record(versionId="v1")), upload_from_record(record(versionId="v1"))
+    assert same[0].upload_id == same[1].upload_id
+    assert upload_from_record(record(versionId="v2")).upload_id != same[0].upload_id
+    # Unversioned bucket: the sequencer tells uploads apart.
+    assert upload_from_record(record(sequencer="0B")).upload_id != upload_from_record(record(sequencer="0C")).upload_id
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"eventSource": "aws:sqs"}, "not an S3 event"),
+        ({**record(), "eventName": "ObjectRemoved:Delete"}, "not an ObjectCreated"),
+        ({"eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {}}, "without"),
+        ("nope", "not an object"),
+    ],
+)
+def test_malformed_records_are_named(bad: object, message: str) -> None:
+    with pytest.raises(MalformedEventError, match=message):
+        upload_from_record(bad)
+
+
+def test_records_come_from_a_notification_or_a_dead_letter_destination_record() -> None:
+    event = {"Records": [record()]}
+    assert event_records(event) == event["Records"]
+    assert event_records({"requestPayload": event, "responsePayload": {}}) == event["Records"]
+    with pytest.raises(MalformedEventError):
+        event_records({"detail-type": "Scheduled Event"})
+
+
+@pytest.fixture
+def storage(monkeypatch: pytest.MonkeyPatch) -> Iterator[TriggerStorage]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="configs")
+        s3.put_bucket_versioning(Bucket="configs", VersioningConfiguration={"Status": "Enabled"})
+        yield TriggerStorage(
+            s3_client=s3, bucket="configs", incoming_prefix="incoming/", results_prefix="results/", backfills_prefix="backfills/"
+        )
+
+
+def put(storage: TriggerStorage, key: str, body: bytes) -> Upload:
+    response = storage._s3.put_object(Bucket="configs", Key=key, Body=body)
+    return Upload("configs", key, len(body), response["VersionId"])
+
+
+def test_reads_the_announced_version(storage: TriggerStorage) -> None:
+    first = put(storage, "incoming/x.yaml", b"first")
+    put(storage, "incoming/x.yaml", b"second")
+    assert storage.read_upload(first, max_bytes=100) == b"first"
+
+
+def test_an_oversized_object_is_refused_from_the_event_size_without_a_read(storage: TriggerStorage) -> None:
+    upload = Upload("configs", "incoming/never-written.yaml", size=10_000)
+    with pytest.raises(ConfigTooLargeError, match="10000 bytes; the limit is 100 bytes"):
+        storage.read_upload(upload, max_bytes=100)
+
+
+def test_an_event_understating_the_size_still_reads_at_most_the_limit(storage: TriggerStorage) -> None:
+    upload = put(storage, "incoming/big.yaml", b"x" * 5000)
+    with pytest.raises(ConfigTooLargeError, match="5000 bytes"):
+        storage.read_upload(Upload(upload.bucket, upload.key, size=10, version_id=upload.version_id), max_bytes=100)
+
+
+def test_deleted_object_and_empty_object(storage: TriggerStorage) -> None:
+    with pytest.raises(ConfigGoneError):
+        storage.read_upload(Upload("configs", "incoming/gone.yaml"), max_bytes=100)
+    assert storage.read_upload(put(storage, "incoming/empty.yaml", b""), max_bytes=100) == b""
+
+
+def test_only_configs_under_the_incoming_prefix_count(storage: TriggerStorage) -> None:
+    assert storage.is_incoming_config(Upload("configs", "incoming/a/b.JSON"))
+    for key in ("incoming/a.txt", "results/a.yaml", "incoming/dir.yaml/"):
+        assert not storage.is_incoming_config(Upload("configs", key))
+    assert not storage.is_incoming_config(Upload("other-bucket", "incoming/a.yaml"))
+
+
+def test_results_mirror_the_incoming_path(storage: TriggerStorage) -> None:
+    uri = storage.write_result(Upload("configs", "incoming/team-a/x.yaml"), {"outcome": "rejected"})
+    assert uri == "s3://configs/results/team-a/x.yaml.result.json"
