@@ -41,6 +41,7 @@ def wiring() -> TriggerWiring:
             dynamodb_client=boto3.client("dynamodb", config=_AWS_CONFIG),
             secrets_client=boto3.client("secretsmanager", config=_AWS_CONFIG),
             mwaa_client_factory=lambda: boto3.client("mwaa", config=_AWS_CONFIG),
+            sqs_client_factory=lambda: boto3.client("sqs", config=_AWS_CONFIG),
         )
     return _wiring
 

@@ -3,7 +3,7 @@
 TRIGGERED) and returns how it ended. Final REJECTED/FAILED records and all notifications
 are the service's job. A runner raises for system failures (Marquez, Airflow, S3, ...).
 
-Replay (issue 7) plugs in by replacing MODE_RUNNERS["replay"]."""
+Replay (docs/replay.md) queues one task per feed, day and hour for the replay function."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
-from backfill_orchestrator.config import BackfillConfig, ConfigIssue
+from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
+from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStore
 from backfill_orchestrator.trigger.events import Upload
@@ -35,6 +36,7 @@ class ModeServices:
     airflow: Callable[[], AirflowClient]
     lineage: Callable[[], LineageSource]
     catalog: Callable[[], JobCatalog]
+    sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,28 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
 
 
-def run_replay_not_enabled(request: ModeRequest, services: ModeServices) -> ModeOutcome:
-    """Placeholder until the replay issue wires the replay function in."""
-    return ModeOutcome(BackfillState.FAILED, reason=REPLAY_NOT_ENABLED)
+def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:
+    """Resolve the target through the allowlist (unknown: REJECTED at `replay.target`), split
+    the config into one task per feed, day and hour, and queue them for the replay function.
+    A deployment without a replay-tasks queue refuses replay configs (FAILED, no page)."""
+    config, backfill_id, settings = request.config, request.backfill_id, services.settings
+    if not settings.replay_tasks_queue_url or services.sqs is None:
+        return ModeOutcome(BackfillState.FAILED, reason=REPLAY_NOT_ENABLED)
+    try:
+        tasks = plan_replay(config, targets=settings.replay_targets)
+    except InvalidConfigError as error:
+        return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
+    assert config.replay is not None  # plan_replay checked it
+    detail = f"{len(tasks)} replay tasks to {config.replay.target}"
+    services.status.transition(backfill_id, BackfillState.PLANNED, detail=detail + (" (dry run)" if config.dry_run else ""))
+    if config.dry_run:
+        return ModeOutcome(BackfillState.PLANNED)
+    # The count is recorded before any task is queued, so whichever task finishes last sees it.
+    services.status.transition(
+        backfill_id, BackfillState.TRIGGERED, detail=f"{detail} queued", attributes={"tasks_total": len(tasks)}
+    )
+    queue_tasks(tasks, sqs=services.sqs(), queue_url=settings.replay_tasks_queue_url)
+    return ModeOutcome(BackfillState.TRIGGERED)
 
 
-MODE_RUNNERS: dict[str, ModeRunner] = {"batch": run_batch, "replay": run_replay_not_enabled}
+MODE_RUNNERS: dict[str, ModeRunner] = {"batch": run_batch, "replay": run_replay}

@@ -46,6 +46,7 @@ from backfill_orchestrator.notify import (
 )
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import CatalogError
+from backfill_orchestrator.replay.dispatch import QueueTasksError
 from backfill_orchestrator.secrets import SecretFormatError, SecretUnavailableError
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, RecordExistsError, StatusRecord, StatusStoreError
@@ -67,6 +68,7 @@ from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLarg
 DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
 _EXPECTED_FAILURES = (
     AirflowApiError, LineageError, StorageError, StatusStoreError, CatalogError, SecretUnavailableError, SecretFormatError,
+    QueueTasksError,
 )  # fmt: skip
 
 

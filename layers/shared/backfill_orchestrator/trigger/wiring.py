@@ -40,6 +40,7 @@ class TriggerWiring:
         dynamodb_client: Any,
         secrets_client: Any,
         mwaa_client_factory: Callable[[], Any] | None = None,
+        sqs_client_factory: Callable[[], Any] | None = None,
         session_factory: Callable[[], requests.Session] = retrying_session,
     ):
         """`session_factory` makes the HTTP sessions (tests pass one with short backoff)."""
@@ -47,6 +48,8 @@ class TriggerWiring:
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
         self._mwaa_factory = mwaa_client_factory
+        self._sqs_factory = sqs_client_factory
+        self._sqs: Any = None
         self._secrets = SecretReader(
             provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
@@ -73,6 +76,7 @@ class TriggerWiring:
             airflow=self.airflow,
             lineage=self.lineage,
             catalog=self.catalog,
+            sqs=self.sqs if self._sqs_factory is not None else None,
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 
@@ -108,6 +112,13 @@ class TriggerWiring:
             )
             self._airflow = (fingerprint, client)
         return self._airflow[1]
+
+    def sqs(self) -> Any:
+        """The SQS client that queues replay tasks (made on first use)."""
+        if self._sqs is None:
+            assert self._sqs_factory is not None
+            self._sqs = self._sqs_factory()
+        return self._sqs
 
     def lineage(self) -> LineageSource:
         api_key = None
