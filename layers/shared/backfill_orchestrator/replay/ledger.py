@@ -21,19 +21,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.dynamo import attribute, plain_from_item
 from backfill_orchestrator.replay.archive import Position
 
 TaskStateName = Literal["RUNNING", "DONE", "FAILED"]
 ITEM_PREFIX = "replay-task#"
 DEFAULT_RETENTION_SECONDS = 30 * 24 * 3600
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 class LedgerError(RuntimeError):
@@ -86,18 +83,10 @@ class TaskState:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 def _state_from_item(item: dict[str, Any]) -> TaskState:
-    data = {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+    data = plain_from_item(item)
     resume = data.get("resume_from")
     return TaskState(
         task_id=data["task_id"],
@@ -115,19 +104,8 @@ def _state_from_item(item: dict[str, Any]) -> TaskState:
     )
 
 
-def _dynamo(value: Any) -> Any:
-    """Plain Python to what TypeSerializer accepts (no floats)."""
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    if isinstance(value, dict):
-        return {k: _dynamo(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_dynamo(v) for v in value]
-    return value
 
 
-def _value(value: Any) -> dict[str, Any]:
-    return _serializer.serialize(_dynamo(value))
 
 
 def _position(position: Position) -> dict[str, Any]:
@@ -178,8 +156,8 @@ class TaskLedger:
                     ":running": {"S": "RUNNING"},
                     ":failed": {"S": "FAILED"},
                     ":owner": {"S": owner},
-                    ":until": _value(now + lease_seconds),
-                    ":now": _value(now),
+                    ":until": attribute(now + lease_seconds),
+                    ":now": attribute(now),
                     ":task_id": {"S": task_id},
                     ":backfill_id": {"S": backfill_id},
                     ":expiration": {"N": str(int(now) + self._retention)},
@@ -212,11 +190,11 @@ class TaskLedger:
         failures: tuple[Failure, ...],
     ) -> None:
         values = {
-            ":resume": _value(_position(resume_from)),
-            ":ahead": _value([_position(p) for p in sorted(resolved_ahead)]),
+            ":resume": attribute(_position(resume_from)),
+            ":ahead": attribute([_position(p) for p in sorted(resolved_ahead)]),
             ":sent": {"N": str(sent)},
             ":failed": {"N": str(failed)},
-            ":failures": _value([f.as_dict() for f in failures]),
+            ":failures": attribute([f.as_dict() for f in failures]),
         }
         self._owned_update(
             task_id,
@@ -246,9 +224,9 @@ class TaskLedger:
                 "ExpressionAttributeNames": {"#state": "state", "#result": "result"},
                 "ExpressionAttributeValues": {
                     ":state": {"S": state},
-                    ":result": _value(result),
+                    ":result": attribute(result),
                     ":zero": {"N": "0"},
-                    ":now": _value(self._clock()),
+                    ":now": attribute(self._clock()),
                     ":counted_as_failed": {"BOOL": state == "FAILED"},
                     ":owner": {"S": owner},
                     ":running": {"S": "RUNNING"},

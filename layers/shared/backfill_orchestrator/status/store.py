@@ -13,16 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
 from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, StatusRecord
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 # Attributes a caller may set along with a transition (the rest are managed here).
 SETTABLE = frozenset(
     {
@@ -74,32 +71,12 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _plain(value: Any) -> Any:
-    """DynamoDB numbers come back as Decimal and sets as set: make them plain."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, set):
-        return frozenset(_plain(v) for v in value)
-    return value
 
 
-def _dynamo(value: Any) -> Any:
-    """Plain Python to what TypeSerializer accepts (no floats)."""
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, dict):
-        return {k: _dynamo(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_dynamo(v) for v in value]
-    return value
 
 
 def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
-    data = {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+    data = plain_from_item(dict(item))
     known = {name: data[name] for name in StatusRecord.__dataclass_fields__ if name in data}
     known["state"] = BackfillState(known["state"])
     for key in ("errors", "history"):
@@ -165,7 +142,7 @@ class StatusStore:
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item={k: _serializer.serialize(_dynamo(v)) for k, v in item.items() if v is not None},
+                Item=item_from_plain(item),
                 ConditionExpression="attribute_not_exists(backfill_id)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -176,7 +153,7 @@ class StatusStore:
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
         except BotoCoreError as error:
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
-        return record_from_item({k: _serializer.serialize(_dynamo(v)) for k, v in item.items() if v is not None})
+        return record_from_item(item_from_plain(item))
 
     def transition(
         self,
@@ -374,7 +351,7 @@ class StatusStore:
             ":now_iso": {"S": now.isoformat()},
             ":inc": {"N": "1"},
             ":empty": {"L": []},
-            ":entry": {"L": [_serializer.serialize(_dynamo(self._history_entry(target, now, detail)))]},
+            ":entry": {"L": [attribute(self._history_entry(target, now, detail))]},
         }
         update = "SET " + ", ".join(sets)
         condition = f"attribute_exists(backfill_id) AND ({condition})"
@@ -419,7 +396,7 @@ class StatusStore:
         for index, (name, value) in enumerate(sorted(attrs.items())):
             sets.append(f"#a{index} = :a{index}")
             names[f"#a{index}"] = name
-            values[f":a{index}"] = _serializer.serialize(_dynamo(value))
+            values[f":a{index}"] = attribute(value)
         return sets, names, values
 
     @staticmethod
