@@ -1,0 +1,364 @@
+"""`backfill`: the generic backfill DAG that the trigger function starts.
+
+Triggered (no schedule) with conf `{backfill_id, config_uri, plan_uri}`. It checks the conf and
+loads the plan, then runs the plan in *rounds* (see `backfill_runtime/rounds.py`): each round
+is one Spark submission of the generic job for its `spark` steps, side by side with one batch
+of reruns of other DAGs for its `airflow_dag` steps (one run per date, bounded concurrency,
+an existing run for the date is cleared and rerun). Round k waits for round k-1. A step whose
+upstream failed is not run; independent steps go on. `finish` records the outcome (status
+record, Slack, PagerDuty, `backfill_report.json` next to the plan) and fails the run if any
+step failed.
+
+The DAG's shape is static, the plan is not: there are `[backfill] max_rounds` round slots,
+unused ones skip in a second. Task graph per run:
+
+    start -> round_0.prepare -> {round_0.spark, round_0.dag_runs[*]} -> round_1.prepare -> ... -> finish
+
+Deployment options (Spark runner, warehouse, retries, concurrency, notification endpoints)
+are Airflow configuration, section `[backfill]`; see docs/airflow.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import date, timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import DAG, TaskGroup, get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from backfill_runtime.options import (
+    DagShape,
+    InvalidOptionError,
+    spark_command,
+    spark_timeout_seconds,
+    warehouse_uri,
+)
+from backfill_runtime.reruns import RerunDagOperator, new_run_id
+
+DAG_ID = "backfill"  # at most 16 characters: MWAA's 64-character Path must fit /dags/<id>/dagRuns/<run id>
+SHAPE = DagShape.from_config()
+log = logging.getLogger(__name__)
+
+
+def _ids(index: int) -> dict[str, str]:
+    return {
+        "prepare": f"round_{index}.prepare",
+        "spark": f"round_{index}.spark",
+        "dag_runs": f"round_{index}.dag_runs",
+    }
+
+
+# -- start: conf, plan, status RUNNING -------------------------------------------------------
+@task(task_id="start")
+def start() -> dict[str, Any]:
+    from backfill_runtime.conf import InvalidRunConfError, parse_run_conf
+    from backfill_runtime.reporting import Reporting
+    from backfill_runtime.rounds import PlanTooDeepError, check_fits
+    from backfill_runtime.uris import DocumentNotFoundError, read_text
+    from pydantic import ValidationError
+
+    from backfill_orchestrator.config import InvalidConfigError, parse_config
+    from backfill_orchestrator.plan import Plan
+
+    context = get_current_context()
+    ti, dag_run = context["ti"], context["dag_run"]
+    reporting = Reporting.from_options()
+    run_url = reporting.run_url(ti.dag_id, ti.run_id)
+    raw_conf = dag_run.conf or {}
+
+    def refuse(problems: list[str], backfill_id: str | None) -> AirflowFailException:
+        reporting.refused(backfill_id=backfill_id, problems=problems, run_url=run_url)
+        return AirflowFailException("run refused, nothing was run: " + "; ".join(problems))
+
+    try:
+        run_conf = parse_run_conf(raw_conf)
+    except InvalidRunConfError as error:
+        maybe_id = raw_conf.get("backfill_id") if isinstance(raw_conf, dict) else None
+        from backfill_runtime.conf import BACKFILL_ID
+
+        raise refuse(error.problems, maybe_id if isinstance(maybe_id, str) and BACKFILL_ID.fullmatch(maybe_id) else None) from None
+
+    problems: list[str] = []
+    plan = config = None
+    try:
+        plan = Plan.from_json(read_text(run_conf.plan_uri))
+    except DocumentNotFoundError as error:
+        problems.append(f"plan_uri: {error}")
+    except (ValidationError, ValueError) as error:
+        problems.append(f"plan_uri: {run_conf.plan_uri} is not a valid plan document: {error}".splitlines()[0])
+    try:
+        config_text = read_text(run_conf.config_uri)
+        config = parse_config(config_text, source=run_conf.config_uri)
+    except DocumentNotFoundError as error:
+        problems.append(f"config_uri: {error}")
+    except InvalidConfigError as error:
+        problems.append(f"config_uri: {run_conf.config_uri} is not a valid config ({len(error.issues)} errors)")
+    if plan is not None and plan.backfill_id != run_conf.backfill_id:
+        problems.append(f"plan_uri: the plan is for backfill {plan.backfill_id}, not {run_conf.backfill_id}")
+    rounds = 0
+    if plan is not None:
+        try:
+            rounds = check_fits(plan, max_rounds=SHAPE.max_rounds)
+        except PlanTooDeepError as error:
+            problems.append(str(error))
+    if problems:
+        raise refuse(problems, run_conf.backfill_id)
+
+    reporting.started(backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url)
+    log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
+    return {
+        "backfill_id": run_conf.backfill_id,
+        "config_uri": run_conf.config_uri,
+        "plan_uri": run_conf.plan_uri,
+        "rounds": rounds,
+        "plan": plan.model_dump(mode="json"),
+    }
+
+
+# -- bookkeeping shared by every round and `finish` -----------------------------------------
+def _started(ti: Any) -> dict[str, Any] | None:
+    return ti.xcom_pull(task_ids="start")
+
+
+def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
+    """The ledger once rounds 0..index-1 are done: the previous prepare's ledger plus what that
+    round's Spark submission and DAG reruns reported."""
+    from backfill_runtime.ledger import DagRunRequest, Ledger
+    from backfill_runtime.spark import report_steps
+    from backfill_runtime.uris import DocumentNotFoundError, read_text
+
+    if index == 0:
+        return Ledger.for_plan(plan)
+    ids = _ids(index - 1)
+    previous = ti.xcom_pull(task_ids=ids["prepare"], key="ledger")
+    if previous is None:
+        raise AirflowFailException(f"{ids['prepare']} left no ledger (it failed); cannot tell what ran")
+    ledger = Ledger(previous)
+    states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[ids["spark"], ids["dag_runs"]], run_ids=[ti.run_id])
+    states = states.get(ti.run_id, {})
+    spark = ti.xcom_pull(task_ids=ids["prepare"], key="spark")
+    if spark:
+        try:
+            steps = report_steps(read_text(spark["report_uri"]))
+        except DocumentNotFoundError:
+            steps = None
+        ledger.record_spark(spark["step_ids"], report_steps=steps, task_state=states.get(ids["spark"]))
+    requests = ti.xcom_pull(task_ids=ids["prepare"], key="requests") or []
+    if requests:
+        runs = [DagRunRequest(step_id, dag_id, date.fromisoformat(day)) for step_id, dag_id, day in requests]
+        ti_states = {i: states.get(f"{ids['dag_runs']}_{i}") for i in range(len(runs))}
+        ledger.record_dag_runs(runs, ti_states)
+    return ledger
+
+
+@task(task_id="prepare", trigger_rule="all_done")
+def prepare(index: int) -> list[dict[str, Any]]:
+    """Returns the round's DAG reruns (what `dag_runs` maps over); pushes `ledger`, `spark` and
+    `requests` under their own XCom keys for the next round."""
+    from backfill_runtime.rounds import sub_plan
+    from backfill_runtime.uris import sibling, write_text
+
+    from backfill_orchestrator.plan import Plan
+
+    ti = get_current_context()["ti"]
+    started = _started(ti)
+    if not started:
+        raise AirflowSkipException("the backfill did not start (see the start task)")
+    plan = Plan.model_validate(started["plan"])
+    ledger = _ledger_after(ti, plan, index)
+    work = ledger.plan_round(plan, index)
+    for step_id, reason in work.blocked.items():
+        log.warning("round %d: %s %s", index, step_id, reason)
+    spark = None
+    if work.spark_step_ids:
+        # The job runs every spark step of the plan it gets: give it this round's, runnable ones.
+        plan_uri = sibling(started["plan_uri"], f"rounds/{index}/plan.json")
+        write_text(plan_uri, sub_plan(plan, set(work.spark_step_ids)).to_json())
+        spark = {
+            "plan_uri": plan_uri,
+            "report_uri": sibling(plan_uri, "run_report.json"),
+            "step_ids": work.spark_step_ids,
+        }
+    backfill_id = started["backfill_id"]
+    dag_runs = [
+        {
+            "trigger_dag_id": run.dag_id,
+            "trigger_run_id": new_run_id(backfill_id=backfill_id, day=run.day),
+            "logical_date": run.day.isoformat(),
+            "conf": {"backfill_id": backfill_id, "step": run.step_id},
+        }
+        for run in work.dag_runs
+    ]
+    log.info(
+        "round %d: spark steps %s; %d DAG reruns; blocked %s",
+        index, work.spark_step_ids, len(dag_runs), sorted(work.blocked),
+    )  # fmt: skip
+    ti.xcom_push(key="ledger", value=ledger.to_dict())
+    ti.xcom_push(key="spark", value=spark)
+    ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in work.dag_runs])
+    return dag_runs
+
+
+# -- the Spark submission: local spark-submit or EMR Serverless, by configuration -------------
+def _spark_spec(ti: Any, index: int) -> dict[str, Any] | None:
+    return ti.xcom_pull(task_ids=_ids(index)["prepare"], key="spark")
+
+
+@task(task_id="spark")
+def spark_local(index: int) -> None:
+    from backfill_runtime.spark import SparkInputError, job_arguments, run_local
+    from backfill_runtime.uris import remove
+
+    ti = get_current_context()["ti"]
+    spec = _spark_spec(ti, index)
+    if not spec:
+        raise AirflowSkipException("no spark steps in this round")
+    try:
+        warehouse = warehouse_uri()
+    except InvalidOptionError as error:
+        raise AirflowFailException(str(error)) from None
+    remove(spec["report_uri"])  # a retry must not read the previous attempt's report
+    try:
+        run_local(
+            spark_command(),
+            job_arguments(plan_uri=spec["plan_uri"], warehouse_uri=warehouse, report_uri=spec["report_uri"]),
+            timeout=spark_timeout_seconds(),
+        )
+    except SparkInputError as error:
+        raise AirflowFailException(str(error)) from None
+
+
+def _remove_stale_report(context: Any) -> None:
+    from backfill_runtime.uris import remove
+
+    spec = _spark_spec(context["ti"], int(context["ti"].task_id.split(".")[0].removeprefix("round_")))
+    if spec:
+        remove(spec["report_uri"])
+
+
+def spark_emr_serverless(index: int) -> list[Any]:
+    """A gate (skips when the round has no spark steps) and the amazon provider's operator."""
+    from airflow.providers.amazon.aws.operators.emr import EmrServerlessStartJobOperator
+    from airflow.providers.standard.operators.python import ShortCircuitOperator
+
+    pull = f"ti.xcom_pull(task_ids='{_ids(index)['prepare']}', key='spark')"
+    gate = ShortCircuitOperator(
+        task_id="has_spark",
+        python_callable=lambda **context: bool(_spark_spec(context["ti"], index)),
+        ignore_downstream_trigger_rules=False,
+    )
+    arguments = [
+        "--plan", "{{ " + pull + "['plan_uri'] }}",
+        "--warehouse", "{{ conf.get('backfill', 'warehouse_uri') }}",
+        "--report", "{{ " + pull + "['report_uri'] }}",
+    ]  # fmt: skip
+    submit: dict[str, Any] = {"entryPoint": SHAPE.emr_entry_point, "entryPointArguments": arguments}
+    if SHAPE.emr_spark_parameters:
+        submit["sparkSubmitParameters"] = SHAPE.emr_spark_parameters
+    job = EmrServerlessStartJobOperator(
+        task_id="spark",
+        application_id=SHAPE.emr_application_id,
+        execution_role_arn=SHAPE.emr_execution_role_arn,
+        job_driver={"sparkSubmit": submit},
+        name="backfill-{{ dag_run.conf['backfill_id'] }}-round-" + str(index),
+        aws_conn_id=SHAPE.aws_conn_id,
+        wait_for_completion=True,
+        on_execute_callback=_remove_stale_report,
+    )
+    gate >> job
+    return [gate, job]
+
+
+# -- finish: outcome, report, status, notifications -----------------------------------------
+@task(task_id="finish", trigger_rule="all_done")
+def finish() -> dict[str, Any]:
+    from backfill_runtime.ledger import FAILED, PENDING
+    from backfill_runtime.reporting import Reporting, summary_figures
+    from backfill_runtime.uris import DocumentNotFoundError, read_text, sibling, write_text
+
+    from backfill_orchestrator.config import InvalidConfigError, parse_config
+    from backfill_orchestrator.plan import Plan
+
+    ti = get_current_context()["ti"]
+    started = _started(ti)
+    if not started:
+        raise AirflowFailException("the backfill did not start: see the start task's log")
+    plan = Plan.model_validate(started["plan"])
+    ledger = _ledger_after(ti, plan, SHAPE.max_rounds)
+    for step_id in ledger.with_status(PENDING):
+        ledger.mark(step_id, FAILED, detail="never ran (no round slot reached it)")
+    backfill_id = started["backfill_id"]
+    figures = summary_figures(ledger)
+    report = {
+        "backfill_id": backfill_id,
+        "dag_run_id": ti.run_id,
+        "status": "succeeded" if ledger.succeeded else "failed",
+        "counts": ledger.counts(),
+        "figures": figures["numbers"],
+        "steps": ledger.to_dict(),
+        "spark_reports": [
+            sibling(started["plan_uri"], f"rounds/{i}/run_report.json")
+            for i in range(started["rounds"])
+            if any(e["round"] == i and e["kind"] == "spark" for e in ledger.entries.values())
+        ],
+    }
+    report_uri = sibling(started["plan_uri"], "backfill_report.json")
+    write_text(report_uri, json.dumps(report, indent=2) + "\n")
+    try:
+        config = parse_config(read_text(started["config_uri"]), source=started["config_uri"])
+    except (DocumentNotFoundError, InvalidConfigError):
+        config = None
+    reporting = Reporting.from_options()
+    reporting.finished(
+        backfill_id=backfill_id,
+        config=config,
+        ledger=ledger,
+        report_uri=report_uri,
+        run_url=reporting.run_url(ti.dag_id, ti.run_id),
+    )
+    if not ledger.succeeded:
+        failed = ledger.with_status(FAILED)
+        raise AirflowFailException(f"backfill {backfill_id} failed: steps {failed}; {figures['text']}")
+    return report["figures"]
+
+
+with DAG(
+    dag_id=DAG_ID,
+    description="Rerun a backfill plan: Spark steps via the generic job, DAG steps via reruns",
+    schedule=None,
+    start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=SHAPE.max_active_runs,
+    default_args={
+        "retries": SHAPE.task_retries,
+        "retry_delay": timedelta(seconds=SHAPE.retry_delay_seconds),
+        "retry_exponential_backoff": True,
+        "max_retry_delay": timedelta(seconds=SHAPE.max_retry_delay_seconds),
+    },
+    tags=["backfill"],
+    doc_md=__doc__,
+) as dag:
+    previous: Any = start()
+    for index in range(SHAPE.max_rounds):
+        with TaskGroup(group_id=f"round_{index}"):
+            planned = prepare(index)
+            previous >> planned
+            if SHAPE.spark_runner == "local":
+                spark_tasks = [spark_local(index)]
+            else:
+                spark_tasks = spark_emr_serverless(index)
+            planned >> spark_tasks[0]
+            reruns = RerunDagOperator.partial(
+                task_id="dag_runs",
+                reset_dag_run=True,
+                wait_for_completion=True,
+                poke_interval=SHAPE.rerun_poke_seconds,
+                deferrable=SHAPE.rerun_deferrable,
+                max_active_tis_per_dag=SHAPE.max_parallel_dag_runs,
+                openlineage_inject_parent_info=False,
+                map_index_template="{{ task.trigger_dag_id }} {{ task.logical_date[:10] }}",
+            ).expand_kwargs(planned)
+        previous = [spark_tasks[-1], reruns]
+    previous >> finish()

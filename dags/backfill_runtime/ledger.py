@@ -1,0 +1,140 @@
+"""What happened to each step of the plan, carried from round to round (as XCom) and read at
+the end for the status record, the notifications and the backfill's report.
+
+A step is `pending`, then `succeeded`, `failed` (it ran and failed after its retries) or
+`blocked` (not run because a step it depends on did not succeed). Blocking follows the plan's
+`upstream` edges, so a failure stops its dependants and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from backfill_orchestrator.dates import compact_dates
+from backfill_orchestrator.plan import Plan
+from backfill_runtime.rounds import assign_rounds
+
+PENDING, SUCCEEDED, FAILED, BLOCKED = "pending", "succeeded", "failed", "blocked"
+DONE_TI_STATES = frozenset({"success"})
+
+
+@dataclass(frozen=True)
+class DagRunRequest:
+    """One rerun of one DAG for one date (an `airflow_dag` step has one per date)."""
+
+    step_id: str
+    dag_id: str
+    day: date
+
+
+@dataclass(frozen=True)
+class RoundWork:
+    index: int
+    spark_step_ids: list[str] = field(default_factory=list)
+    dag_runs: list[DagRunRequest] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+
+
+class Ledger:
+    """step id -> {status, kind, round, detail, dag_id, dates?, figures?}; JSON-ready."""
+
+    def __init__(self, entries: Mapping[str, Mapping[str, Any]]):
+        self.entries: dict[str, dict[str, Any]] = {key: dict(value) for key, value in entries.items()}
+
+    @classmethod
+    def for_plan(cls, plan: Plan) -> Ledger:
+        rounds = assign_rounds(plan)
+        return cls(
+            {
+                step.id: {"status": PENDING, "kind": step.kind, "round": rounds[step.id], "dag_id": step.dag_id, "detail": None}
+                for step in plan.steps
+            }
+        )
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {key: dict(value) for key, value in self.entries.items()}
+
+    def status(self, step_id: str) -> str:
+        return self.entries[step_id]["status"]
+
+    def mark(self, step_id: str, status: str, *, detail: str | None = None, **extra: Any) -> None:
+        self.entries[step_id].update({"status": status, "detail": detail, **extra})
+
+    def with_status(self, *statuses: str) -> list[str]:
+        return [key for key, value in self.entries.items() if value["status"] in statuses]
+
+    def counts(self) -> dict[str, int]:
+        counts = {PENDING: 0, SUCCEEDED: 0, FAILED: 0, BLOCKED: 0}
+        for value in self.entries.values():
+            counts[value["status"]] += 1
+        return counts
+
+    @property
+    def succeeded(self) -> bool:
+        return all(value["status"] == SUCCEEDED for value in self.entries.values())
+
+    # -- planning a round ------------------------------------------------------------
+    def plan_round(self, plan: Plan, index: int) -> RoundWork:
+        """What round `index` runs; marks steps whose upstream did not succeed as blocked.
+
+        Parents in the same round are earlier spark steps of the same submission: they are
+        handled in plan order, so a blocked parent blocks its children here too."""
+        rounds = assign_rounds(plan)
+        spark_ids: list[str] = []
+        dag_runs: list[DagRunRequest] = []
+        blocked: dict[str, str] = {}
+        for step in plan.steps:
+            if rounds[step.id] != index:
+                continue
+            blockers = [p for p in step.upstream if self.status(p) in (FAILED, BLOCKED)]
+            if blockers:
+                reason = f"not run: upstream {', '.join(blockers)} did not succeed"
+                self.mark(step.id, BLOCKED, detail=reason)
+                blocked[step.id] = reason
+            elif step.kind == "spark":
+                spark_ids.append(step.id)
+            else:
+                dag_runs.extend(DagRunRequest(step.id, step.dag_id, day) for day in step.dates)
+        return RoundWork(index=index, spark_step_ids=spark_ids, dag_runs=dag_runs, blocked=blocked)
+
+    # -- recording a round's results -------------------------------------------------
+    def record_spark(
+        self,
+        step_ids: Iterable[str],
+        *,
+        report_steps: Mapping[str, Mapping[str, Any]] | None,
+        task_state: str | None,
+    ) -> None:
+        """`report_steps`: step id -> {status, detail?, figures?} from the job's run report,
+        None when no report was written (the submission itself failed)."""
+        for step_id in step_ids:
+            result = (report_steps or {}).get(step_id)
+            if result is None:
+                why = (
+                    f"the Spark submission ended {task_state or 'without running'} and wrote no run report"
+                    if report_steps is None
+                    else "missing from the Spark job's run report"
+                )
+                self.mark(step_id, FAILED, detail=why)
+                continue
+            self.mark(
+                step_id,
+                result["status"],
+                detail=result.get("detail"),
+                figures=dict(result.get("figures") or {}),
+            )
+
+    def record_dag_runs(self, requests: list[DagRunRequest], ti_states: Mapping[int, str | None]) -> None:
+        """`ti_states`: map index -> the state of the mapped rerun task for `requests[index]`."""
+        by_step: dict[str, dict[str, str]] = {}
+        for index, request in enumerate(requests):
+            by_step.setdefault(request.step_id, {})[request.day.isoformat()] = ti_states.get(index) or "not run"
+        for step_id, dates in by_step.items():
+            bad = sorted(day for day, state in dates.items() if state not in DONE_TI_STATES)
+            if bad:
+                detail = f"DAG run failed for {compact_dates(date.fromisoformat(d) for d in bad)}"
+                self.mark(step_id, FAILED, detail=detail, dates=dates)
+            else:
+                self.mark(step_id, SUCCEEDED, dates=dates)

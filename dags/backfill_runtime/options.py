@@ -1,0 +1,117 @@
+"""Deployment options of the `backfill` DAG: Airflow's own configuration, section `[backfill]`.
+
+Locally they are environment variables (`AIRFLOW__BACKFILL__SPARK_RUNNER=local`); on MWAA they
+are the environment's "Airflow configuration options" (`backfill.spark_runner`), so choosing
+a Spark runner or a warehouse is configuration, never a code edit. Options that shape the DAG
+(runner, slots, retries) are read when the file is parsed; the others when a task runs."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+SparkRunner = Literal["local", "emr_serverless"]
+SPARK_RUNNERS = ("local", "emr_serverless")
+SECTION = "backfill"
+
+
+class InvalidOptionError(ValueError):
+    """A `[backfill]` option has an unusable value."""
+
+
+def _get(key: str, default: str) -> str:
+    from airflow.configuration import conf
+
+    value = conf.get(SECTION, key, fallback=default)
+    return default if value is None or str(value).strip() == "" else str(value).strip()
+
+
+def _int(key: str, default: int, *, minimum: int) -> int:
+    text = _get(key, str(default))
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidOptionError(f"[{SECTION}] {key}: expected a whole number, got {text!r}") from None
+    if value < minimum:
+        raise InvalidOptionError(f"[{SECTION}] {key}: must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(key: str, default: bool) -> bool:
+    text = _get(key, str(default)).lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise InvalidOptionError(f"[{SECTION}] {key}: expected true or false, got {text!r}")
+    return text in ("true", "1", "yes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DagShape:
+    """Read at parse time: they decide which tasks exist."""
+
+    spark_runner: SparkRunner
+    max_rounds: int
+    task_retries: int
+    retry_delay_seconds: int
+    max_retry_delay_seconds: int
+    max_parallel_dag_runs: int
+    rerun_poke_seconds: int
+    rerun_deferrable: bool
+    max_active_runs: int
+    # EMR Serverless (spark_runner = emr_serverless)
+    emr_application_id: str
+    emr_execution_role_arn: str
+    emr_entry_point: str
+    emr_spark_parameters: str
+    aws_conn_id: str
+
+    @classmethod
+    def from_config(cls) -> DagShape:
+        runner = _get("spark_runner", "local")
+        if runner not in SPARK_RUNNERS:
+            raise InvalidOptionError(f"[{SECTION}] spark_runner: expected one of {SPARK_RUNNERS}, got {runner!r}")
+        shape = cls(
+            spark_runner=runner,  # type: ignore[arg-type]
+            max_rounds=_int("max_rounds", 6, minimum=1),
+            task_retries=_int("task_retries", 2, minimum=0),
+            retry_delay_seconds=_int("retry_delay_seconds", 30, minimum=1),
+            max_retry_delay_seconds=_int("max_retry_delay_seconds", 600, minimum=1),
+            max_parallel_dag_runs=_int("max_parallel_dag_runs", 4, minimum=1),
+            rerun_poke_seconds=_int("rerun_poke_seconds", 30, minimum=1),
+            rerun_deferrable=_bool("rerun_deferrable", False),
+            max_active_runs=_int("max_active_runs", 2, minimum=1),
+            emr_application_id=_get("emr_application_id", ""),
+            emr_execution_role_arn=_get("emr_execution_role_arn", ""),
+            emr_entry_point=_get("emr_entry_point", ""),
+            emr_spark_parameters=_get("emr_spark_parameters", ""),
+            aws_conn_id=_get("aws_conn_id", "aws_default"),
+        )
+        if runner == "emr_serverless":
+            missing = [
+                key
+                for key in ("emr_application_id", "emr_execution_role_arn", "emr_entry_point")
+                if not getattr(shape, key)
+            ]
+            if missing:
+                raise InvalidOptionError(f"[{SECTION}] spark_runner = emr_serverless needs {', '.join(missing)}")
+        return shape
+
+
+def spark_command() -> list[str]:
+    """The local runner's command; the job's arguments are appended. Default: this Python
+    running the generic job module (pyspark starts its own local JVM)."""
+    return shlex.split(_get("spark_command", f"{shlex.quote(sys.executable)} -m spark_jobs.backfill_job"))
+
+
+def warehouse_uri() -> str:
+    value = _get("warehouse_uri", "")
+    if not value:
+        raise InvalidOptionError(
+            f"[{SECTION}] warehouse_uri is not set (AIRFLOW__BACKFILL__WAREHOUSE_URI): where the Spark job writes"
+        )
+    return value
+
+
+def spark_timeout_seconds() -> int:
+    return _int("spark_timeout_seconds", 6 * 3600, minimum=60)

@@ -1,0 +1,184 @@
+"""Status record and notifications for a backfill's DAG run, through the shared package's
+`StatusStore` and `Notifier` (Slack thread + PagerDuty, dedup key = backfill id).
+
+Where they are comes from `[backfill]` options (env `AIRFLOW__BACKFILL__<NAME>`; MWAA
+configuration options `backfill.<name>`): status_table, slack_secret_id, slack_api_url,
+slack_channel, pagerduty_secret_id, pagerduty_events_url, airflow_ui_url,
+secrets_max_age_seconds. Each is optional: without a status table nothing is recorded,
+without a secret nothing is posted (and the task log says so).
+
+Notifications never fail the run (the Notifier logs and swallows delivery errors). A status
+store that cannot be reached does raise, so the task retries: the record is how people and
+the CLI follow a backfill."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackWebApi, SlackWebhook, status_message
+from backfill_orchestrator.notify.messages import backfill_message
+from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.status import (
+    BackfillState,
+    RecordNotFoundError,
+    StatusStore,
+    TransitionRejectedError,
+)
+from backfill_runtime.ledger import BLOCKED, FAILED, SUCCEEDED, Ledger
+
+log = logging.getLogger(__name__)
+DEFAULT_SLACK_API_URL = "https://slack.com/api"
+DEFAULT_PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
+
+
+def _option(key: str, default: str = "") -> str:
+    from backfill_runtime.options import _get
+
+    return _get(key, default)
+
+
+@dataclass
+class Reporting:
+    store: StatusStore | None
+    notifier: Notifier
+    airflow_ui_url: str | None
+
+    @classmethod
+    def from_options(cls) -> Reporting:
+        import boto3
+
+        store = None
+        if table := _option("status_table"):
+            store = StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb"))
+        slack = pagerduty = None
+        slack_secret, pd_secret = _option("slack_secret_id"), _option("pagerduty_secret_id")
+        if slack_secret or pd_secret:
+            from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+            from backfill_orchestrator.secrets import SecretReader
+
+            reader = SecretReader(
+                provider=SecretsProvider(boto3_client=boto3.client("secretsmanager")),
+                max_age=int(_option("secrets_max_age_seconds", "300")),
+            )
+            if slack_secret:
+                credentials = reader.slack(slack_secret)
+                if credentials.bot_token is not None:
+                    slack = SlackWebApi(
+                        token=credentials.bot_token, api_url=_option("slack_api_url", DEFAULT_SLACK_API_URL)
+                    )
+                else:
+                    slack = SlackWebhook(url=credentials.webhook_url)
+            if pd_secret:
+                pagerduty = PagerDutyClient(
+                    routing_key=reader.pagerduty_routing_key(pd_secret),
+                    events_url=_option("pagerduty_events_url", DEFAULT_PAGERDUTY_EVENTS_URL),
+                    source="backfill-dag",
+                )
+        if slack is None:
+            log.warning("[backfill] slack_secret_id is not set: no Slack messages")
+        if pagerduty is None:
+            log.warning("[backfill] pagerduty_secret_id is not set: no PagerDuty events")
+        notifier = Notifier(
+            slack=slack, pagerduty=pagerduty, status_store=store, default_channel=_option("slack_channel") or None
+        )
+        return cls(store=store, notifier=notifier, airflow_ui_url=_option("airflow_ui_url") or None)
+
+    def run_url(self, dag_id: str, run_id: str) -> str | None:
+        if not self.airflow_ui_url:
+            return None
+        return f"{self.airflow_ui_url.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+    # -- the three moments ---------------------------------------------------------------
+    def refused(self, *, backfill_id: str | None, problems: list[str], run_url: str | None) -> None:
+        """The run cannot start (bad conf, unreadable plan): record FAILED, tell Slack."""
+        detail = "the DAG run was refused: " + "; ".join(problems)
+        if backfill_id:
+            self._transition(backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]})
+        self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id or "unknown backfill", state="FAILED", detail=detail, run_url=run_url))
+
+    def started(self, *, backfill_id: str, config: BackfillConfig, plan: Plan, rounds: int, run_url: str | None) -> None:
+        detail = f"{len(plan.steps)} steps in {rounds} round{'s' if rounds != 1 else ''}"
+        self._transition(backfill_id, BackfillState.RUNNING, detail=detail)
+        if self._thread_exists(backfill_id):
+            message = status_message(backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url)
+        else:  # started outside the trigger function: open the thread with the full picture
+            message = backfill_message(config=config, backfill_id=backfill_id, plan=plan, state="RUNNING", run_url=run_url)
+        self.notifier.slack(backfill_id, message, channel=config.notify.slack_channel)
+
+    def finished(
+        self, *, backfill_id: str, config: BackfillConfig | None, ledger: Ledger, report_uri: str, run_url: str | None
+    ) -> None:
+        figures = summary_figures(ledger)
+        paging = config.notify.pagerduty if config is not None else True
+        channel = config.notify.slack_channel if config is not None else None
+        if ledger.succeeded:
+            detail = f"{figures['text']}; report {report_uri}"
+            self._transition(backfill_id, BackfillState.SUCCEEDED, detail=detail[:1000])
+            self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url), channel=channel)
+            self.notifier.resolve(backfill_id, enabled=paging)
+            return
+        failed = ledger.with_status(FAILED)
+        blocked = ledger.with_status(BLOCKED)
+        errors = [
+            {"step": step_id, "status": ledger.entries[step_id]["status"], "message": ledger.entries[step_id].get("detail") or ""}
+            for step_id in failed + blocked
+        ]
+        reason = f"{len(failed)} step(s) failed: {', '.join(failed)}" + (f"; {len(blocked)} not run" if blocked else "")
+        self._transition(
+            backfill_id, BackfillState.FAILED, detail=reason[:1000], attributes={"reason": reason[:1000], "errors": errors}
+        )
+        lines = [f"{reason}. {figures['text']}."]
+        lines += [f"{e['step']}: {e['message']}" for e in errors[:10]]
+        self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="FAILED", detail="\n".join(lines), run_url=run_url), channel=channel)
+        self.notifier.page(
+            backfill_id,
+            summary=f"Backfill {backfill_id} failed: {reason}"[:1000],
+            enabled=paging,
+            component="backfill-dag",
+            details={"failed_steps": failed, "blocked_steps": blocked, **figures["numbers"], "report": report_uri},
+            links=[{"href": run_url, "text": "Airflow run"}] if run_url else None,
+        )
+
+    # -- internals -----------------------------------------------------------------------
+    def _transition(self, backfill_id: str, state: BackfillState, *, detail: str, attributes: dict[str, Any] | None = None) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.transition(backfill_id, state, detail=detail, attributes=attributes)
+        except (TransitionRejectedError, RecordNotFoundError) as error:
+            # A run started by hand (no record) or a record moved on meanwhile: say so, go on.
+            log.warning("status of %s not set to %s: %s", backfill_id, state, error)
+
+    def _thread_exists(self, backfill_id: str) -> bool:
+        if self.store is None:
+            return False
+        record = self.store.get(backfill_id)
+        return bool(record and record.slack_thread_ts)
+
+
+def summary_figures(ledger: Ledger) -> dict[str, Any]:
+    counts = ledger.counts()
+    rows_out = partitions = dag_runs = 0
+    for entry in ledger.entries.values():
+        figures = entry.get("figures") or {}
+        rows_out += int(figures.get("rows_out", 0))
+        partitions += int(figures.get("partitions_written_count", 0))
+        dag_runs += sum(1 for state in (entry.get("dates") or {}).values() if state == "success")
+    numbers = {
+        "steps_succeeded": counts[SUCCEEDED],
+        "steps_failed": counts[FAILED],
+        "steps_not_run": counts[BLOCKED],
+        "rows_written": rows_out,
+        "partitions_written": partitions,
+        "dag_runs_succeeded": dag_runs,
+    }
+    text = (
+        f"{counts[SUCCEEDED]}/{len(ledger.entries)} steps succeeded, {rows_out} rows in {partitions} partitions "
+        f"written, {dag_runs} DAG runs"
+    )
+    return {"numbers": numbers, "text": text}
