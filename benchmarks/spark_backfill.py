@@ -1,0 +1,194 @@
+"""Spark backfill benchmark: one application for the whole plan against the usual ways.
+
+The sample pipeline over 90 days (3 feeds, every hour); the processed orders of 30
+noncontiguous days (every third day) are lost for two feeds. The same repair three ways,
+each from its own copy of the broken warehouse:
+
+  single          one `spark-submit` of the backfill job with the planner's plan for all 30 days
+                  (every step of the plan in one application: etl_orders, the three 7-day steps)
+  per_day_submit  (a) one `spark-submit` per day, each with the plan for that day only
+  loop            (b) one `spark-submit` whose single session runs the 30 per-day plans in turn
+
+Times are wall seconds of the whole subprocesses (JVM start included: it is what each way
+pays in production too). Afterwards every processed table of the three warehouses is compared
+with a clean run of the whole pipeline; `identical=true` when all three equal it exactly.
+
+    .venv/bin/python benchmarks/spark_backfill.py [--days 90 --broken 30 --orders-per-hour 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SPARK_SUBMIT = REPO / ".venv" / "bin" / "spark-submit"
+MASTER = "local[2]"
+START = date(2021, 3, 1)
+BROKEN_FEEDS = ("app", "web")
+SUBMIT_CONF = ["--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=8",
+               "--conf", "spark.ui.showConsoleProgress=false"]
+
+
+def plan_for(days: list[date], name: str):
+    """The planner's plan (real lineage walk over Marquez's food delivery sample)."""
+    from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_delivery_events
+    from backfill_orchestrator.config import backfill_id, parse_config
+    from backfill_orchestrator.planner import JobCatalog, build_plan
+
+    config = parse_config({
+        "version": 1, "name": name, "owner": "@data-platform", "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+        "dates": [day.isoformat() for day in days], "feeds": list(BROKEN_FEEDS),
+    })
+    store = LineageStore()
+    store.ingest_all(food_delivery_events())
+    catalog = JobCatalog.load(str(REPO / "examples" / "catalog.yaml"))
+    return build_plan(config, backfill_id=backfill_id(config), lineage=InProcessMarquez(store), catalog=catalog,
+                      today=date(2026, 1, 1))
+
+
+def submit(args: list[str]) -> None:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    completed = subprocess.run([str(SPARK_SUBMIT), "--master", MASTER, *SUBMIT_CONF, *args],
+                               env=env, capture_output=True, text=True)
+    if completed.returncode != 0:
+        sys.exit(f"spark-submit failed ({completed.returncode}):\n{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}")
+
+
+def timed(label: str, run) -> float:
+    started = time.monotonic()
+    run()
+    seconds = time.monotonic() - started
+    print(f"{label:<16}{seconds:9.1f} s", flush=True)
+    return seconds
+
+
+def loop_worker(warehouse: str, plans: list[str]) -> None:
+    """(b): one session, the per-day plans one after another (run by spark-submit)."""
+    from backfill_orchestrator.plan import Plan
+    from spark_jobs.runner import run_plan
+    from spark_jobs.session import spark_session
+
+    with spark_session("bench-loop") as spark:
+        for path in plans:
+            report = run_plan(spark=spark, plan=Plan.from_json(Path(path).read_bytes()), warehouse=warehouse)
+            if report.status != "succeeded":
+                sys.exit(f"{path}: {[step.error for step in report.steps]}")
+
+
+def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) -> Path:
+    from spark_jobs.runner import run_everything
+    from spark_jobs.sample_data import GeneratorSettings, break_partitions, generate
+    from spark_jobs.scope import Scope
+    from spark_jobs.session import spark_session
+    from spark_jobs.tables import ORDERS
+
+    clean, damaged = work / "clean", work / "broken"
+    clean.mkdir()
+    with spark_session("bench-setup", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:
+        spark.sparkContext.setLogLevel("ERROR")
+        generate(spark=spark, warehouse=str(clean),
+                 settings=GeneratorSettings(start=START, days=days, orders_per_hour=orders_per_hour))
+        run_everything(spark=spark, warehouse=str(clean))
+        shutil.copytree(clean, damaged)
+        break_partitions(spark=spark, warehouse=str(damaged), table=ORDERS,
+                         scope=Scope(days=tuple(broken), feeds=BROKEN_FEEDS), mode="drop")
+    return clean
+
+
+def compare(clean: Path, warehouses: list[Path]) -> bool:
+    from spark_jobs.session import spark_session
+    from spark_jobs.table_io import list_partitions, read_table
+    from spark_jobs.tables import PROCESSED_TABLES
+
+    identical = True
+    with spark_session("bench-compare", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:
+        spark.sparkContext.setLogLevel("ERROR")
+        for table in PROCESSED_TABLES:
+            expected = read_table(spark=spark, warehouse=str(clean), table=table).cache()
+            expected_partitions = list_partitions(spark=spark, warehouse=str(clean), table=table)
+            for warehouse in warehouses:
+                actual = read_table(spark=spark, warehouse=str(warehouse), table=table)
+                same = (
+                    actual.exceptAll(expected).isEmpty() and expected.exceptAll(actual).isEmpty()
+                    and list_partitions(spark=spark, warehouse=str(warehouse), table=table) == expected_partitions
+                )
+                if not same:
+                    print(f"DIFFERENT: {table.name} in {warehouse.name}")
+                identical &= same
+            expected.unpersist()
+    return identical
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--broken", type=int, default=30, help="noncontiguous broken days (every third day)")
+    parser.add_argument("--orders-per-hour", type=int, default=4)
+    parser.add_argument("--loop-worker", nargs="+", metavar=("WAREHOUSE", "PLAN"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.loop_worker:
+        loop_worker(args.loop_worker[0], args.loop_worker[1:])
+        return 0
+    if args.broken * 3 > args.days:
+        parser.error("--broken days, every third day, must fit in --days")
+
+    broken = [START + timedelta(days=3 * n + 1) for n in range(args.broken)]
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-backfill-"))
+    try:
+        print(f"setup: {args.days} days x 24 hours x 3 feeds, {args.orders_per_hour} orders per hour and feed; "
+              f"orders of {len(broken)} days ({broken[0]}, {broken[1]}, ... {broken[-1]}) lost for "
+              f"{', '.join(BROKEN_FEEDS)}", flush=True)
+        started = time.monotonic()
+        clean = setup(work, days=args.days, broken=broken, orders_per_hour=args.orders_per_hour)
+        print(f"setup done in {time.monotonic() - started:.0f} s (generate, clean run, break; not timed)", flush=True)
+
+        plans = work / "plans"
+        plans.mkdir()
+        whole = plans / "all.json"
+        whole.write_text(plan_for(broken, "bench-all").to_json())
+        per_day = []
+        for day in broken:
+            path = plans / f"{day}.json"
+            path.write_text(plan_for([day], f"bench-{day:%m%d}").to_json())
+            per_day.append(path)
+        copies = {name: work / name for name in ("single", "per_day_submit", "loop")}
+        for copy in copies.values():
+            shutil.copytree(work / "broken", copy)
+
+        job = str(REPO / "spark_jobs" / "backfill_job.py")
+        single_s = timed("single", lambda: submit(
+            [job, "--plan", str(whole), "--warehouse", str(copies["single"]), "--report", str(work / "single.json")]))
+        submit_s = timed("per_day_submit", lambda: [
+            submit([job, "--plan", str(plan), "--warehouse", str(copies["per_day_submit"]),
+                    "--report", str(work / f"submit-{plan.stem}.json")])
+            for plan in per_day
+        ])
+        loop_s = timed("loop", lambda: submit(
+            [str(Path(__file__).resolve()), "--loop-worker", str(copies["loop"]), *map(str, per_day)]))
+
+        identical = compare(clean, list(copies.values()))
+        ratio_submit, ratio_loop = submit_s / single_s, loop_s / single_s
+        print(f"\n{'way':<16}{'seconds':>9}{'vs single':>11}")
+        for label, seconds in (("single", single_s), ("per_day_submit", submit_s), ("loop", loop_s)):
+            print(f"{label:<16}{seconds:9.1f}{seconds / single_s:10.2f}x")
+        print(f"single at least 5x faster than per_day_submit: {'yes' if ratio_submit >= 5 else 'NO'}; "
+              f"faster than loop: {'yes' if ratio_loop > 1 else 'NO'}; outputs identical to a clean run: "
+              f"{'yes' if identical else 'NO'}")
+        print(f"BENCH spark_backfill single_s={single_s:.1f} per_day_submit_s={submit_s:.1f} loop_s={loop_s:.1f} "
+              f"ratio_vs_submit={ratio_submit:.2f} ratio_vs_loop={ratio_loop:.2f} identical={str(identical).lower()}")
+        return 0 if identical else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The generic backfill job: run a plan's spark steps in one Spark application.
+
+    python -m spark_jobs.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
+    spark-submit spark_jobs/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
+
+PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
+REPORT, by default `run_report.json` next to the plan.
+
+Exit codes: 0 every spark step succeeded; 1 a step failed or was skipped, or the report
+could not be written; 2 bad arguments or an unreadable, invalid or unrunnable plan (nothing
+is read or written then)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _make_packages_importable() -> None:
+    """spark-submit runs this file as a script: its own directory must not shadow other
+    modules, and the packages come from `--py-files` or, in a checkout, from the repository."""
+    here = Path(__file__).resolve().parent
+    if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
+        sys.path.pop(0)
+    for package, root in (("spark_jobs", here.parent), ("backfill_orchestrator", here.parent / "layers" / "shared")):
+        if importlib.util.find_spec(package) is None and root.is_dir():
+            sys.path.insert(0, str(root))
+
+
+_make_packages_importable()
+
+import argparse  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+from pydantic import ValidationError  # noqa: E402
+
+from backfill_orchestrator.config.errors import format_location  # noqa: E402
+from backfill_orchestrator.plan import Plan  # noqa: E402
+from spark_jobs.cli_args import positive  # noqa: E402
+from spark_jobs.registry import Registry  # noqa: E402
+from spark_jobs.report import RunReport  # noqa: E402
+from spark_jobs.runner import check_plan, run_plan  # noqa: E402
+from spark_jobs.storage import (  # noqa: E402
+    DocumentError,
+    WarehouseNotFoundError,
+    is_s3,
+    read_document,
+    resolve_warehouse,
+    sibling,
+    write_document,
+)
+from spark_jobs.transforms import FOOD_DELIVERY  # noqa: E402
+
+EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
+REPORT_NAME = "run_report.json"
+
+
+class InvalidPlanError(ValueError):
+    """The plan cannot be read, is not a valid plan document, or names unknown transforms."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load_plan(uri: str, *, registry: Registry, s3_client: Any = None) -> Plan:
+    try:
+        body = read_document(uri, s3_client=s3_client)
+    except DocumentError as error:
+        raise InvalidPlanError([str(error)]) from None
+    try:
+        plan = Plan.from_json(body)
+    except ValidationError as error:
+        raise InvalidPlanError([
+            f"{uri}: {format_location(e['loc']) if e['loc'] else '<root>'}: {e['msg']}"
+            for e in error.errors(include_url=False)
+        ]) from None
+    problems = check_plan(plan, registry)
+    if problems:
+        raise InvalidPlanError([f"{uri}: {problem}" for problem in problems])
+    return plan
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="backfill_job", description="Run a backfill plan's spark steps in one Spark application."
+    )
+    parser.add_argument("--plan", required=True, help="plan document: a path or s3://bucket/key")
+    parser.add_argument("--warehouse", required=True, help="warehouse root: a directory or a URI (s3a://...)")
+    parser.add_argument("--report", help=f"where to write the run report (default: {REPORT_NAME} next to the plan)")
+    parser.add_argument(
+        "--max-parallel", type=positive, default=None, help="most steps of one wave run at once (default: all)"
+    )
+    return parser
+
+
+def _summary(report: RunReport) -> str:
+    lines = [f"backfill {report.backfill_id}: {report.status} in {report.seconds:.1f}s"]
+    for step in report.steps:
+        detail = {
+            "succeeded": f"{len(step.partitions_written)} partitions, {step.rows_in} rows in, {step.rows_out} out",
+            "failed": step.error or "",
+            "skipped": f"upstream {', '.join(step.blocked_by)} did not succeed",
+        }[step.status]
+        lines.append(f"  wave {step.wave} {step.id}: {step.status} ({step.seconds:.1f}s) {detail}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: Registry = FOOD_DELIVERY) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: 0 for --help, 2 for usage errors
+        return int(exit_.code or 0)
+    report_uri = args.report or sibling(args.plan, REPORT_NAME)
+    if s3_client is None and (is_s3(args.plan) or is_s3(report_uri)):
+        import boto3
+
+        s3_client = boto3.client("s3")
+    try:
+        warehouse = resolve_warehouse(args.warehouse)
+        plan = load_plan(args.plan, registry=registry, s3_client=s3_client)
+    except (InvalidPlanError, WarehouseNotFoundError) as error:
+        print(f"backfill_job: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from spark_jobs.session import spark_session  # pyspark only once there is something to run
+
+    with spark_session(f"backfill-{plan.backfill_id}") as spark:
+        report = run_plan(
+            spark=spark, plan=plan, warehouse=warehouse, registry=registry,
+            max_parallel=args.max_parallel, plan_uri=args.plan,
+        )
+    print(_summary(report))
+    try:
+        write_document(report_uri, report.to_json().encode(), s3_client=s3_client)
+    except DocumentError as error:
+        print(f"backfill_job: run report not written: {error}", file=sys.stderr)
+        return EXIT_STEP_FAILED
+    print(f"run report: {report_uri}")
+    return EXIT_OK if report.status == "succeeded" else EXIT_STEP_FAILED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""Argument types the Spark entry points share: days, day lists, hours and feeds."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import date, timedelta
+
+_FEED = re.compile(r"^[a-z0-9_]{1,64}$")
+
+
+def day(text: str) -> date:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
+
+
+def day_list(text: str) -> tuple[date, ...]:
+    """`2021-06-04,2021-06-10..2021-06-12`: days and inclusive ranges, comma-separated."""
+    days: set[date] = set()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        first, dots, last = item.partition("..")
+        start, end = day(first), day(last) if dots else day(first)
+        if end < start:
+            raise argparse.ArgumentTypeError(f"range {item!r} ends before it starts")
+        days.update(start + timedelta(days=n) for n in range((end - start).days + 1))
+    if not days:
+        raise argparse.ArgumentTypeError("expected at least one day")
+    return tuple(sorted(days))
+
+
+def hour_list(text: str) -> tuple[int, ...]:
+    hours: set[int] = set()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if not item.isdigit() or not 0 <= int(item) <= 23:
+            raise argparse.ArgumentTypeError(f"hours are 0 to 23, got {item!r}")
+        hours.add(int(item))
+    if not hours:
+        raise argparse.ArgumentTypeError("expected at least one hour")
+    return tuple(sorted(hours))
+
+
+def feed_list(text: str) -> tuple[str, ...]:
+    feeds = {part.strip() for part in text.split(",") if part.strip()}
+    for feed in feeds:
+        if not _FEED.fullmatch(feed):
+            raise argparse.ArgumentTypeError(f"feeds are 1 to 64 characters of a-z, 0-9 and _, got {feed!r}")
+    if not feeds:
+        raise argparse.ArgumentTypeError("expected at least one feed")
+    return tuple(sorted(feeds))
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

@@ -1,0 +1,229 @@
+"""Run a plan's spark steps in one SparkSession: wave after wave, the steps of a wave side by
+side on threads (Spark schedules concurrent jobs from several threads), a failed step
+skipping only the steps that depend on it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from pyspark import StorageLevel
+
+from backfill_orchestrator.plan import Plan, PlanStep
+from spark_jobs.registry import Registry, Transform
+from spark_jobs.report import RunReport, StepResult
+from spark_jobs.scope import Scope
+from spark_jobs.table_io import read_table, replace_partitions
+from spark_jobs.tables import Table
+from spark_jobs.transforms import FOOD_DELIVERY
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MAX_ERROR_CHARS = 2000
+
+
+class PlanNotRunnableError(ValueError):
+    """The plan is valid but this job cannot run it (a transform nobody registered)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class TransformSchemaError(ValueError):
+    """A transform's result does not have its output table's columns and types."""
+
+
+def check_plan(plan: Plan, registry: Registry) -> list[str]:
+    """Problems that would stop the plan before anything runs; empty when it can run."""
+    return [
+        f"step {step.id}: unknown transform {step.transform!r} (registered: {', '.join(registry.names)})"
+        for step in plan.steps
+        if step.kind == "spark" and step.transform not in registry
+    ]
+
+
+def conform(frame: DataFrame, table: Table) -> DataFrame:
+    """The frame's columns in the table's order, after checking names and types match."""
+    actual = {field.name: field.dataType for field in frame.schema}
+    problems = []
+    for expected in table.schema:
+        if expected.name not in actual:
+            problems.append(f"missing column {expected.name}")
+        elif actual[expected.name] != expected.dataType:
+            problems.append(
+                f"column {expected.name} is {actual[expected.name].simpleString()}, "
+                f"expected {expected.dataType.simpleString()}"
+            )
+    extra = sorted(set(actual) - {field.name for field in table.schema})
+    if extra:
+        problems.append(f"unexpected columns {', '.join(extra)}")
+    if problems:
+        raise TransformSchemaError(f"result does not fit table {table.name}: {'; '.join(problems)}")
+    return frame.select(*table.schema.names)
+
+
+def input_frames(
+    *, spark: SparkSession, warehouse: str, transform: Transform, scope: Scope
+) -> Mapping[str, DataFrame]:
+    """Each input read for just what the step's output partitions need (pruned at the scan).
+
+    An axis the output is not partitioned by is read whole (a daily table needs all hours);
+    a partition column of the same name in an input and the output means the same thing."""
+    output_scope = scope.restricted_to(transform.output.partition_columns)
+    return {
+        name: read_table(
+            spark=spark, warehouse=warehouse, table=spec.table, scope=output_scope.looking_back(spec.lookback_days)
+        )
+        for name, spec in transform.inputs.items()
+    }
+
+
+def describe_error(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    # Py4J puts "An error occurred while calling o123.save." first; the cause follows.
+    useful = [line for line in lines if not line.startswith("An error occurred while calling")]
+    text = " | ".join((useful or lines)[:3]) or "no message"
+    text = f"{type(error).__name__}: {text}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, registry: Registry) -> StepResult:
+    """One step, start to finish; every failure becomes a failed result, never an exception,
+    so that siblings on other threads carry on."""
+    started = time.monotonic()
+    spark.sparkContext.setJobGroup(f"step:{step.id}", f"backfill step {step.id} ({step.transform})")
+    frames: Mapping[str, DataFrame] = {}
+    try:
+        transform = registry[step.transform or ""]
+        scope = Scope.of_step(step)
+        # Cached: counting the rows in and computing the result then read the files once.
+        frames = {
+            name: frame.persist(StorageLevel.MEMORY_AND_DISK)
+            for name, frame in input_frames(spark=spark, warehouse=warehouse, transform=transform, scope=scope).items()
+        }
+        rows_in = {name: frame.count() for name, frame in frames.items()}
+        output = conform(transform.apply(frames), transform.output)
+        written = replace_partitions(
+            spark=spark, frame=output, warehouse=warehouse, table=transform.output, scope=scope
+        )
+    except Exception as error:  # a step's failure is data for the report, not a crash of the job
+        return StepResult(
+            id=step.id, transform=step.transform or "", wave=wave, status="failed",
+            seconds=round(time.monotonic() - started, 3), error=describe_error(error),
+        )
+    finally:
+        for frame in frames.values():
+            frame.unpersist()
+        spark.sparkContext.setJobGroup("", "")
+    return StepResult(
+        id=step.id,
+        transform=transform.name,
+        wave=wave,
+        status="succeeded",
+        seconds=round(time.monotonic() - started, 3),
+        rows_in=sum(rows_in.values()),
+        rows_in_by_input=rows_in,
+        rows_out=written.rows,
+        partitions_written=list(written.rows_by_partition),
+        partitions_deleted=written.deleted,
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_plan(
+    *,
+    spark: SparkSession,
+    plan: Plan,
+    warehouse: str,
+    registry: Registry = FOOD_DELIVERY,
+    max_parallel: int | None = None,
+    plan_uri: str = "",
+) -> RunReport:
+    """Run every spark step of `plan`; raises PlanNotRunnableError before touching any data."""
+    problems = check_plan(plan, registry)
+    if problems:
+        raise PlanNotRunnableError(problems)
+    started_at, started = _now(), time.monotonic()
+    results: dict[str, StepResult] = {}
+    for wave in plan.waves:
+        ready: list[PlanStep] = []
+        for step in (s for s in wave.steps if s.kind == "spark"):
+            # Upstream steps of other kinds are not in `results`: the DAG ran them before us.
+            blocked_by = [parent for parent in step.upstream if parent in results and not results[parent].succeeded]
+            if blocked_by:
+                results[step.id] = StepResult(
+                    id=step.id, transform=step.transform or "", wave=wave.index, status="skipped",
+                    seconds=0.0, blocked_by=blocked_by,
+                )
+            else:
+                ready.append(step)
+        if not ready:
+            continue
+        workers = min(len(ready), max_parallel or len(ready))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave.index}") as pool:
+            futures = {
+                step.id: pool.submit(
+                    run_step, spark=spark, step=step, wave=wave.index, warehouse=warehouse, registry=registry
+                )
+                for step in ready
+            }
+            for step_id, future in futures.items():
+                results[step_id] = future.result()
+    ordered = [results[step.id] for step in plan.steps if step.id in results]
+    return RunReport(
+        backfill_id=plan.backfill_id,
+        plan=plan_uri,
+        warehouse=warehouse,
+        application_id=spark.sparkContext.applicationId,
+        started_at=started_at,
+        finished_at=_now(),
+        seconds=round(time.monotonic() - started, 3),
+        steps=ordered,
+        external_steps=[step.id for step in plan.steps if step.kind != "spark"],
+    )
+
+
+def pipeline_order(registry: Registry) -> list[Transform]:
+    """Transforms so that each comes after those that write its inputs (a topological sort)."""
+    writers = {transform.output.name: transform for transform in registry}
+    ordered: list[Transform] = []
+    visiting: set[str] = set()
+
+    def visit(transform: Transform) -> None:
+        if transform in ordered:
+            return
+        if transform.name in visiting:
+            raise ValueError(f"transforms form a cycle through {transform.name}")
+        visiting.add(transform.name)
+        for spec in transform.inputs.values():
+            if spec.table.name in writers:
+                visit(writers[spec.table.name])
+        visiting.discard(transform.name)
+        ordered.append(transform)
+
+    for transform in sorted(registry, key=lambda t: t.name):
+        visit(transform)
+    return ordered
+
+
+def run_everything(*, spark: SparkSession, warehouse: str, registry: Registry = FOOD_DELIVERY) -> dict[str, int]:
+    """Every transform over every day, rewriting each output table whole: the reference a
+    backfill must reproduce. Returns rows written per table."""
+    written: dict[str, int] = {}
+    everything = Scope()
+    for transform in pipeline_order(registry):
+        frames = input_frames(spark=spark, warehouse=warehouse, transform=transform, scope=everything)
+        output = conform(transform.apply(frames), transform.output)
+        result = replace_partitions(
+            spark=spark, frame=output, warehouse=warehouse, table=transform.output, scope=everything
+        )
+        written[transform.output.name] = result.rows
+    return written

@@ -1,0 +1,152 @@
+"""Reading and writing warehouse tables: the job's only IO.
+
+Reads filter on partition columns so that Spark prunes partitions (only the named
+directories are listed into the scan and opened). Writes replace exactly the partitions of
+a scope: dynamic partition overwrite for the partitions that have rows, and deletion of the
+scope's partitions that came out empty (dynamic overwrite alone would leave those stale).
+Partitions outside the scope are never touched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from pyspark import StorageLevel
+
+from spark_jobs.scope import ALL, DAY, HOUR, Scope
+from spark_jobs.storage import HadoopFs
+from spark_jobs.tables import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Partition = tuple[tuple[str, object], ...]  # (("day", date), ("hour", 3), ("feed", "web"))
+
+
+class UnpartitionedTableError(ValueError):
+    """Partition-wise writes need a partitioned table."""
+
+
+def partition_path(partition: Partition) -> str:
+    """`day=2021-06-04/hour=3/feed=web`, as Spark lays the directories out."""
+    return "/".join(f"{column}={_format(value)}" for column, value in partition)
+
+
+def _format(value: object) -> str:
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
+def _parse(column: str, text: str) -> object:
+    if column == DAY:
+        return date.fromisoformat(text)
+    if column == HOUR:
+        return int(text)
+    return text
+
+
+def read_table(*, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL) -> DataFrame:
+    """The table's rows within `scope`. Only the named days' directories are listed (a table of
+    years of hourly partitions is not walked for a few days), and the filter on partition
+    columns prunes hours and feeds at the scan."""
+    uri = table.uri(warehouse)
+    filesystem = HadoopFs(spark)
+    empty = spark.createDataFrame([], table.schema)
+    if not filesystem.exists(uri):
+        return empty
+    scope = scope.restricted_to(table.partition_columns)
+    reader = spark.read.format(table.format).schema(table.schema).options(**table.read_options)
+    if scope.days is None:
+        frame = reader.load(uri)
+    else:
+        day_directories = filesystem.glob_directories(f"{uri}/{_days_pattern(scope.days)}") if scope.days else []
+        if not day_directories:
+            return empty
+        frame = reader.option("basePath", uri).load(day_directories)
+    predicate = scope.predicate()
+    return frame if predicate is None else frame.where(predicate)
+
+
+def _days_pattern(days: tuple[date, ...]) -> str:
+    return f"{DAY}={{{','.join(day.isoformat() for day in days)}}}"
+
+
+def list_partitions(*, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL) -> list[Partition]:
+    """The table's partition directories within `scope`, found by listing (not by reading)."""
+    if not table.partition_columns:
+        raise UnpartitionedTableError(f"{table.name} is not partitioned")
+    scope = scope.restricted_to(table.partition_columns)
+    segments = []
+    for column in table.partition_columns:
+        if column == DAY and scope.days is not None:
+            if not scope.days:
+                return []
+            segments.append(_days_pattern(scope.days))
+        else:
+            segments.append(f"{column}=*")
+    pattern = table.uri(warehouse) + "/" + "/".join(segments)
+    found: list[Partition] = []
+    for directory in HadoopFs(spark).glob_directories(pattern):
+        parts = directory.rstrip("/").split("/")[-len(table.partition_columns):]
+        partition = tuple(
+            (column, _parse(column, unquote(part.split("=", 1)[1])))
+            for column, part in zip(table.partition_columns, parts, strict=True)
+        )
+        if scope.contains(dict(partition)):
+            found.append(partition)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    rows_by_partition: dict[str, int]  # partition path -> rows written, in partition order
+    deleted: list[str]  # partition paths in scope that got no rows and were removed
+
+    @property
+    def rows(self) -> int:
+        return sum(self.rows_by_partition.values())
+
+
+def replace_partitions(
+    *, spark: SparkSession, frame: DataFrame, warehouse: str, table: Table, scope: Scope = ALL
+) -> WriteResult:
+    """Make the scope's partitions of `table` hold exactly `frame`'s rows; leave the rest alone.
+
+    Rows of `frame` outside the scope are dropped, never written. With the whole scope (`ALL`)
+    this rewrites the table."""
+    if not table.partition_columns:
+        raise UnpartitionedTableError(f"{table.name} is not partitioned")
+    columns = list(table.partition_columns)
+    scope = scope.restricted_to(columns)
+    predicate = scope.predicate()
+    if predicate is not None:
+        frame = frame.where(predicate)
+    # Cached once: the per-partition counts and the write read the same computed rows.
+    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = sorted(
+            (tuple((column, row[column]) for column in columns), row["count"])
+            for row in frame.groupBy(*columns).count().collect()
+        )
+        rows_by_partition = {partition_path(partition): rows for partition, rows in counts}
+        if rows_by_partition:
+            (
+                frame.repartition(*columns)  # one file per partition directory
+                .write.mode("overwrite")
+                .option("partitionOverwriteMode", "dynamic")
+                .partitionBy(*columns)
+                .format(table.format)
+                .save(table.uri(warehouse))
+            )
+    finally:
+        frame.unpersist()
+    # Only after a successful write: a failed step must not lose the old partitions.
+    filesystem = HadoopFs(spark)
+    deleted = []
+    for partition in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=scope):
+        path = partition_path(partition)
+        if path not in rows_by_partition:
+            filesystem.delete(f"{table.uri(warehouse)}/{path}")
+            deleted.append(path)
+    return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted)
