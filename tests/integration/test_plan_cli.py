@@ -64,7 +64,7 @@ def test_readable_plan(capsys, marquez, config_file):
     assert code == 0, err
     assert "6 steps in 5 waves" in out
     assert "wave 5:\n  email_discounts: DAG email_discounts" in out
-    assert "dates 2021-06-04..06-16 (13); after etl_orders_7_days" in out  # etl_delivery_7_days
+    assert "dates 2021-06-04..06-10 (7); after etl_orders_7_days" in out  # etl_delivery_7_days
 
 
 def test_json_prints_only_the_document_and_marquez_url_env_works(capsys, monkeypatch, marquez, config_file):

@@ -121,7 +121,7 @@ def test_load_from_s3():
     s3.create_bucket(Bucket="platform-config")
     s3.put_object(Bucket="platform-config", Key="planner/catalog.yaml", Body=EXAMPLE.read_bytes())
     catalog = JobCatalog.load("s3://platform-config/planner/catalog.yaml", s3_client=s3)
-    assert catalog.target_for(JobInfo("food_delivery", "delivery_times_7_days")).window_days == 7
+    assert catalog.target_for(JobInfo("food_delivery", "etl_orders_7_days")).window_days == 7
     with pytest.raises(CatalogUnavailableError, match="NoSuchKey"):
         JobCatalog.load("s3://platform-config/absent.yaml", s3_client=s3)
     with pytest.raises(CatalogUnavailableError, match="expected s3://bucket/key"):

@@ -91,8 +91,23 @@ def test_food_delivery_etl_orders_waves():
     assert plan.warnings == [] and plan.exclusions == []
 
 
+# The issue's case: a catalog that gives every *_7_days job a 7-day window (each reads seven
+# days of its input). The sample transforms are leaner (examples/catalog.yaml, next test).
+SEVEN_DAY_WINDOWS = JobCatalog.parse(
+    "version: 1\njobs:\n"
+    + "".join(
+        f"  - {{namespace: food_delivery, name: {name}, kind: spark, window_days: {window}}}\n"
+        for name, window in (
+            ("etl_orders", 1), ("etl_orders_7_days", 7), ("etl_delivery_7_days", 7), ("delivery_times_7_days", 7)
+        )
+    )
+    + "  - {namespace: food_delivery, name: orders_popular_day_of_week, kind: airflow_dag}\n"
+    + "  - {namespace: food_delivery, name: email_discounts, kind: airflow_dag}\n"
+)
+
+
 def test_food_delivery_with_the_catalog_expands_seven_day_windows():
-    plan = plan_for(food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG)))
+    plan = plan_for(food_delivery(), config(["etl_orders"], namespace=FD), catalog=SEVEN_DAY_WINDOWS)
     expected = {
         "etl_orders": [date(2021, 6, 4)],
         "etl_orders_7_days": days("2021-06-04", "2021-06-10"),  # 06-04 feeds d..d+6
@@ -107,9 +122,23 @@ def test_food_delivery_with_the_catalog_expands_seven_day_windows():
     assert plan.step("etl_delivery_7_days").window_days == 7
 
 
+def test_example_catalog_has_the_sample_transforms_windows():
+    """Only etl_orders_7_days rolls over 7 days; the jobs after it read one day of their input."""
+    plan = plan_for(food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG)))
+    week = days("2021-06-04", "2021-06-10")
+    assert {step.id: step.dates for step in plan.steps} == {
+        "etl_orders": [date(2021, 6, 4)],
+        "etl_orders_7_days": week,
+        "etl_delivery_7_days": week,
+        "delivery_times_7_days": week,
+        "orders_popular_day_of_week": week,
+        "email_discounts": week,
+    }
+
+
 def test_expanded_dates_never_pass_today():
     plan = plan_for(
-        food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG)),
+        food_delivery(), config(["etl_orders"], namespace=FD), catalog=SEVEN_DAY_WINDOWS,
         today=date(2021, 6, 8),
     )
     assert max(day for step in plan.steps for day in step.dates) == date(2021, 6, 8)
