@@ -24,11 +24,13 @@ import secrets
 import threading
 import time
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import jwt
+
+from backfill_local.http_server import BackgroundHTTPServer
 
 TRIGGER_KEYS = {"dag_run_id", "logical_date", "data_interval_start", "data_interval_end", "run_after", "conf", "note"}
 V1_TRIGGER_KEYS = {"dag_run_id", "logical_date", "execution_date", "data_interval_start", "data_interval_end", "conf", "note"}
@@ -70,15 +72,13 @@ class AirflowDouble:
         self.runs: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []  # method, path, status, body (token calls excluded)
         self.tokens_issued = 0
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundHTTPServer | None = None
 
     # -- control -----------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._httpd is not None, "not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        assert self._server is not None, "not started"
+        return self._server.base_url
 
     def fail_next(self, count: int, *, status: int = 500) -> None:
         """The next `count` API requests (token requests excluded) answer `status`."""
@@ -245,22 +245,13 @@ class AirflowDouble:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="AirflowDouble", daemon=True
-        )
-        self._thread.start()
+        self._server = BackgroundHTTPServer(Handler, name="AirflowDouble")
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def __enter__(self) -> AirflowDouble:
         return self.start()

@@ -23,8 +23,10 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from backfill_local.http_server import BackgroundHTTPServer
 
 WEBHOOK_PATH = "/services/T0000LOCAL/B0000LOCAL/localwebhooksecret"
 BLOCK_TYPES = {"section", "header", "context", "actions", "divider", "image", "rich_text", "input", "file", "video"}
@@ -110,8 +112,7 @@ class _Server:
         self._lock = threading.Lock()
         self._failures: list[tuple[int, float | None]] = []
         self._on_record = on_record
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundHTTPServer | None = None
         self.requests_seen = 0
 
     # subclasses: handle(path, headers, body bytes) -> (status, content type, bytes, extra headers)
@@ -125,9 +126,8 @@ class _Server:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        assert self._server is not None, "not started"
+        return self._server.base_url
 
     def _record(self, kind: str, item: dict[str, Any]) -> None:
         if self._on_record:
@@ -165,22 +165,13 @@ class _Server:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
                 return None
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=type(self).__name__, daemon=True
-        )
-        self._thread.start()
+        self._server = BackgroundHTTPServer(Handler, port=self._port, name=type(self).__name__)
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def __enter__(self):  # noqa: ANN204
         return self.start()
