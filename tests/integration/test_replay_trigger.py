@@ -12,7 +12,6 @@ from contextlib import ExitStack
 
 import pytest
 import yaml
-from moto import mock_aws
 
 from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
@@ -70,17 +69,7 @@ class ReplayHarness(TriggerHarness):
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        yield
-
-
-@pytest.fixture
-def replay(aws: None) -> Iterator[ReplayHarness]:
+def replay(mocked_aws: None) -> Iterator[ReplayHarness]:
     with ExitStack() as stack:
         yield ReplayHarness(stack)
 
@@ -109,7 +98,7 @@ def test_an_unknown_target_is_a_located_config_error_and_queues_nothing(replay: 
     assert "replay.target" in json.dumps(replay.slack.messages[0]["blocks"])
 
 
-def test_without_an_allowlist_every_target_is_unknown(aws: None) -> None:
+def test_without_an_allowlist_every_target_is_unknown(mocked_aws: None) -> None:
     with ExitStack() as stack:
         harness = ReplayHarness(stack, targets={})
         (result,) = harness.invoke(harness.upload(EXAMPLE.encode(), key="incoming/replay.yaml"))

@@ -7,7 +7,6 @@ import json
 import boto3
 import pytest
 import yaml
-from moto import mock_aws
 
 from backfill_orchestrator.cli import main
 from backfill_orchestrator.client import SubmitError, submit_backfill
@@ -18,14 +17,10 @@ BUCKET = "backfill-configs-test"
 
 
 @pytest.fixture
-def s3(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
-        yield client
+def s3(mocked_aws):
+    client = boto3.client("s3", region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+    return client
 
 
 def keys(s3) -> list[str]:

@@ -19,7 +19,6 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.metrics import EphemeralMetrics
-from moto import mock_aws
 
 from backfill_local.airflow_double import AirflowDouble
 from backfill_local.marquez_double import MarquezDouble
@@ -175,18 +174,7 @@ def merge_events(*events: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        yield
-
-
-@pytest.fixture
-def harness(aws: None) -> Iterator[TriggerHarness]:
+def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
     with ExitStack() as stack:
         yield TriggerHarness(stack)
 
@@ -405,7 +393,7 @@ def test_airflow_500_past_the_retries_fails_pages_raises_then_a_retry_triggers_o
     assert len(harness.airflow.trigger_posts()) == 4  # 3 failed tries + 1
 
 
-def test_marquez_down_fails_pages_and_raises_then_recovers(aws: None) -> None:
+def test_marquez_down_fails_pages_and_raises_then_recovers(mocked_aws: None) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, marquez_up=False)
         event = harness.upload(VALID)
@@ -427,7 +415,7 @@ def test_marquez_down_fails_pages_and_raises_then_recovers(aws: None) -> None:
         assert harness.pagerduty.incidents == {backfill_id: "resolved"}
 
 
-def test_pagerduty_false_in_the_config_means_no_page(aws: None) -> None:
+def test_pagerduty_false_in_the_config_means_no_page(mocked_aws: None) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, marquez_up=False)
         with pytest.raises(TriggerFailedError):
@@ -454,7 +442,7 @@ def test_slack_429_is_retried_honouring_retry_after(harness: TriggerHarness) -> 
     assert harness.slack.requests_seen == 2
 
 
-def test_a_redriven_dead_letter_triggers_exactly_once(aws: None) -> None:
+def test_a_redriven_dead_letter_triggers_exactly_once(mocked_aws: None) -> None:
     """After Lambda's retries the event lands in the on-failure SQS queue as a destination
     record; redriving its requestPayload later triggers exactly once."""
     with ExitStack() as stack:
@@ -530,7 +518,7 @@ class FakeLambdaContext:
 
 
 @pytest.mark.parametrize("event_file", sorted(p.name for p in (REPO / "events").glob("s3-*.json")))
-def test_the_handler_runs_on_every_sample_event(event_file: str, aws: None, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: None, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from backfill_orchestrator.trigger import handler as handler_module
 
     event = json.loads((REPO / "events" / event_file).read_text())

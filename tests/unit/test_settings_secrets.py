@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from moto import mock_aws
 
 from backfill_orchestrator.secrets import SecretFormatError, SecretReader, SecretUnavailableError
 
 
 @pytest.fixture
-def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        yield boto3.client("secretsmanager", region_name="us-east-1")
+def client(mocked_aws: None) -> object:
+    return boto3.client("secretsmanager", region_name="us-east-1")
 
 
 def reader(client: object, max_age: int = 300) -> SecretReader:
