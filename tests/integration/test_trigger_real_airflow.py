@@ -14,7 +14,6 @@ from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.airflow_api import DagNotFoundError, RestAirflowClient
 from backfill_orchestrator.trigger import Disposition
 from tests.integration.test_trigger_flow import VALID, TriggerHarness
-from tests.integration.test_trigger_flow import aws as aws  # noqa: F401 - a fixture, used by name
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -63,7 +62,7 @@ def test_rest_client_triggers_once_and_resolves_the_409(airflow: LocalAirflow) -
         client.trigger_dag_run("no_such_dag", run_id="x", conf={})
 
 
-def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(airflow: LocalAirflow, aws: None) -> None:
+def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(airflow: LocalAirflow, mocked_aws: None) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, env={"AIRFLOW_URL": airflow.url, "BACKFILL_DAG_ID": DAG_ID})
         event = harness.upload(VALID)
