@@ -12,8 +12,8 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from botocore.config import Config
 
+from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.replay.runner import DEFAULT_REMAINING_SECONDS
 from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.wiring import ReplayWiring
@@ -25,8 +25,6 @@ tracer = Tracer()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
 copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
 
-# Throttled AWS calls back off and retry inside the invocation (botocore's standard mode).
-_AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=15)
 _wiring: ReplayWiring | None = None
 
 
@@ -37,10 +35,10 @@ def wiring() -> ReplayWiring:
         _wiring = ReplayWiring(
             DeploymentSettings.from_env(),
             ReplaySettings.from_env(),
-            s3_client=boto3.client("s3", config=_AWS_CONFIG),
-            sqs_client=boto3.client("sqs", config=_AWS_CONFIG),
-            dynamodb_client=boto3.client("dynamodb", config=_AWS_CONFIG),
-            secrets_client=boto3.client("secretsmanager", config=_AWS_CONFIG),
+            s3_client=boto3.client("s3", config=AWS_CLIENT_CONFIG),
+            sqs_client=boto3.client("sqs", config=AWS_CLIENT_CONFIG),
+            dynamodb_client=boto3.client("dynamodb", config=AWS_CLIENT_CONFIG),
+            secrets_client=boto3.client("secretsmanager", config=AWS_CLIENT_CONFIG),
         )
     return _wiring
 
