@@ -18,12 +18,13 @@ from typing import Any
 from backfill_orchestrator.config import BackfillConfig, backfill_id, parse_config
 from backfill_orchestrator.config.loader import format_for
 from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
+from backfill_orchestrator.errors import ServiceError
 
 DEFAULT_PREFIX = "incoming/"
 ConfigSource = dict[str, Any] | str | bytes | os.PathLike[str]
 
 
-class SubmitError(RuntimeError):
+class SubmitError(ServiceError, RuntimeError):
     """The config was valid but could not be uploaded (credentials, bucket, network)."""
 
 

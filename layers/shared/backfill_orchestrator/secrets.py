@@ -20,12 +20,14 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from pydantic import SecretStr
 
+from backfill_orchestrator.errors import ServiceError
 
-class SecretUnavailableError(RuntimeError):
+
+class SecretUnavailableError(ServiceError, RuntimeError):
     """Secrets Manager could not return the secret (missing, no permission, unreachable)."""
 
 
-class SecretFormatError(ValueError):
+class SecretFormatError(ServiceError, ValueError):
     """The secret exists but its content is not in an accepted shape (content never shown)."""
 
 

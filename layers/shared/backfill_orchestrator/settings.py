@@ -17,6 +17,7 @@ from typing import Literal
 from urllib.parse import urlparse
 
 from backfill_orchestrator.config import ConfigPolicy
+from backfill_orchestrator.errors import ServiceError
 
 AirflowApiVersion = Literal["v2", "v1"]
 
@@ -28,7 +29,7 @@ DEFAULT_DAG_ID = "backfill"
 MAX_DAG_ID_LENGTH = 16
 
 
-class SettingsError(ValueError):
+class SettingsError(ServiceError, ValueError):
     """The environment does not describe a usable deployment; lists every problem by variable."""
 
     def __init__(self, problems: list[str]):

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
+from backfill_orchestrator.errors import ServiceError
+
 ApiVersion = Literal["v2", "v1"]
 
 
-class AirflowApiError(RuntimeError):
+class AirflowApiError(ServiceError, RuntimeError):
     """Any failure to get what we asked from Airflow. `status` is Airflow's HTTP status when
     it answered."""
 

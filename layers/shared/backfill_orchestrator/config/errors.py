@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from backfill_orchestrator.errors import UserError
+
 ROOT = "<root>"
 
 
@@ -31,7 +33,7 @@ def format_location(loc: Sequence[str | int]) -> str:
     return out or ROOT
 
 
-class InvalidConfigError(ValueError):
+class InvalidConfigError(UserError, ValueError):
     """A backfill config that is not valid; carries every located issue of the document."""
 
     def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.errors import BackfillError, PolicyRefusal, ServiceError
 
 
-class LineageError(Exception):
+class LineageError(BackfillError):
     """Base of every lineage failure."""
 
 
-class UnknownJobError(LineageError):
+class UnknownJobError(LineageError, PolicyRefusal):
     """Marquez has no such job (404). Names every job it was asked about and did not know."""
 
     def __init__(self, jobs: Sequence[JobRef]):
@@ -21,7 +22,7 @@ class UnknownJobError(LineageError):
         super().__init__(f"unknown job{'s' if len(self.jobs) > 1 else ''}: Marquez has no job {names}")
 
 
-class MarquezUnavailableError(LineageError):
+class MarquezUnavailableError(LineageError, ServiceError):
     """Marquez could not be reached, or kept failing (timeouts, connection errors, 429, 5xx) after retries."""
 
     def __init__(self, base_url: str, detail: str):
@@ -29,7 +30,7 @@ class MarquezUnavailableError(LineageError):
         super().__init__(f"Marquez at {base_url} is unavailable: {detail}")
 
 
-class MarquezResponseError(LineageError):
+class MarquezResponseError(LineageError, ServiceError):
     """Marquez answered, but not with a lineage graph (an unexpected status, not JSON, a malformed graph)."""
 
     def __init__(self, base_url: str, detail: str):
@@ -37,11 +38,11 @@ class MarquezResponseError(LineageError):
         super().__init__(f"unexpected answer from Marquez at {base_url}: {detail}")
 
 
-class InvalidMarquezUrlError(LineageError, ValueError):
+class InvalidMarquezUrlError(LineageError, ServiceError, ValueError):
     """The configured Marquez URL is not an http(s) URL."""
 
 
-class LineageChangedError(LineageError):
+class LineageChangedError(LineageError, ServiceError):
     """A job seen in one answer was unknown in the next: the lineage changed while being read."""
 
     def __init__(self, job: JobRef):

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage.gcpause import paused_gc
 
 JobKey = tuple[str, str]  # (namespace, name): cheap to hash, no validation per job
@@ -59,7 +60,7 @@ class LineageGraph:
             self.consumers.setdefault(key, readers)
 
 
-class MalformedLineageError(ValueError):
+class MalformedLineageError(ServiceError, ValueError):
     """The payload is not a Marquez lineage graph; the message says where."""
 
 

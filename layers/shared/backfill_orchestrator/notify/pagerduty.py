@@ -8,6 +8,7 @@ from typing import Any, Literal
 import requests
 from pydantic import SecretStr
 
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.http import retrying_session
 
 Severity = Literal["critical", "error", "warning", "info"]
@@ -15,7 +16,7 @@ MAX_SUMMARY = 1024
 MAX_DEDUP_KEY = 255
 
 
-class PagerDutyError(RuntimeError):
+class PagerDutyError(ServiceError, RuntimeError):
     """PagerDuty did not accept the event (after retries); never carries the routing key."""
 
 

@@ -10,10 +10,11 @@ from typing import Any
 import requests
 from pydantic import SecretStr
 
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.http import retrying_session
 
 
-class SlackError(RuntimeError):
+class SlackError(ServiceError, RuntimeError):
     """Slack did not accept the message (after retries); never carries the token or URL."""
 
 

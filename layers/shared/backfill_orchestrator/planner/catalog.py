@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.config.model import NonBlank
+from backfill_orchestrator.errors import BackfillError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
 from backfill_orchestrator.plan.model import StepKind
 
@@ -34,11 +35,11 @@ TRANSFORM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$"
 CATALOG_ENV = "BACKFILL_JOB_CATALOG"
 
 
-class CatalogError(Exception):
+class CatalogError(BackfillError):
     """Base of catalog failures."""
 
 
-class InvalidCatalogError(CatalogError, ValueError):
+class InvalidCatalogError(CatalogError, ServiceError, ValueError):
     """A catalog that is not valid; carries every located issue (`jobs[3].window_days: ...`)."""
 
     def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):
@@ -48,7 +49,7 @@ class InvalidCatalogError(CatalogError, ValueError):
         super().__init__("\n".join(f"{prefix}{issue}" for issue in self.issues))
 
 
-class CatalogUnavailableError(CatalogError):
+class CatalogUnavailableError(CatalogError, ServiceError):
     """The catalog could not be read (no such file or object, no permission)."""
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.errors import PolicyRefusal
 
 
-class PlanRefusedError(Exception):
+class PlanRefusedError(PolicyRefusal):
     """Base of every refusal. The message says why, naming the jobs."""
 
 

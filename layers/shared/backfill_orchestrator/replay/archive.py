@@ -20,13 +20,15 @@ from typing import Any, BinaryIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.errors import ServiceError
+
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_BYTES = 256 * 1024
 # Characters SQS accepts in a message body (anything else makes SQS refuse the request).
 _SQS_FORBIDDEN = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-class ArchiveReadError(RuntimeError):
+class ArchiveReadError(ServiceError, RuntimeError):
     """S3 could not list or read the archive (missing bucket, no permission, unreachable)."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.replay.archive import Position
 from backfill_orchestrator.replay.sender import (
     BatchSender,
@@ -28,7 +29,7 @@ from backfill_orchestrator.replay.task import ReplayTask, split_tasks
 MAX_TASK_BYTES = 256 * 1024
 
 
-class QueueTasksError(RuntimeError):
+class QueueTasksError(ServiceError, RuntimeError):
     """SQS refused a replay task message (after retries); the trigger fails retryably."""
 
 

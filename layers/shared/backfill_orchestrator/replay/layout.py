@@ -13,11 +13,13 @@ import string
 from dataclasses import dataclass
 from datetime import date
 
+from backfill_orchestrator.errors import ServiceError
+
 DEFAULT_LAYOUT = "{feed}/{yyyy}/{mm}/{dd}/{hh}/"
 PLACEHOLDERS = frozenset({"feed", "yyyy", "mm", "dd", "hh", "date"})
 
 
-class ArchiveLayoutError(ValueError):
+class ArchiveLayoutError(ServiceError, ValueError):
     """The layout template cannot address one feed-hour unambiguously."""
 
 

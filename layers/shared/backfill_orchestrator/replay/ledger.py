@@ -26,6 +26,7 @@ from typing import Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.dynamo import attribute, plain_from_item
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.replay.archive import Position
 
 TaskStateName = Literal["RUNNING", "DONE", "FAILED"]
@@ -33,7 +34,7 @@ ITEM_PREFIX = "replay-task#"
 DEFAULT_RETENTION_SECONDS = 30 * 24 * 3600
 
 
-class LedgerError(RuntimeError):
+class LedgerError(ServiceError, RuntimeError):
     """DynamoDB failed (throttled past botocore's retries, unreachable, no permission)."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from backfill_orchestrator.config import ConfigIssue
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.replay.archive import ArchivedMessage, Position, list_archive_keys, read_archive
 from backfill_orchestrator.replay.layout import ArchiveLayout
 from backfill_orchestrator.replay.ledger import (
@@ -52,7 +53,7 @@ LEASE_MARGIN_SECONDS = 30.0
 ResultStatus = Literal["done", "already_done", "continued"]
 
 
-class ReplayTaskFailedError(RuntimeError):
+class ReplayTaskFailedError(ServiceError, RuntimeError):
     """The task could not finish in this run (SQS or S3 kept failing); its checkpoint is
     saved and its lease released, so the next delivery resumes."""
 

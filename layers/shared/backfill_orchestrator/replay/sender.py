@@ -16,6 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.replay.archive import ArchivedMessage, Position
 from backfill_orchestrator.replay.ratelimit import TokenBucket
 from backfill_orchestrator.replay.task import ReplayTask
@@ -29,12 +30,12 @@ TRANSIENT_CODES = frozenset({
 })  # fmt: skip
 
 
-class TargetQueueError(RuntimeError):
+class TargetQueueError(ServiceError, RuntimeError):
     """SQS refused the whole request for a reason retrying will not fix (no such queue, no
     permission, KMS key disabled, ...)."""
 
 
-class SendIncompleteError(RuntimeError):
+class SendIncompleteError(ServiceError, RuntimeError):
     """Some entries still failed after every retry; `outcome` says what was sent and refused,
     `unsent` what is still owed."""
 

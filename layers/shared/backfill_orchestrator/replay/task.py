@@ -22,13 +22,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, backfill_id
 from backfill_orchestrator.config.errors import format_location
 from backfill_orchestrator.config.model import FEED_PATTERN, NAME_PATTERN, TARGET_PATTERN
+from backfill_orchestrator.errors import UserError
 
 TASK_VERSION = 1
 BACKFILL_ID_PATTERN = NAME_PATTERN[:-1] + r"-[0-9a-f]{8}$"
 ALL_HOURS = tuple(range(24))
 
 
-class InvalidReplayTaskError(ValueError):
+class InvalidReplayTaskError(UserError, ValueError):
     """A task document that is not a valid replay task; `issues` are located (`hour: ...`)."""
 
     def __init__(self, issues: list[ConfigIssue]):

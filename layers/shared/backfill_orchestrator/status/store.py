@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, StatusRecord
 
 # Attributes a caller may set along with a transition (the rest are managed here).
@@ -32,7 +33,7 @@ SETTABLE = frozenset(
 PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
 
 
-class StatusStoreError(RuntimeError):
+class StatusStoreError(ServiceError, RuntimeError):
     """DynamoDB failed (throttled past botocore's retries, unreachable, no permission)."""
 
 

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
+from backfill_orchestrator.errors import UserError
+
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-class MalformedEventError(ValueError):
+class MalformedEventError(UserError, ValueError):
     """An event record that is not an S3 ObjectCreated notification we can act on."""
 
 

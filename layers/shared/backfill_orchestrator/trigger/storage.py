@@ -15,15 +15,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.trigger.events import Upload
 
 
-class StorageError(RuntimeError):
+class StorageError(ServiceError, RuntimeError):
     """S3 refused or failed a read or write (throttling past retries, permissions, outage)."""
 
 
-class ConfigTooLargeError(ValueError):
+class ConfigTooLargeError(UserError, ValueError):
     """The uploaded object is over the size limit; it was not read."""
 
     def __init__(self, size: int, limit: int):
