@@ -1,6 +1,7 @@
 """`backfill`: the generic backfill DAG that the trigger function starts.
 
-Triggered (no schedule) with conf `{backfill_id, config_uri, plan_uri}`. It checks the conf and
+Triggered (no schedule) with conf `{backfill_id, config_uri, plan_uri, result_uri?}` (the
+contract `backfill_orchestrator.contracts.RunConf`). It checks the conf and
 loads the plan, then runs the plan in *rounds* (see `backfill_runtime/rounds.py`): each round
 is one Spark submission of the generic job for its `spark` steps, side by side with one batch
 of reruns of other DAGs for its `airflow_dag` steps (one run per date, bounded concurrency,
@@ -20,9 +21,8 @@ are Airflow configuration, section `[backfill]`; see docs/airflow.md.
 
 from __future__ import annotations
 
-import json
 import logging
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pendulum
@@ -53,14 +53,13 @@ def _ids(index: int) -> dict[str, str]:
 # -- start: conf, plan, status RUNNING -------------------------------------------------------
 @task(task_id="start")
 def start() -> dict[str, Any]:
-    from backfill_runtime.conf import InvalidRunConfError, parse_run_conf
     from backfill_runtime.reporting import Reporting
     from backfill_runtime.rounds import PlanTooDeepError, check_fits
     from backfill_runtime.uris import DocumentNotFoundError, read_text
-    from pydantic import ValidationError
 
     from backfill_orchestrator.config import InvalidConfigError, parse_config
-    from backfill_orchestrator.plan import Plan
+    from backfill_orchestrator.contracts import InvalidDocumentError, Plan, RunConf
+    from backfill_orchestrator.contracts.run_conf import backfill_id_of
 
     context = get_current_context()
     ti, dag_run = context["ti"], context["dag_run"]
@@ -68,26 +67,23 @@ def start() -> dict[str, Any]:
     run_url = reporting.run_url(ti.dag_id, ti.run_id)
     raw_conf = dag_run.conf or {}
 
-    def refuse(problems: list[str], backfill_id: str | None) -> AirflowFailException:
-        reporting.refused(backfill_id=backfill_id, problems=problems, run_url=run_url)
+    def refuse(problems: list[str], backfill_id: str | None, result_uri: str | None = None) -> AirflowFailException:
+        reporting.refused(backfill_id=backfill_id, problems=problems, run_url=run_url, result_uri=result_uri)
         return AirflowFailException("run refused, nothing was run: " + "; ".join(problems))
 
     try:
-        run_conf = parse_run_conf(raw_conf)
-    except InvalidRunConfError as error:
-        maybe_id = raw_conf.get("backfill_id") if isinstance(raw_conf, dict) else None
-        from backfill_runtime.conf import BACKFILL_ID
-
-        raise refuse(error.problems, maybe_id if isinstance(maybe_id, str) and BACKFILL_ID.fullmatch(maybe_id) else None) from None
+        run_conf = RunConf.from_conf(raw_conf)
+    except InvalidDocumentError as error:
+        raise refuse(error.problems, backfill_id_of(raw_conf)) from None
 
     problems: list[str] = []
     plan = config = None
     try:
-        plan = Plan.from_json(read_text(run_conf.plan_uri))
+        plan = Plan.from_json(read_text(run_conf.plan_uri), source=run_conf.plan_uri)
     except DocumentNotFoundError as error:
         problems.append(f"plan_uri: {error}")
-    except (ValidationError, ValueError) as error:
-        problems.append(f"plan_uri: {run_conf.plan_uri} is not a valid plan document: {error}".splitlines()[0])
+    except InvalidDocumentError as error:
+        problems.append(f"plan_uri: {run_conf.plan_uri} is not a valid plan document: {error.problems[0]}")
     try:
         config_text = read_text(run_conf.config_uri)
         config = parse_config(config_text, source=run_conf.config_uri)
@@ -104,14 +100,18 @@ def start() -> dict[str, Any]:
         except PlanTooDeepError as error:
             problems.append(str(error))
     if problems:
-        raise refuse(problems, run_conf.backfill_id)
+        raise refuse(problems, run_conf.backfill_id, run_conf.result_uri)
 
-    reporting.started(backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url)
+    reporting.started(
+        backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
+        result_uri=run_conf.result_uri,
+    )  # fmt: skip
     log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
     return {
         "backfill_id": run_conf.backfill_id,
         "config_uri": run_conf.config_uri,
         "plan_uri": run_conf.plan_uri,
+        "result_uri": run_conf.result_uri,
         "rounds": rounds,
         "plan": plan.model_dump(mode="json"),
     }
@@ -126,8 +126,9 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
     """The ledger once rounds 0..index-1 are done: the previous prepare's ledger plus what that
     round's Spark submission and DAG reruns reported."""
     from backfill_runtime.ledger import DagRunRequest, Ledger
-    from backfill_runtime.spark import report_steps
     from backfill_runtime.uris import DocumentNotFoundError, read_text
+
+    from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
 
     if index == 0:
         return Ledger.for_plan(plan)
@@ -140,11 +141,15 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
     states = states.get(ti.run_id, {})
     spark = ti.xcom_pull(task_ids=ids["prepare"], key="spark")
     if spark:
+        report = unreadable = None
         try:
-            steps = report_steps(read_text(spark["report_uri"]))
+            report = RunReport.from_json(read_text(spark["report_uri"]), source=spark["report_uri"])
         except DocumentNotFoundError:
-            steps = None
-        ledger.record_spark(spark["step_ids"], report_steps=steps, task_state=states.get(ids["spark"]))
+            pass
+        except InvalidDocumentError as error:
+            log.error("%s", error)
+            unreadable = "; ".join(error.problems[:3])
+        ledger.record_spark(spark["step_ids"], report=report, task_state=states.get(ids["spark"]), unreadable=unreadable)
     requests = ti.xcom_pull(task_ids=ids["prepare"], key="requests") or []
     if requests:
         runs = [DagRunRequest(step_id, dag_id, date.fromisoformat(day)) for step_id, dag_id, day in requests]
@@ -274,54 +279,51 @@ def spark_emr_serverless(index: int) -> list[Any]:
 # -- finish: outcome, report, status, notifications -----------------------------------------
 @task(task_id="finish", trigger_rule="all_done")
 def finish() -> dict[str, Any]:
-    from backfill_runtime.ledger import FAILED, PENDING
-    from backfill_runtime.reporting import Reporting, summary_figures
+    from backfill_runtime.ledger import Ledger
+    from backfill_runtime.reporting import Reporting
     from backfill_runtime.uris import DocumentNotFoundError, read_text, sibling, write_text
 
     from backfill_orchestrator.config import InvalidConfigError, parse_config
-    from backfill_orchestrator.plan import Plan
+    from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus
 
     ti = get_current_context()["ti"]
     started = _started(ti)
     if not started:
         raise AirflowFailException("the backfill did not start: see the start task's log")
     plan = Plan.model_validate(started["plan"])
-    ledger = _ledger_after(ti, plan, SHAPE.max_rounds)
-    for step_id in ledger.with_status(PENDING):
-        ledger.mark(step_id, FAILED, detail="never ran (no round slot reached it)")
-    backfill_id = started["backfill_id"]
-    figures = summary_figures(ledger)
-    report = {
-        "backfill_id": backfill_id,
-        "dag_run_id": ti.run_id,
-        "status": "succeeded" if ledger.succeeded else "failed",
-        "counts": ledger.counts(),
-        "figures": figures["numbers"],
-        "steps": ledger.to_dict(),
-        "spark_reports": [
+    ledger: Ledger = _ledger_after(ti, plan, SHAPE.max_rounds)
+    for step_id in ledger.with_status(StepStatus.PENDING):
+        ledger.mark(step_id, StepStatus.FAILED, detail="never ran (no round slot reached it)")
+    report = BackfillReport.build(
+        backfill_id=started["backfill_id"],
+        dag_run_id=ti.run_id,
+        steps=ledger.entries,
+        spark_reports=[
             sibling(started["plan_uri"], f"rounds/{i}/run_report.json")
             for i in range(started["rounds"])
-            if any(e["round"] == i and e["kind"] == "spark" for e in ledger.entries.values())
+            if any(e.round == i and e.kind == "spark" for e in ledger.entries.values())
         ],
-    }
+        written_at=datetime.now(UTC),
+    )
     report_uri = sibling(started["plan_uri"], "backfill_report.json")
-    write_text(report_uri, json.dumps(report, indent=2) + "\n")
+    write_text(report_uri, report.to_json())
     try:
         config = parse_config(read_text(started["config_uri"]), source=started["config_uri"])
     except (DocumentNotFoundError, InvalidConfigError):
         config = None
     reporting = Reporting.from_options()
     reporting.finished(
-        backfill_id=backfill_id,
         config=config,
-        ledger=ledger,
+        report=report,
         report_uri=report_uri,
         run_url=reporting.run_url(ti.dag_id, ti.run_id),
+        result_uri=started.get("result_uri"),
     )
-    if not ledger.succeeded:
-        failed = ledger.with_status(FAILED)
-        raise AirflowFailException(f"backfill {backfill_id} failed: steps {failed}; {figures['text']}")
-    return report["figures"]
+    if report.status != "succeeded":
+        failed = ledger.with_status(StepStatus.FAILED)
+        summary = report.figures.text(total_steps=len(report.steps))
+        raise AirflowFailException(f"backfill {report.backfill_id} failed: steps {failed}; {summary}")
+    return report.figures.model_dump(mode="json")
 
 
 with DAG(

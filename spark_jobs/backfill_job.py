@@ -6,7 +6,7 @@
 PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
 REPORT, by default `run_report.json` next to the plan.
 
-Exit codes: 0 every spark step succeeded; 1 a step failed or was skipped, or the report
+Exit codes: 0 every spark step succeeded; 1 a step failed or was blocked, or the report
 could not be written; 2 bad arguments or an unreadable, invalid or unrunnable plan (nothing
 is read or written then)."""
 
@@ -34,13 +34,10 @@ import argparse  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-from pydantic import ValidationError  # noqa: E402
-
-from backfill_orchestrator.config.errors import format_location  # noqa: E402
+from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
 from backfill_orchestrator.plan import Plan  # noqa: E402
 from spark_jobs.cli_args import positive  # noqa: E402
 from spark_jobs.registry import Registry  # noqa: E402
-from spark_jobs.report import RunReport  # noqa: E402
 from spark_jobs.runner import check_plan, run_plan  # noqa: E402
 from spark_jobs.storage import (  # noqa: E402
     DocumentError,
@@ -71,12 +68,9 @@ def load_plan(uri: str, *, registry: Registry, s3_client: Any = None) -> Plan:
     except DocumentError as error:
         raise InvalidPlanError([str(error)]) from None
     try:
-        plan = Plan.from_json(body)
-    except ValidationError as error:
-        raise InvalidPlanError([
-            f"{uri}: {format_location(e['loc']) if e['loc'] else '<root>'}: {e['msg']}"
-            for e in error.errors(include_url=False)
-        ]) from None
+        plan = Plan.from_json(body, source=uri)
+    except InvalidDocumentError as error:
+        raise InvalidPlanError(error.render().splitlines()) from None
     problems = check_plan(plan, registry)
     if problems:
         raise InvalidPlanError([f"{uri}: {problem}" for problem in problems])
@@ -100,9 +94,9 @@ def _summary(report: RunReport) -> str:
     lines = [f"backfill {report.backfill_id}: {report.status} in {report.seconds:.1f}s"]
     for step in report.steps:
         detail = {
-            "succeeded": f"{len(step.partitions_written)} partitions, {step.rows_in} rows in, {step.rows_out} out",
-            "failed": step.error or "",
-            "skipped": f"upstream {', '.join(step.blocked_by)} did not succeed",
+            StepStatus.SUCCEEDED: f"{len(step.partitions_written)} partitions, {step.rows_in} rows in, {step.rows_out} out",
+            StepStatus.FAILED: step.error or "",
+            StepStatus.BLOCKED: f"upstream {', '.join(step.blocked_by)} did not succeed",
         }[step.status]
         lines.append(f"  wave {step.wave} {step.id}: {step.status} ({step.seconds:.1f}s) {detail}")
     return "\n".join(lines)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 
+from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.plan import Plan, PlanStep
 from spark_jobs.registry import Registry, Transform
-from spark_jobs.report import RunReport, StepResult
 from spark_jobs.scope import Scope
 from spark_jobs.table_io import read_table, replace_partitions
 from spark_jobs.tables import Table
@@ -113,7 +113,7 @@ def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, 
         )
     except Exception as error:  # a step's failure is data for the report, not a crash of the job
         return StepResult(
-            id=step.id, transform=step.transform or "", wave=wave, status="failed",
+            id=step.id, transform=step.transform or "", wave=wave, status=StepStatus.FAILED,
             seconds=round(time.monotonic() - started, 3), error=describe_error(error),
         )
     finally:
@@ -124,7 +124,7 @@ def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, 
         id=step.id,
         transform=transform.name,
         wave=wave,
-        status="succeeded",
+        status=StepStatus.SUCCEEDED,
         seconds=round(time.monotonic() - started, 3),
         rows_in=sum(rows_in.values()),
         rows_in_by_input=rows_in,
@@ -160,7 +160,7 @@ def run_plan(
             blocked_by = [parent for parent in step.upstream if parent in results and not results[parent].succeeded]
             if blocked_by:
                 results[step.id] = StepResult(
-                    id=step.id, transform=step.transform or "", wave=wave.index, status="skipped",
+                    id=step.id, transform=step.transform or "", wave=wave.index, status=StepStatus.BLOCKED,
                     seconds=0.0, blocked_by=blocked_by,
                 )
             else:

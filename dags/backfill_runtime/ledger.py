@@ -1,9 +1,10 @@
 """What happened to each step of the plan, carried from round to round (as XCom) and read at
 the end for the status record, the notifications and the backfill's report.
 
-A step is `pending`, then `succeeded`, `failed` (it ran and failed after its retries) or
-`blocked` (not run because a step it depends on did not succeed). Blocking follows the plan's
-`upstream` edges, so a failure stops its dependants and nothing else."""
+Each entry is the contract's `StepOutcome`: `pending`, then `succeeded`, `failed` (it ran and
+failed after its retries) or `blocked` (not run because a step it depends on did not succeed).
+Blocking follows the plan's `upstream` edges, so a failure stops its dependants and nothing
+else."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from backfill_orchestrator.contracts import RunReport, StepOutcome, StepStatus
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.plan import Plan
 from backfill_runtime.rounds import assign_rounds
 
-PENDING, SUCCEEDED, FAILED, BLOCKED = "pending", "succeeded", "failed", "blocked"
 DONE_TI_STATES = frozenset({"success"})
 
 
@@ -38,42 +39,46 @@ class RoundWork:
 
 
 class Ledger:
-    """step id -> {status, kind, round, detail, dag_id, dates?, figures?}; JSON-ready."""
+    """step id -> StepOutcome; `to_dict` / `Ledger(...)` carry it through XCom as JSON."""
 
-    def __init__(self, entries: Mapping[str, Mapping[str, Any]]):
-        self.entries: dict[str, dict[str, Any]] = {key: dict(value) for key, value in entries.items()}
+    def __init__(self, entries: Mapping[str, StepOutcome | Mapping[str, Any]]):
+        self.entries: dict[str, StepOutcome] = {
+            key: value if isinstance(value, StepOutcome) else StepOutcome.model_validate(value)
+            for key, value in entries.items()
+        }
 
     @classmethod
     def for_plan(cls, plan: Plan) -> Ledger:
         rounds = assign_rounds(plan)
         return cls(
             {
-                step.id: {"status": PENDING, "kind": step.kind, "round": rounds[step.id], "dag_id": step.dag_id, "detail": None}
+                step.id: StepOutcome(status=StepStatus.PENDING, kind=step.kind, round=rounds[step.id], dag_id=step.dag_id)
                 for step in plan.steps
             }
         )
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        return {key: dict(value) for key, value in self.entries.items()}
+        return {key: value.model_dump(mode="json", exclude_none=True) for key, value in self.entries.items()}
 
-    def status(self, step_id: str) -> str:
-        return self.entries[step_id]["status"]
+    def status(self, step_id: str) -> StepStatus:
+        return self.entries[step_id].status
 
-    def mark(self, step_id: str, status: str, *, detail: str | None = None, **extra: Any) -> None:
-        self.entries[step_id].update({"status": status, "detail": detail, **extra})
+    def mark(self, step_id: str, status: StepStatus, *, detail: str | None = None, **extra: Any) -> None:
+        current = self.entries[step_id].model_dump()
+        self.entries[step_id] = StepOutcome.model_validate({**current, "status": status, "detail": detail, **extra})
 
-    def with_status(self, *statuses: str) -> list[str]:
-        return [key for key, value in self.entries.items() if value["status"] in statuses]
+    def with_status(self, *statuses: StepStatus) -> list[str]:
+        return [key for key, value in self.entries.items() if value.status in statuses]
 
-    def counts(self) -> dict[str, int]:
-        counts = {PENDING: 0, SUCCEEDED: 0, FAILED: 0, BLOCKED: 0}
+    def counts(self) -> dict[StepStatus, int]:
+        counts = dict.fromkeys(StepStatus, 0)
         for value in self.entries.values():
-            counts[value["status"]] += 1
+            counts[value.status] += 1
         return counts
 
     @property
     def succeeded(self) -> bool:
-        return all(value["status"] == SUCCEEDED for value in self.entries.values())
+        return all(value.status is StepStatus.SUCCEEDED for value in self.entries.values())
 
     # -- planning a round ------------------------------------------------------------
     def plan_round(self, plan: Plan, index: int) -> RoundWork:
@@ -88,10 +93,10 @@ class Ledger:
         for step in plan.steps:
             if rounds[step.id] != index:
                 continue
-            blockers = [p for p in step.upstream if self.status(p) in (FAILED, BLOCKED)]
+            blockers = [p for p in step.upstream if self.status(p) in (StepStatus.FAILED, StepStatus.BLOCKED)]
             if blockers:
                 reason = f"not run: upstream {', '.join(blockers)} did not succeed"
-                self.mark(step.id, BLOCKED, detail=reason)
+                self.mark(step.id, StepStatus.BLOCKED, detail=reason)
                 blocked[step.id] = reason
             elif step.kind == "spark":
                 spark_ids.append(step.id)
@@ -104,27 +109,26 @@ class Ledger:
         self,
         step_ids: Iterable[str],
         *,
-        report_steps: Mapping[str, Mapping[str, Any]] | None,
+        report: RunReport | None,
         task_state: str | None,
+        unreadable: str | None = None,
     ) -> None:
-        """`report_steps`: step id -> {status, detail?, figures?} from the job's run report,
-        None when no report was written (the submission itself failed)."""
+        """Each submitted step's outcome from the job's run report. `report` is None when no
+        report was written (the submission itself failed) or it could not be read
+        (`unreadable` says why): every submitted step failed then."""
+        results = {step.id: step for step in report.steps} if report is not None else None
         for step_id in step_ids:
-            result = (report_steps or {}).get(step_id)
+            result = (results or {}).get(step_id)
             if result is None:
-                why = (
-                    f"the Spark submission ended {task_state or 'without running'} and wrote no run report"
-                    if report_steps is None
-                    else "missing from the Spark job's run report"
-                )
-                self.mark(step_id, FAILED, detail=why)
+                if unreadable:
+                    why = f"the Spark job's run report is unusable: {unreadable}"
+                elif results is None:
+                    why = f"the Spark submission ended {task_state or 'without running'} and wrote no run report"
+                else:
+                    why = "missing from the Spark job's run report"
+                self.mark(step_id, StepStatus.FAILED, detail=why)
                 continue
-            self.mark(
-                step_id,
-                result["status"],
-                detail=result.get("detail"),
-                figures=dict(result.get("figures") or {}),
-            )
+            self.mark(step_id, result.status, detail=result.detail, figures=result.figures)
 
     def record_dag_runs(self, requests: list[DagRunRequest], ti_states: Mapping[int, str | None]) -> None:
         """`ti_states`: map index -> the state of the mapped rerun task for `requests[index]`."""
@@ -135,6 +139,6 @@ class Ledger:
             bad = sorted(day for day, state in dates.items() if state not in DONE_TI_STATES)
             if bad:
                 detail = f"DAG run failed for {compact_dates(date.fromisoformat(d) for d in bad)}"
-                self.mark(step_id, FAILED, detail=detail, dates=dates)
+                self.mark(step_id, StepStatus.FAILED, detail=detail, dates=dates)
             else:
-                self.mark(step_id, SUCCEEDED, dates=dates)
+                self.mark(step_id, StepStatus.SUCCEEDED, dates=dates)

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.contracts import BackfillReport, StepStatus
 from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackWebApi, SlackWebhook, status_message
 from backfill_orchestrator.notify.messages import backfill_message
 from backfill_orchestrator.plan import Plan
@@ -28,11 +29,12 @@ from backfill_orchestrator.status import (
     StatusStore,
     TransitionRejectedError,
 )
-from backfill_runtime.ledger import BLOCKED, FAILED, SUCCEEDED, Ledger
+from backfill_runtime.results import follow_result
 
 log = logging.getLogger(__name__)
 DEFAULT_SLACK_API_URL = "https://slack.com/api"
 DEFAULT_PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
+MAX_LISTED_PROBLEMS = 50  # steps listed on the record and in the result file (both are size-bounded)
 
 
 def _option(key: str, default: str = "") -> str:
@@ -94,14 +96,26 @@ class Reporting:
         return f"{self.airflow_ui_url.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
 
     # -- the three moments ---------------------------------------------------------------
-    def refused(self, *, backfill_id: str | None, problems: list[str], run_url: str | None) -> None:
+    def refused(
+        self, *, backfill_id: str | None, problems: list[str], run_url: str | None, result_uri: str | None = None
+    ) -> None:
         """The run cannot start (bad conf, unreadable plan): record FAILED, tell Slack."""
         detail = "the DAG run was refused: " + "; ".join(problems)
         if backfill_id:
             self._transition(backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]})
         self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id or "unknown backfill", state="FAILED", detail=detail, run_url=run_url))
+        follow_result(result_uri, outcome="accepted", state=BackfillState.FAILED, reason=detail[:2000], retrying=None)
 
-    def started(self, *, backfill_id: str, config: BackfillConfig, plan: Plan, rounds: int, run_url: str | None) -> None:
+    def started(
+        self,
+        *,
+        backfill_id: str,
+        config: BackfillConfig,
+        plan: Plan,
+        rounds: int,
+        run_url: str | None,
+        result_uri: str | None = None,
+    ) -> None:
         detail = f"{len(plan.steps)} steps in {rounds} round{'s' if rounds != 1 else ''}"
         self._transition(backfill_id, BackfillState.RUNNING, detail=detail)
         if self._thread_exists(backfill_id):
@@ -109,40 +123,58 @@ class Reporting:
         else:  # started outside the trigger function: open the thread with the full picture
             message = backfill_message(config=config, backfill_id=backfill_id, plan=plan, state="RUNNING", run_url=run_url)
         self.notifier.slack(backfill_id, message, channel=config.notify.slack_channel)
+        changes: dict[str, Any] = {"dag_run_url": run_url} if run_url else {}
+        follow_result(
+            result_uri, outcome="accepted", state=BackfillState.RUNNING, reason=None, retrying=None, **changes
+        )
 
     def finished(
-        self, *, backfill_id: str, config: BackfillConfig | None, ledger: Ledger, report_uri: str, run_url: str | None
+        self,
+        *,
+        config: BackfillConfig | None,
+        report: BackfillReport,
+        report_uri: str,
+        run_url: str | None,
+        result_uri: str | None = None,
     ) -> None:
-        figures = summary_figures(ledger)
+        backfill_id = report.backfill_id
+        figures = report.figures
+        summary = figures.text(total_steps=len(report.steps))
         paging = config.notify.pagerduty if config is not None else True
         channel = config.notify.slack_channel if config is not None else None
-        if ledger.succeeded:
-            detail = f"{figures['text']}; report {report_uri}"
+        if report.status == "succeeded":
+            detail = f"{summary}; report {report_uri}"
             self._transition(backfill_id, BackfillState.SUCCEEDED, detail=detail[:1000])
             self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url), channel=channel)
             self.notifier.resolve(backfill_id, enabled=paging)
+            follow_result(
+                result_uri, state=BackfillState.SUCCEEDED, report_uri=report_uri, figures=figures,
+                failed_steps=None, reason=None,
+            )  # fmt: skip
             return
-        failed = ledger.with_status(FAILED)
-        blocked = ledger.with_status(BLOCKED)
-        errors = [
-            {"step": step_id, "status": ledger.entries[step_id]["status"], "message": ledger.entries[step_id].get("detail") or ""}
-            for step_id in failed + blocked
-        ]
+        problems = report.problems
+        failed = [p.step for p in problems if p.status is StepStatus.FAILED]
+        blocked = [p.step for p in problems if p.status is StepStatus.BLOCKED]
+        errors = [problem.model_dump(mode="json") for problem in problems[:MAX_LISTED_PROBLEMS]]
         reason = f"{len(failed)} step(s) failed: {', '.join(failed)}" + (f"; {len(blocked)} not run" if blocked else "")
         self._transition(
             backfill_id, BackfillState.FAILED, detail=reason[:1000], attributes={"reason": reason[:1000], "errors": errors}
         )
-        lines = [f"{reason}. {figures['text']}."]
-        lines += [f"{e['step']}: {e['message']}" for e in errors[:10]]
+        lines = [f"{reason}. {summary}."]
+        lines += [f"{p.step}: {p.message}" for p in problems[:10]]
         self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="FAILED", detail="\n".join(lines), run_url=run_url), channel=channel)
         self.notifier.page(
             backfill_id,
             summary=f"Backfill {backfill_id} failed: {reason}"[:1000],
             enabled=paging,
             component="backfill-dag",
-            details={"failed_steps": failed, "blocked_steps": blocked, **figures["numbers"], "report": report_uri},
+            details={"failed_steps": failed, "blocked_steps": blocked, **figures.model_dump(), "report": report_uri},
             links=[{"href": run_url, "text": "Airflow run"}] if run_url else None,
         )
+        follow_result(
+            result_uri, state=BackfillState.FAILED, report_uri=report_uri, figures=figures,
+            failed_steps=problems[:MAX_LISTED_PROBLEMS], reason=reason[:2000],
+        )  # fmt: skip
 
     # -- internals -----------------------------------------------------------------------
     def _transition(self, backfill_id: str, state: BackfillState, *, detail: str, attributes: dict[str, Any] | None = None) -> None:
@@ -159,26 +191,3 @@ class Reporting:
             return False
         record = self.store.get(backfill_id)
         return bool(record and record.slack_thread_ts)
-
-
-def summary_figures(ledger: Ledger) -> dict[str, Any]:
-    counts = ledger.counts()
-    rows_out = partitions = dag_runs = 0
-    for entry in ledger.entries.values():
-        figures = entry.get("figures") or {}
-        rows_out += int(figures.get("rows_out", 0))
-        partitions += int(figures.get("partitions_written_count", 0))
-        dag_runs += sum(1 for state in (entry.get("dates") or {}).values() if state == "success")
-    numbers = {
-        "steps_succeeded": counts[SUCCEEDED],
-        "steps_failed": counts[FAILED],
-        "steps_not_run": counts[BLOCKED],
-        "rows_written": rows_out,
-        "partitions_written": partitions,
-        "dag_runs_succeeded": dag_runs,
-    }
-    text = (
-        f"{counts[SUCCEEDED]}/{len(ledger.entries)} steps succeeded, {rows_out} rows in {partitions} partitions "
-        f"written, {dag_runs} DAG runs"
-    )
-    return {"numbers": numbers, "text": text}

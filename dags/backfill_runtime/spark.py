@@ -1,23 +1,17 @@
 """One Spark submission of the generic job (`spark_jobs.backfill_job`) for one round: its
-arguments, the local runner, and reading its run report.
+arguments and the local runner. Its run report is read through the contract
+(`backfill_orchestrator.contracts.RunReport`).
 
 Exit codes of the job: 0 every step succeeded, 1 some step failed or was skipped, 2 bad input
 (retrying cannot help)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from backfill_runtime.ledger import BLOCKED, FAILED, SUCCEEDED
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-_STATUS = {"succeeded": SUCCEEDED, "failed": FAILED, "skipped": BLOCKED}
-# The report's numbers worth showing in notifications and the backfill report.
-FIGURES = ("seconds", "rows_in", "rows_out", "partitions_written_count")
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +53,3 @@ def run_local(command: Sequence[str], arguments: Sequence[str], *, timeout: floa
         raise SparkInputError("the Spark job refused its input (exit 2); see the log above")
     if code != EXIT_OK:
         raise SparkStepsFailedError(f"the Spark job exited {code}: some step failed; see the run report")
-
-
-def report_steps(report_text: str) -> dict[str, dict[str, Any]]:
-    """step id -> {status, detail, figures} from the job's run report (report_version 1)."""
-    report = json.loads(report_text)
-    steps: dict[str, dict[str, Any]] = {}
-    for step in report.get("steps", []):
-        status = _STATUS.get(step.get("status"), FAILED)
-        if status == BLOCKED:
-            detail = f"not run: upstream {', '.join(step.get('blocked_by') or ['?'])} did not succeed"
-        else:
-            detail = step.get("error")
-        figures = {key: step[key] for key in FIGURES if key in step}
-        steps[step["id"]] = {"status": status, "detail": detail, "figures": figures}
-    return steps

@@ -1,10 +1,10 @@
 """A stand-in for `spark_jobs.backfill_job` with the same command line, exit codes and run
-report shape, minus Spark: for DAG tests where starting a JVM per round would only add time.
+report (the contract's `RunReport`), minus Spark: for DAG tests where starting a JVM per round would only add time.
 
     python fake_spark_job.py --plan PLAN --warehouse DIR --report REPORT
 
 `<warehouse>/fail.json` ({backfill_id: [step ids]}) makes those steps of that backfill fail
-(their dependants in the plan are skipped, like the real job). Every submission appends one line to
+(their dependants in the plan are blocked, like the real job). Every submission appends one line to
 `<warehouse>/submissions.jsonl`: {plan, steps, started_at, finished_at}, so tests can check
 what ran together and in which order."""
 
@@ -17,6 +17,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.plan import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
@@ -44,28 +45,32 @@ def main() -> int:
                 continue
             blockers = [p for p in step.upstream if p in bad]
             if blockers:
-                status, error = "skipped", None
+                status, error = StepStatus.BLOCKED, None
             elif step.id in failing:
-                status, error = "failed", f"{step.id}: injected failure"
+                status, error = StepStatus.FAILED, f"{step.id}: injected failure"
             else:
-                status, error = "succeeded", None
-            if status != "succeeded":
+                status, error = StepStatus.SUCCEEDED, None
+            ok = status is StepStatus.SUCCEEDED
+            if not ok:
                 bad.add(step.id)
-            results.append({
-                "id": step.id, "transform": step.transform, "wave": wave.index, "status": status,
-                "seconds": 0.1, "rows_in": 10, "rows_out": 10 if status == "succeeded" else 0,
-                "partitions_written": [f"day={d}" for d in step.dates] if status == "succeeded" else [],
-                "partitions_written_count": len(step.dates) if status == "succeeded" else 0,
-                "error": error, "blocked_by": blockers,
-            })
+            results.append(StepResult(
+                id=step.id, transform=step.transform or "", wave=wave.index, status=status,
+                seconds=0.1, rows_in=10, rows_out=10 if ok else 0,
+                partitions_written=[f"day={d}" for d in step.dates] if ok else [],
+                error=error, blocked_by=blockers,
+            ))
     time.sleep(0.5)
     finished = datetime.now(UTC).isoformat()
     warehouse = Path(args.warehouse)
     warehouse.mkdir(parents=True, exist_ok=True)
     with (warehouse / "submissions.jsonl").open("a") as log:
-        log.write(json.dumps({"plan": args.plan, "steps": [r["id"] for r in results], "started_at": started, "finished_at": finished}) + "\n")
-    status = "failed" if bad else "succeeded"
-    write_text(args.report, json.dumps({"backfill_id": plan.backfill_id, "status": status, "steps": results}, indent=2))
+        log.write(json.dumps({"plan": args.plan, "steps": [r.id for r in results], "started_at": started, "finished_at": finished}) + "\n")
+    report = RunReport(
+        backfill_id=plan.backfill_id, plan=args.plan, warehouse=args.warehouse, application_id="fake-spark-job",
+        started_at=started, finished_at=finished, seconds=0.5, steps=results,
+        external_steps=[step.id for step in plan.steps if step.kind != "spark"],
+    )
+    write_text(args.report, report.to_json())
     return 1 if bad else 0
 
 

@@ -1,5 +1,5 @@
 """The DAG's support code without Airflow processes: rounds, the ledger, conf checks, the run
-report reader, URIs (fast; no network)."""
+report reader, the result file, URIs (fast; no network)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ from pathlib import Path
 
 import pytest
 
+from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, RunReport, StepResult, StepStatus
 from backfill_orchestrator.plan import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
 
-from backfill_runtime.conf import InvalidRunConfError, parse_run_conf  # noqa: E402
-from backfill_runtime.ledger import BLOCKED, FAILED, PENDING, SUCCEEDED, DagRunRequest, Ledger  # noqa: E402
+from backfill_runtime.ledger import DagRunRequest, Ledger  # noqa: E402
 from backfill_runtime.rounds import PlanTooDeepError, assign_rounds, check_fits, sub_plan  # noqa: E402
-from backfill_runtime.spark import report_steps  # noqa: E402
 from backfill_runtime.uris import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
 
 from .conftest import step  # noqa: E402
 
 D = ["2021-06-04", "2021-06-05"]
+PENDING, SUCCEEDED, FAILED, BLOCKED = StepStatus.PENDING, StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.BLOCKED
+
+
+def run_report(*steps: StepResult) -> RunReport:
+    """A report as the Spark job writes it, read back the way the DAG reads it."""
+    written = RunReport(
+        backfill_id="unit-0123abcd", plan="s3://b/rounds/0/plan.json", warehouse="s3a://lake", application_id="app-1",
+        started_at="2021-06-14T09:00:00+00:00", finished_at="2021-06-14T09:01:00+00:00", seconds=60.0,
+        steps=list(steps),
+    )  # fmt: skip
+    return RunReport.from_json(written.to_json().encode(), source="run_report.json")
 
 
 def make_plan(waves: list[list[dict]]) -> Plan:
@@ -75,73 +85,87 @@ def test_the_ledger_blocks_dependants_of_failures_only() -> None:
     assert work.spark_step_ids == ["a", "x", "b"] and work.dag_runs == []
     ledger.record_spark(
         ["a", "x", "b"],
-        report_steps={
-            "a": {"status": FAILED, "detail": "boom"},
-            "x": {"status": SUCCEEDED, "figures": {"rows_out": 5}},
-            "b": {"status": BLOCKED, "detail": "not run: upstream a did not succeed"},
-        },
+        report=run_report(
+            StepResult(id="a", transform="a", wave=0, status=FAILED, seconds=1.0, error="boom"),
+            StepResult(id="x", transform="x", wave=0, status=SUCCEEDED, seconds=2.0, rows_out=5),
+            StepResult(id="b", transform="b", wave=1, status=BLOCKED, seconds=0.0, blocked_by=["a"]),
+        ),
         task_state="failed",
     )
+    assert ledger.entries["b"].detail == "not run: upstream a did not succeed"
     work = ledger.plan_round(plan, 1)
     assert work.blocked == {"d2": "not run: upstream b did not succeed"}
     assert work.dag_runs == [DagRunRequest("d1", "d1", date(2021, 6, 4)), DagRunRequest("d1", "d1", date(2021, 6, 5))]
     ledger.record_dag_runs(work.dag_runs, {0: "success", 1: "failed"})
-    assert ledger.entries["d1"]["status"] == FAILED
-    assert ledger.entries["d1"]["detail"] == "DAG run failed for 2021-06-05"
+    assert ledger.entries["d1"].status is FAILED
+    assert ledger.entries["d1"].detail == "DAG run failed for 2021-06-05"
     work = ledger.plan_round(plan, 2)
     assert work.spark_step_ids == [] and work.dag_runs == []
     assert set(work.blocked) == {"c", "e", "d3"}
     assert ledger.counts() == {PENDING: 0, SUCCEEDED: 1, FAILED: 2, BLOCKED: 5}
     assert not ledger.succeeded
+    assert Ledger(ledger.to_dict()).entries == ledger.entries  # through XCom and back
 
 
 def test_no_report_means_every_submitted_step_failed() -> None:
     plan = make_plan(INTERLEAVED)
     ledger = Ledger.for_plan(plan)
-    ledger.record_spark(["a", "x"], report_steps=None, task_state="failed")
-    assert ledger.entries["a"]["status"] == FAILED
-    assert "ended failed and wrote no run report" in ledger.entries["a"]["detail"]
-    ledger.record_spark(["b"], report_steps={}, task_state="success")
-    assert ledger.entries["b"]["detail"] == "missing from the Spark job's run report"
+    ledger.record_spark(["a", "x"], report=None, task_state="failed")
+    assert ledger.entries["a"].status is FAILED
+    assert "ended failed and wrote no run report" in ledger.entries["a"].detail
+    ledger.record_spark(["b"], report=run_report(), task_state="success")
+    assert ledger.entries["b"].detail == "missing from the Spark job's run report"
+    ledger.record_spark(["e"], report=None, task_state="failed", unreadable="report_version: unsupported version 1")
+    assert ledger.entries["e"].detail == "the Spark job's run report is unusable: report_version: unsupported version 1"
 
 
-def test_the_job_report_maps_to_step_outcomes() -> None:
-    report = {
-        "steps": [
-            {"id": "a", "status": "succeeded", "seconds": 1.5, "rows_in": 10, "rows_out": 8, "partitions_written_count": 2},
-            {"id": "b", "status": "failed", "error": "division by zero"},
-            {"id": "c", "status": "skipped", "blocked_by": ["b"]},
-        ]
-    }
-    steps = report_steps(json.dumps(report))
-    assert steps["a"] == {"status": SUCCEEDED, "detail": None, "figures": {"seconds": 1.5, "rows_in": 10, "rows_out": 8, "partitions_written_count": 2}}
-    assert steps["b"]["status"] == FAILED and steps["b"]["detail"] == "division by zero"
-    assert steps["c"] == {"status": BLOCKED, "detail": "not run: upstream b did not succeed", "figures": {}}
+def test_the_job_report_maps_to_step_outcomes_with_their_figures() -> None:
+    plan = make_plan(INTERLEAVED)
+    ledger = Ledger.for_plan(plan)
+    report = run_report(
+        StepResult(id="a", transform="a", wave=0, status=SUCCEEDED, seconds=1.5, rows_in=10, rows_out=8,
+                   partitions_written=["day=2021-06-04", "day=2021-06-05"]),
+        StepResult(id="x", transform="x", wave=0, status=FAILED, seconds=0.5, error="division by zero"),
+    )  # fmt: skip
+    ledger.record_spark(["a", "x"], report=report, task_state="failed")
+    a, x = ledger.entries["a"], ledger.entries["x"]
+    assert a.status is SUCCEEDED and a.detail is None
+    assert a.figures.model_dump() == {"seconds": 1.5, "rows_in": 10, "rows_out": 8, "partitions_written_count": 2}
+    assert x.status is FAILED and x.detail == "division by zero"
 
 
 @pytest.mark.parametrize(
     ("conf", "problems"),
     [
-        (None, ["conf is empty"]),
-        ({}, ["conf is empty"]),
-        ({"backfill_id": "x-0123abcd"}, ["config_uri: required", "plan_uri: required"]),
+        (None, ["<root>: conf is empty"]),
+        ({}, ["<root>: conf is empty"]),
+        ({"backfill_id": "x-0123abcd"}, ["config_uri: field required", "plan_uri: field required"]),
         (
             {"backfill_id": "Bad Id", "config_uri": "s3://b/c.yaml", "plan_uri": "http://x/p.json", "extra": 1},
-            ["unknown keys ['extra']", "backfill_id: expected <name>-<8 hex digits>", "plan_uri: expected an s3://"],
+            ["extra: unknown key", "backfill_id: expected <name>-<8 hex digits>", "plan_uri: expected an s3://"],
         ),
-        ({"backfill_id": "x-0123abcd", "config_uri": 3, "plan_uri": " "}, ["config_uri: expected a non-empty string", "plan_uri: expected a non-empty string"]),
+        ({"backfill_id": "x-0123abcd", "config_uri": 3, "plan_uri": " "}, ["config_uri: input should be a valid string", "plan_uri: expected a non-empty URI"]),
+        ({"backfill_id": "x-0123abcd", "plan_url": "s3://b/p.json", "config_uri": "/c"}, ["plan_url: unknown key; did you mean 'plan_uri'?"]),
+        ({"contract_version": 2, "backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p"}, ["contract_version: unsupported version 2"]),
+        ({"backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p", "attempt": 0}, ["attempt: input should be greater than or equal to 1"]),
     ],
 )
 def test_bad_conf_names_every_problem(conf, problems) -> None:
-    with pytest.raises(InvalidRunConfError) as caught:
-        parse_run_conf(conf)
+    with pytest.raises(InvalidDocumentError) as caught:
+        RunConf.from_conf(conf)
     for problem in problems:
         assert any(p.startswith(problem) for p in caught.value.problems), (problem, caught.value.problems)
+    assert str(caught.value).startswith("DAG run conf: ")
 
 
-def test_good_conf() -> None:
-    conf = parse_run_conf({"backfill_id": "orders-0123abcd", "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/p.json"})
-    assert conf.plan_uri == "s3://b/p.json"
+def test_good_conf_as_the_trigger_sends_it() -> None:
+    sent = RunConf(backfill_id="orders-0123abcd", config_uri="s3://b/c.yaml", plan_uri="s3://b/p.json",
+                   result_uri="s3://b/results/orders.yaml.result.json").to_conf()  # fmt: skip
+    conf = RunConf.from_conf(sent)
+    assert conf.plan_uri == "s3://b/p.json" and conf.attempt == 1 and conf.contract_version == 1
+    assert conf.result_uri == "s3://b/results/orders.yaml.result.json"
+    # A hand-made conf of the three URIs (no version key) is version 1.
+    assert RunConf.from_conf({"backfill_id": "orders-0123abcd", "config_uri": "/c", "plan_uri": "/p"}).result_uri is None
 
 
 def test_local_uris_round_trip(tmp_path: Path) -> None:

@@ -166,13 +166,13 @@ def test_a_failing_step_stops_its_dependants_only(spark, warehouse, tmp_path, ca
     status = {step["id"]: step["status"] for step in report["steps"]}
     assert status == {
         "etl_orders": "failed", "etl_delivery_7_days": "succeeded",
-        "etl_orders_7_days": "skipped", "delivery_times_7_days": "succeeded",
+        "etl_orders_7_days": "blocked", "delivery_times_7_days": "succeeded",
     }
     assert report["status"] == "failed"
     failed = next(step for step in report["steps"] if step["id"] == "etl_orders")
     assert "part-garbage.json" in failed["error"] or "Malformed" in failed["error"], failed["error"]
-    skipped = next(step for step in report["steps"] if step["id"] == "etl_orders_7_days")
-    assert skipped["blocked_by"] == ["etl_orders"]
+    blocked = next(step for step in report["steps"] if step["id"] == "etl_orders_7_days")
+    assert blocked["blocked_by"] == ["etl_orders"]
     assert report["external_steps"] == ["email_discounts"]
     # The failed step left its output as it was.
     after = file_snapshot(warehouse)

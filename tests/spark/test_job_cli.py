@@ -31,8 +31,8 @@ def _write(path, text):
     ("plan_text", "expected"),
     [
         (None, "no such file"),
-        ("{not json", "Invalid JSON"),
-        (json.dumps({"plan_version": 1}), "backfill_id: Field required"),
+        ("{not json", "invalid JSON"),
+        (json.dumps({"plan_version": 1}), "backfill_id: field required"),
         (ONE_HOUR.to_json().replace('"transform": "etl_orders"', '"transform": "etl_nope"'),
          "step etl_orders: unknown transform 'etl_nope'"),
     ],

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from backfill_orchestrator.errors import UserError
 
 ROOT = "<root>"
+_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
 @dataclass(frozen=True, order=True)
@@ -31,6 +33,40 @@ def format_location(loc: Sequence[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out or ROOT
+
+
+def _short(value: Any) -> str | None:
+    if isinstance(value, dict | list):
+        return None
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def issue_from_pydantic(
+    error: Mapping[str, Any],
+    *,
+    loc: Sequence[str | int] | None = None,
+    unknown_key: Callable[[Sequence[str | int]], str] = lambda loc: "unknown key",
+) -> ConfigIssue:
+    """One pydantic error (`ValidationError.errors()` item) as a located issue in our wording:
+    `field required`, `unknown key...`, our validators' messages without pydantic's prefix, and
+    the offending value for the rest. `loc` overrides the error's own location."""
+    loc = tuple(error["loc"] if loc is None else loc)
+    kind = error["type"]
+    location = format_location(loc)
+    if kind == "missing":
+        return ConfigIssue(location, "field required")
+    if kind == "extra_forbidden":
+        return ConfigIssue(location, unknown_key(loc))
+    message = error["msg"]
+    for prefix in _PREFIXES:
+        if message.startswith(prefix):
+            return ConfigIssue(location, message[len(prefix):])
+    message = message[:1].lower() + message[1:]
+    shown = _short(error.get("input"))
+    if shown is not None and kind not in ("too_long", "too_short"):
+        message = f"{message}, got {shown}"
+    return ConfigIssue(location, message)
 
 
 class InvalidConfigError(UserError, ValueError):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, issue_from_pydantic
 from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES, ConfigFormat, format_for, load_document
 from backfill_orchestrator.config.model import (
     DAY_TAG,
@@ -19,8 +19,6 @@ from backfill_orchestrator.config.model import (
     BackfillConfig,
 )
 from backfill_orchestrator.config.rules import cross_field_issues
-
-_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
 @dataclass(frozen=True)
@@ -48,31 +46,10 @@ def _suggest(path: tuple[str, ...], key: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(model.model_fields)}"
 
 
-def _short(value: Any) -> str | None:
-    if isinstance(value, dict | list):
-        return None
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _issue_from_pydantic(error: dict[str, Any]) -> ConfigIssue:
     loc = tuple(part for part in error["loc"] if part not in (DAY_TAG, RANGE_TAG))
-    kind = error["type"]
-    location = format_location(loc)
-    if kind == "missing":
-        return ConfigIssue(location, "field required")
-    if kind == "extra_forbidden":
-        parent = tuple(p for p in loc[:-1] if isinstance(p, str))
-        return ConfigIssue(location, f"unknown key{_suggest(parent, str(loc[-1]))}")
-    message = error["msg"]
-    for prefix in _PREFIXES:
-        if message.startswith(prefix):
-            return ConfigIssue(location, message[len(prefix):])
-    message = message[:1].lower() + message[1:]
-    shown = _short(error.get("input"))
-    if shown is not None and kind not in ("too_long", "too_short"):
-        message = f"{message}, got {shown}"
-    return ConfigIssue(location, message)
+    parent = tuple(p for p in loc[:-1] if isinstance(p, str))
+    return issue_from_pydantic(error, loc=loc, unknown_key=lambda loc: f"unknown key{_suggest(parent, str(loc[-1]))}")
 
 
 def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigIssue]:

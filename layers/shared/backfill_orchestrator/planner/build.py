@@ -25,7 +25,7 @@ from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.lineage.walk import fetch_downstream
-from backfill_orchestrator.plan.model import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
 from backfill_orchestrator.planner.errors import (
     LineageCycleError,

@@ -25,7 +25,7 @@ from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.config.model import NonBlank
 from backfill_orchestrator.errors import BackfillError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
-from backfill_orchestrator.plan.model import StepKind
+from backfill_orchestrator.contracts.plan import StepKind
 
 MAX_CATALOG_BYTES = 8 * 1024 * 1024
 MAX_WINDOW_DAYS = 366

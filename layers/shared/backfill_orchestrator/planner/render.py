@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backfill_orchestrator.dates import compact_dates
-from backfill_orchestrator.plan.model import Plan, PlanStep
+from backfill_orchestrator.contracts.plan import Plan, PlanStep
 
 
 def _hours(hours: list[int] | None) -> str:

@@ -12,18 +12,9 @@ States and who writes them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class BackfillState(StrEnum):
-    RECEIVED = "RECEIVED"
-    REJECTED = "REJECTED"
-    PLANNED = "PLANNED"
-    TRIGGERED = "TRIGGERED"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
+from backfill_orchestrator.contracts.states import BackfillState
 
 
 S = BackfillState

@@ -1,4 +1,4 @@
-"""Plan document, version 1 (documented in README.md, "The plan document").
+"""Plan document, version 1 (documented in docs/planner.md, "The plan document").
 
 A plan is a list of waves; each wave a list of steps that may run side by side once every
 earlier wave has finished. A step is one Airflow DAG rerun for its dates (`airflow_dag`) or
@@ -7,23 +7,19 @@ and write it for every component (trigger Lambda, Spark job, DAG)."""
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.contracts.base import Contract
 
 PLAN_VERSION = 1
 StepKind = Literal["spark", "airflow_dag"]
 
 
-class _PlanModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PlanStep(_PlanModel):
+class PlanStep(Contract):
     id: str = Field(description="Unique in the plan: the dag_id for airflow_dag steps, the transform for spark steps")
     job: JobRef = Field(description="The lineage job this step stands for (a DAG's task jobs collapse into one step)")
     dag_id: str
@@ -43,23 +39,27 @@ class PlanStep(_PlanModel):
         return self
 
 
-class Wave(_PlanModel):
+class Wave(Contract):
     index: int = Field(ge=0)
     steps: list[PlanStep]
 
 
-class Exclusion(_PlanModel):
+class Exclusion(Contract):
     job: JobRef
     reason: str
 
 
-class PlanWarning(_PlanModel):
+class PlanWarning(Contract):
     code: str
     message: str
     jobs: list[JobRef] = Field(default_factory=list)
 
 
-class Plan(_PlanModel):
+class Plan(Contract):
+    document_name: ClassVar[str] = "plan"
+    version_field: ClassVar[str] = "plan_version"
+    max_bytes: ClassVar[int] = 64 * 1024 * 1024
+
     plan_version: Literal[1] = PLAN_VERSION
     backfill_id: str
     name: str
@@ -97,10 +97,3 @@ class Plan(_PlanModel):
             if step.id == step_id:
                 return step
         raise KeyError(step_id)
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Plan:
-        return cls.model_validate_json(text)

@@ -1,0 +1,145 @@
+"""What every contract shares: the base model, the versioned reader, and its one error.
+
+A document that crosses a process (a DAG run conf, a plan, a run report, a result file, ...)
+is read only through `parse_document`, which refuses an unknown or missing version first (one
+clear issue rather than a page of field errors from another format), then validates the
+model and reports every problem with its location (`steps[2].status: ...`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from backfill_orchestrator.config.errors import ROOT, ConfigIssue, issue_from_pydantic
+from backfill_orchestrator.errors import UserError
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+class InvalidDocumentError(UserError, ValueError):
+    """A document that is not a valid `document` of the version this release reads; carries
+    every located issue."""
+
+    def __init__(self, *, document: str, issues: Iterable[ConfigIssue], source: str | None = None):
+        self.document = document
+        self.issues: list[ConfigIssue] = list(dict.fromkeys(issues))
+        self.source = source
+        super().__init__(self.render())
+
+    @property
+    def problems(self) -> list[str]:
+        """`location: message` per issue, without the source (for lists in messages)."""
+        return [str(issue) for issue in self.issues]
+
+    def render(self) -> str:
+        prefix = f"{self.source}: " if self.source else ""
+        return "\n".join(f"{prefix}{self.document}: {issue}" for issue in self.issues)
+
+
+class Contract(BaseModel):
+    """A document we write and read: unknown keys are refused, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    document_name: ClassVar[str] = "document"
+    version_field: ClassVar[str] = ""  # the key carrying the version; "" for none
+    version: ClassVar[int] = 1  # the one version this release reads and writes
+    version_required: ClassVar[bool] = True  # False: a document without the key is this version
+    max_bytes: ClassVar[int] = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def from_json(cls, data: bytes | str | Mapping[str, Any], *, source: str | None = None) -> Self:
+        return parse_document(cls, data, source=source)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+
+M = TypeVar("M", bound=Contract)
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise ValueError(f"duplicate key {key!r}")
+        document[key] = value
+    return document
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _load(model: type[Contract], data: bytes | str, *, fail: Any) -> Any:
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > model.max_bytes:
+        raise fail([ConfigIssue(ROOT, f"document is {size} bytes; the limit is {model.max_bytes}")])
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as error:
+        raise fail([ConfigIssue(ROOT, f"not UTF-8 text (byte {error.start})")]) from None
+    if not text.strip():
+        raise fail([ConfigIssue(ROOT, "empty document")])
+    try:
+        return json.loads(text, object_pairs_hook=_refuse_duplicates, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise fail([ConfigIssue(ROOT, f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}")]) from None
+    except ValueError as error:
+        raise fail([ConfigIssue(ROOT, f"invalid JSON: {error}")]) from None
+
+
+def version_issue(model: type[Contract], document: Mapping[str, Any]) -> ConfigIssue | None:
+    """The one issue of a document of another version (or none), checked before the fields."""
+    key = model.version_field
+    if not key:
+        return None
+    if key not in document:
+        if not model.version_required:
+            return None
+        return ConfigIssue(
+            key, f"missing: this release reads {model.document_name} version {model.version} (an older format?)"
+        )
+    found = document[key]
+    if type(found) is not int or found != model.version:
+        return ConfigIssue(
+            key, f"unsupported version {found!r}: this release reads {model.document_name} version {model.version} only"
+        )
+    return None
+
+
+def _unknown_key(model: type[Contract]) -> Any:
+    def message(loc: Any) -> str:
+        import difflib
+
+        if len(loc) == 1:
+            close = difflib.get_close_matches(str(loc[0]), list(model.model_fields), n=1, cutoff=0.6)
+            if close:
+                return f"unknown key; did you mean '{close[0]}'?"
+            return f"unknown key; known keys: {', '.join(model.model_fields)}"
+        return "unknown key"
+
+    return message
+
+
+def parse_document(model: type[M], data: bytes | str | Mapping[str, Any], *, source: str | None = None) -> M:
+    """JSON bytes or text, or an already-parsed mapping, to `model`; raises
+    InvalidDocumentError naming the document, the source and every located problem."""
+
+    def fail(issues: list[ConfigIssue]) -> InvalidDocumentError:
+        return InvalidDocumentError(document=model.document_name, issues=issues, source=source)
+
+    document = data if isinstance(data, Mapping) else _load(model, data, fail=fail)
+    if not isinstance(document, Mapping):
+        raise fail([ConfigIssue(ROOT, f"expected a JSON object at the top, got {type(document).__name__}")])
+    issue = version_issue(model, document)
+    if issue is not None:
+        raise fail([issue])
+    try:
+        return model.model_validate(dict(document))
+    except ValidationError as error:
+        unknown = _unknown_key(model)
+        raise fail([issue_from_pydantic(e, unknown_key=unknown) for e in error.errors(include_url=False)]) from None

@@ -1,0 +1,66 @@
+"""The result file beside a dropped config (`results/<path>.result.json`): what became of the
+upload. The trigger writes it (accepted, dry run, rejected, already known, failed) and, for a
+triggered batch backfill, the DAG rewrites it as the backfill runs (RUNNING, then SUCCEEDED or
+FAILED with the report's figures), so someone with only S3 access sees the outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from backfill_orchestrator.contracts.backfill_report import BackfillFigures
+from backfill_orchestrator.contracts.base import Contract
+from backfill_orchestrator.contracts.states import BackfillState
+from backfill_orchestrator.contracts.steps import StepProblem
+
+Outcome = Literal["accepted", "dry_run", "rejected", "already_known", "failed"]
+# Shown even when empty: a reader tells "no backfill id" (an invalid config) from a missing key.
+_ALWAYS = frozenset({"source", "outcome", "backfill_id", "state", "status_id"})
+
+
+class LocatedError(Contract):
+    location: str
+    message: str
+
+
+class PlanSummary(Contract):
+    waves: list[list[str]]
+    steps: int = Field(ge=0)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ResultFile(Contract):
+    document_name: ClassVar[str] = "result file"
+    version_field: ClassVar[str] = "result_version"
+    max_bytes: ClassVar[int] = 4 * 1024 * 1024
+
+    result_version: Literal[1] = 1
+    source: str = Field(description="The uploaded config, s3://bucket/incoming/...")
+    outcome: Outcome = Field(description="What became of the upload")
+    backfill_id: str | None = Field(description="None for an invalid config (it has no identity)")
+    state: BackfillState = Field(description="The backfill's state when this file was written")
+    status_id: str = Field(description="The status record's key")
+    errors: list[LocatedError] | None = Field(default=None, description="rejected: every located error")
+    reason: str | None = None
+    retrying: str | None = Field(default=None, description="failed: set when the trigger retries by itself")
+    config_uri: str | None = None
+    plan_uri: str | None = None
+    plan: PlanSummary | None = None
+    dag_id: str | None = None
+    dag_run_id: str | None = None
+    dag_run_url: str | None = None
+    report_uri: str | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill report")
+    figures: BackfillFigures | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill's figures")
+    failed_steps: list[StepProblem] | None = Field(default=None, description="FAILED: steps that failed or did not run")
+    status_command: str
+    written_at: datetime
+
+    def to_json(self) -> str:
+        import json
+
+        document: dict[str, Any] = {
+            key: value for key, value in self.model_dump(mode="json").items() if value is not None or key in _ALWAYS
+        }
+        return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,124 @@
+"""The Spark job's run report: what it did, per spark step. The job writes it (next to the plan
+by default); the DAG reads it to record each step's outcome.
+
+Version 2 uses the one step vocabulary (`blocked`, not version 1's `skipped`); a version 1
+report is refused as another format."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from backfill_orchestrator.contracts.base import Contract
+from backfill_orchestrator.contracts.fields import BackfillId
+from backfill_orchestrator.contracts.steps import StepFigures, StepStatus
+
+RUN_REPORT_VERSION = 2
+RunStatus = Literal["succeeded", "failed"]
+
+
+class StepResult(Contract):
+    id: str
+    transform: str
+    wave: int = Field(ge=0)
+    status: StepStatus = Field(description="succeeded, failed or blocked (a run report has no pending step)")
+    seconds: float = Field(ge=0)
+    rows_in: int = Field(default=0, ge=0)
+    rows_in_by_input: dict[str, int] = Field(default_factory=dict)
+    rows_out: int = Field(default=0, ge=0)
+    partitions_written: list[str] = Field(default_factory=list, description="`day=.../hour=.../feed=...`")
+    partitions_written_count: int = Field(default=0, ge=0, description="len(partitions_written)")
+    partitions_deleted: list[str] = Field(default_factory=list, description="In scope, no rows any more")
+    error: str | None = Field(default=None, description="failed: what went wrong")
+    blocked_by: list[str] = Field(default_factory=list, description="blocked: the upstream steps that did not succeed")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_partitions(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "partitions_written_count" not in data:
+            data = {**data, "partitions_written_count": len(data.get("partitions_written") or [])}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StepResult:
+        if self.partitions_written_count != len(self.partitions_written):
+            raise ValueError(
+                f"step {self.id}: partitions_written_count is {self.partitions_written_count} "
+                f"but {len(self.partitions_written)} partitions are listed"
+            )
+        if self.status is StepStatus.PENDING:
+            raise ValueError(f"step {self.id}: a run report step is succeeded, failed or blocked, not pending")
+        if self.status is StepStatus.BLOCKED and not self.blocked_by:
+            raise ValueError(f"step {self.id}: a blocked step names the steps that blocked it (blocked_by)")
+        return self
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status is StepStatus.SUCCEEDED
+
+    @property
+    def detail(self) -> str | None:
+        """One line for people: the error, or what blocked the step."""
+        if self.status is StepStatus.BLOCKED:
+            return f"not run: upstream {', '.join(self.blocked_by)} did not succeed"
+        return self.error
+
+    @property
+    def figures(self) -> StepFigures:
+        return StepFigures(
+            seconds=self.seconds,
+            rows_in=self.rows_in,
+            rows_out=self.rows_out,
+            partitions_written_count=self.partitions_written_count,
+        )
+
+
+class RunReport(Contract):
+    document_name: ClassVar[str] = "Spark run report"
+    version_field: ClassVar[str] = "report_version"
+    version: ClassVar[int] = RUN_REPORT_VERSION
+
+    report_version: Literal[2] = RUN_REPORT_VERSION
+    backfill_id: BackfillId
+    plan: str = Field(description="The plan document the job ran")
+    warehouse: str
+    application_id: str
+    started_at: datetime
+    finished_at: datetime
+    seconds: float = Field(ge=0)
+    status: RunStatus = Field(description="succeeded when every step succeeded")
+    steps: list[StepResult] = Field(description="One per spark step, in plan order")
+    external_steps: list[str] = Field(
+        default_factory=list, description="The plan's non-spark steps, taken as done (the DAG orders kinds)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_status(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "status" not in data:
+            steps = data.get("steps") or []
+            ok = all((s.status if isinstance(s, StepResult) else (s or {}).get("status")) == "succeeded" for s in steps)
+            data = {**data, "status": "succeeded" if ok else "failed"}
+        return data
+
+    @model_validator(mode="after")
+    def _status_matches_steps(self) -> RunReport:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.id in seen:
+                raise ValueError(f"step {step.id} is reported twice")
+            seen.add(step.id)
+        not_ok = [step.id for step in self.steps if not step.succeeded]
+        if self.status == "succeeded" and not_ok:
+            raise ValueError(f"status is succeeded but steps {', '.join(not_ok)} did not succeed")
+        if self.status == "failed" and not not_ok:
+            raise ValueError("status is failed but every step succeeded")
+        return self
+
+    def step(self, step_id: str) -> StepResult:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)

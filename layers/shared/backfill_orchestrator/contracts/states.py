@@ -1,0 +1,15 @@
+"""The states of a backfill, shared by the status record, the result file and notifications."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class BackfillState(StrEnum):
+    RECEIVED = "RECEIVED"
+    REJECTED = "REJECTED"
+    PLANNED = "PLANNED"
+    TRIGGERED = "TRIGGERED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
