@@ -23,6 +23,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from backfill_local.airflow_double import AirflowDouble
 from backfill_local.marquez_double import MarquezDouble
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
+from backfill_orchestrator.contracts import RunConf
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusStore
@@ -189,7 +190,13 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
     run = harness.airflow.runs[("backfill", backfill_id)]
     config_uri = f"s3://{BUCKET}/backfills/{backfill_id}/config.yaml"
     plan_uri = f"s3://{BUCKET}/backfills/{backfill_id}/plan.json"
-    assert run["conf"] == {"backfill_id": backfill_id, "config_uri": config_uri, "plan_uri": plan_uri}
+    result_uri = f"s3://{BUCKET}/results/minimal-batch.yaml.result.json"
+    assert run["conf"] == {
+        "contract_version": 1, "backfill_id": backfill_id, "config_uri": config_uri, "plan_uri": plan_uri,
+        "result_uri": result_uri, "attempt": 1,
+    }  # fmt: skip
+    # What the trigger sends is what the DAG reads, through the same contract.
+    assert RunConf.from_conf(run["conf"]).result_uri == result_uri
     assert run["logical_date"] is None
     # The strict double saw the exact body: logical_date present and null, nothing else extra.
     (post,) = harness.airflow.trigger_posts("backfill")

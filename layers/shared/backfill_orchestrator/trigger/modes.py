@@ -13,6 +13,7 @@ from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
+from backfill_orchestrator.contracts import RunConf
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
@@ -104,7 +105,12 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
 
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
-    conf = {"backfill_id": backfill_id, "config_uri": stored.config_uri, "plan_uri": stored.plan_uri}
+    conf = RunConf(
+        backfill_id=backfill_id,
+        config_uri=stored.config_uri,
+        plan_uri=stored.plan_uri,
+        result_uri=services.storage.result_uri(request.upload),
+    ).to_conf()
     run = airflow.trigger_dag_run(dag_id, run_id=backfill_id, conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
     services.status.transition(

@@ -36,6 +36,7 @@ from backfill_orchestrator.config import (
     backfill_id as compute_backfill_id,
 )
 from backfill_orchestrator.config.errors import ROOT
+from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.lineage import LineageError
 from backfill_orchestrator.notify import (
     Notifier,
@@ -232,7 +233,7 @@ class TriggerService:
                 attributes={"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason},
             )
             self._count("Rejected")
-            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
+            self._write_result(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues)
             self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name), channel=channel)
             return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason)
 
@@ -242,7 +243,7 @@ class TriggerService:
                 attributes={"reason": outcome.reason, "retryable": False},
             )  # fmt: skip
             self._count("Failed")
-            self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
+            self._write_result(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason)
             self.notifier.slack(
                 backfill_id,
                 backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
@@ -255,16 +256,13 @@ class TriggerService:
         self._count("DryRuns" if dry_run else "Triggered")
         run_id = outcome.run.run.run_id if outcome.run else None
         self._write_result(
-            upload,
-            self._result_document(
-                upload, disposition, backfill_id, str(outcome.state),
-                plan=plan_summary(outcome.plan) if outcome.plan else None,
-                config_uri=outcome.stored.config_uri if outcome.stored else None,
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-                dag_id=self.settings.backfill_dag_id if run_id else None,
-                dag_run_id=run_id,
-                dag_run_url=outcome.run_url,
-            ),
+            upload, disposition, backfill_id, str(outcome.state),
+            plan=plan_summary(outcome.plan) if outcome.plan else None,
+            config_uri=outcome.stored.config_uri if outcome.stored else None,
+            plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+            dag_id=self.settings.backfill_dag_id if run_id else None,
+            dag_run_id=run_id,
+            dag_run_url=outcome.run_url,
         )  # fmt: skip
         self.notifier.slack(
             backfill_id,
@@ -307,10 +305,7 @@ class TriggerService:
             status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason} (it will be retried automatically)"),
             channel=config.notify.slack_channel,
         )
-        self._write_result(
-            upload,
-            self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True),
-        )
+        self._write_result(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True)
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
     def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], lease_seconds: int) -> UploadResult:
@@ -333,7 +328,7 @@ class TriggerService:
             )
             self._count("Rejected")
             self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
-            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id))
+            self._write_result(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id)
             self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues))
             return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors")
 
@@ -341,13 +336,10 @@ class TriggerService:
         self._count("AlreadyKnown")
         self.logger.info("%s is already known as %s (%s)", upload.uri, existing.backfill_id, existing.state)
         self._write_result(
-            upload,
-            self._result_document(
-                upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
-                config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
-                dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
-                reason=existing.reason,
-            ),
+            upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
+            config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
+            dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
+            reason=existing.reason,
         )  # fmt: skip
         self.notifier.slack(
             existing.backfill_id,
@@ -369,28 +361,31 @@ class TriggerService:
         status_id: str | None = None,
         retrying: bool = False,
         **fields: Any,
-    ) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "source": upload.uri,
-            "outcome": str(disposition),
-            "backfill_id": backfill_id,
-            "state": state,
-            "status_id": status_id or backfill_id,
-        }
-        if errors:
-            document["errors"] = [issue.as_dict() for issue in errors]
-        document.update({key: value for key, value in fields.items() if value is not None})
-        if retrying:
-            document["retrying"] = "a system failure; the trigger retries automatically and on-call is paged"
-        document["status_command"] = f"backfill status {status_id or backfill_id}"
-        document["written_at"] = self.clock().isoformat()
-        return document
+    ) -> ResultFile:
+        record_id = status_id or backfill_id
+        return ResultFile(
+            source=upload.uri,
+            outcome=str(disposition),
+            backfill_id=backfill_id,
+            state=state,
+            status_id=record_id,
+            errors=[issue.as_dict() for issue in errors] if errors else None,
+            retrying="a system failure; the trigger retries automatically and on-call is paged" if retrying else None,
+            status_command=f"backfill status {record_id}",
+            written_at=self.clock(),
+            **fields,
+        )
 
-    def _write_result(self, upload: Upload, document: dict[str, Any]) -> None:
+    def _write_result(
+        self, upload: Upload, disposition: Disposition, backfill_id: str | None, state: str, **fields: Any
+    ) -> None:
+        """Build (through the ResultFile contract) and write the result file; a failure of
+        either is logged and counted, never raised: the backfill's own outcome stands."""
         try:
+            document = self._result_document(upload, disposition, backfill_id, state, **fields)
             uri = self.services.storage.write_result(upload, document)
             self.logger.info("result written to %s", uri)
-        except Exception as error:  # the backfill's own outcome stands; say so loudly
+        except Exception as error:  # say so loudly
             self.logger.error("could not write the result file for %s: %s", upload.uri, error)
             self._count("ResultWriteFailures")
 

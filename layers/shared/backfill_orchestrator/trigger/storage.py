@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.trigger.events import Upload
@@ -92,10 +92,13 @@ class TriggerStorage:
         relative = upload.key[len(self.incoming_prefix):] if upload.key.startswith(self.incoming_prefix) else upload.key
         return f"{self.results_prefix}{relative}.result.json"
 
-    def write_result(self, upload: Upload, result: dict[str, Any]) -> str:
+    def result_uri(self, upload: Upload) -> str:
+        return f"s3://{self.bucket}/{self.result_key(upload)}"
+
+    def write_result(self, upload: Upload, result: ResultFile) -> str:
         """Write the outcome document for `upload`; returns its s3:// URI."""
         key = self.result_key(upload)
-        self._put(key, (json.dumps(result, indent=2, default=str) + "\n").encode(), "application/json")
+        self._put(key, result.to_json().encode(), "application/json")
         return f"s3://{self.bucket}/{key}"
 
     # -- backfills ---------------------------------------------------------------------
