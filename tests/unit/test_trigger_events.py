@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.trigger import MalformedEventError, Upload, event_records, upload_from_record
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, TriggerStorage
 
@@ -107,5 +110,14 @@ def test_only_configs_under_the_incoming_prefix_count(storage: TriggerStorage) -
 
 
 def test_results_mirror_the_incoming_path(storage: TriggerStorage) -> None:
-    uri = storage.write_result(Upload("configs", "incoming/team-a/x.yaml"), {"outcome": "rejected"})
-    assert uri == "s3://configs/results/team-a/x.yaml.result.json"
+    upload = Upload("configs", "incoming/team-a/x.yaml")
+    result = ResultFile(
+        source=upload.uri, outcome="rejected", backfill_id=None, state="REJECTED", status_id="rejected-0123",
+        errors=[{"location": "dates[1].end", "message": "must not be before start"}],
+        status_command="backfill status rejected-0123", written_at=datetime(2021, 6, 14, tzinfo=UTC),
+    )  # fmt: skip
+    uri = storage.write_result(upload, result)
+    assert uri == storage.result_uri(upload) == "s3://configs/results/team-a/x.yaml.result.json"
+    body = storage._s3.get_object(Bucket="configs", Key="results/team-a/x.yaml.result.json")["Body"].read()
+    assert json.loads(body)["backfill_id"] is None  # shown, not left out: an invalid config has no id
+    assert ResultFile.from_json(body, source=uri) == result
