@@ -190,3 +190,110 @@ def test_s3_uris_round_trip() -> None:
         remove("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)
         with pytest.raises(DocumentNotFoundError):
             read_text("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)
+
+
+@pytest.fixture
+def s3_bucket(monkeypatch: pytest.MonkeyPatch):
+    import boto3
+    from moto import mock_aws
+
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="unit-bucket")
+        yield s3
+
+
+def _quiet_reporting():
+    from backfill_runtime.reporting import Reporting
+
+    from backfill_orchestrator.notify import Notifier
+
+    return Reporting(store=None, notifier=Notifier(slack=None, pagerduty=None), airflow_ui_url=None)
+
+
+def test_the_result_file_follows_the_backfill_to_its_end(s3_bucket) -> None:
+    from backfill_orchestrator.config import parse_config
+    from backfill_orchestrator.contracts import BackfillReport, ResultFile, StepOutcome
+    from backfill_orchestrator.trigger.events import Upload
+    from backfill_orchestrator.trigger.storage import TriggerStorage
+
+    # The trigger's side: the file it writes when it has triggered the DAG run.
+    storage = TriggerStorage(
+        s3_client=s3_bucket, bucket="unit-bucket", incoming_prefix="incoming/", results_prefix="results/",
+        backfills_prefix="backfills/",
+    )  # fmt: skip
+    upload = Upload("unit-bucket", "incoming/team-a/unit.yaml")
+    result_uri = storage.write_result(
+        upload,
+        ResultFile(
+            source=upload.uri, outcome="accepted", backfill_id="unit-0123abcd", state="TRIGGERED",
+            status_id="unit-0123abcd", plan={"waves": [["a", "x"]], "steps": 2}, dag_id="backfill",
+            dag_run_id="unit-0123abcd", status_command="backfill status unit-0123abcd",
+            written_at=datetime(2021, 6, 14, 9, tzinfo=UTC),
+        ),
+    )  # fmt: skip
+    assert result_uri == RunConf.from_conf(
+        {"backfill_id": "unit-0123abcd", "config_uri": "/c", "plan_uri": "/p", "result_uri": result_uri}
+    ).result_uri
+
+    def read() -> ResultFile:
+        return ResultFile.from_json(read_text(result_uri), source=result_uri)
+
+    config = parse_config((Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes())
+    reporting = _quiet_reporting()
+    reporting.started(
+        backfill_id="unit-0123abcd", config=config, plan=make_plan(INTERLEAVED), rounds=3,
+        run_url="https://airflow/dags/backfill/runs/unit-0123abcd", result_uri=result_uri,
+    )  # fmt: skip
+    running = read()
+    assert running.state == "RUNNING" and running.outcome == "accepted"
+    assert running.dag_run_url == "https://airflow/dags/backfill/runs/unit-0123abcd"
+    assert running.plan.steps == 2 and running.written_at > datetime(2021, 6, 14, 9, tzinfo=UTC)
+
+    steps = {
+        "a": StepOutcome(status=FAILED, kind="spark", round=0, dag_id="etl", detail="boom"),
+        "x": StepOutcome(status=SUCCEEDED, kind="spark", round=0, dag_id="etl",
+                         figures={"rows_out": 7, "partitions_written_count": 2}),
+        "d1": StepOutcome(status=SUCCEEDED, kind="airflow_dag", round=1, dag_id="d1", dates={"2021-06-04": "success"}),
+        "b": StepOutcome(status=BLOCKED, kind="spark", round=0, dag_id="etl", detail="not run: upstream a did not succeed"),
+    }  # fmt: skip
+    report = BackfillReport.build(
+        backfill_id="unit-0123abcd", dag_run_id="unit-0123abcd", steps=steps, spark_reports=[],
+        written_at=datetime.now(UTC),
+    )  # fmt: skip
+    reporting.finished(config=config, report=report, report_uri="s3://unit-bucket/r.json", run_url=None, result_uri=result_uri)
+    failed = read()
+    assert failed.state == "FAILED" and failed.report_uri == "s3://unit-bucket/r.json"
+    assert failed.figures.model_dump() == {
+        "steps_succeeded": 2, "steps_failed": 1, "steps_not_run": 1, "rows_written": 7, "partitions_written": 2,
+        "dag_runs_succeeded": 1,
+    }  # fmt: skip
+    assert [(p.step, p.status) for p in failed.failed_steps] == [("a", FAILED), ("b", BLOCKED)]
+    assert failed.reason == "1 step(s) failed: a; 1 not run"
+
+    # A cleared and rerun DAG run that succeeds: the file says so, failures gone.
+    fixed = {key: value.model_copy(update={"status": SUCCEEDED, "detail": None}) for key, value in steps.items()}
+    report = BackfillReport.build(
+        backfill_id="unit-0123abcd", dag_run_id="unit-0123abcd", steps=fixed, spark_reports=[], written_at=datetime.now(UTC)
+    )
+    reporting.finished(config=config, report=report, report_uri="s3://unit-bucket/r.json", run_url=None, result_uri=result_uri)
+    succeeded = read()
+    assert succeeded.state == "SUCCEEDED" and succeeded.failed_steps is None and succeeded.reason is None
+    assert succeeded.figures.steps_succeeded == 4
+
+
+def test_a_missing_or_foreign_result_file_is_left_alone_and_never_fails_the_run(s3_bucket) -> None:
+    from backfill_runtime.results import follow_result
+
+    missing = "s3://unit-bucket/results/gone.yaml.result.json"
+    assert follow_result(missing, state="RUNNING") is None
+    with pytest.raises(DocumentNotFoundError):
+        read_text(missing)
+    foreign = "s3://unit-bucket/results/old.yaml.result.json"
+    write_text(foreign, json.dumps({"result_version": 0, "outcome": "accepted"}))
+    assert follow_result(foreign, state="RUNNING") is None
+    assert json.loads(read_text(foreign)) == {"result_version": 0, "outcome": "accepted"}
+    assert follow_result(None, state="RUNNING") is None
