@@ -18,7 +18,8 @@ from backfill_runtime.conf import InvalidRunConfError, parse_run_conf  # noqa: E
 from backfill_runtime.ledger import BLOCKED, FAILED, PENDING, SUCCEEDED, DagRunRequest, Ledger  # noqa: E402
 from backfill_runtime.rounds import PlanTooDeepError, assign_rounds, check_fits, sub_plan  # noqa: E402
 from backfill_runtime.spark import report_steps  # noqa: E402
-from backfill_runtime.uris import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
+
+from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
 
 from .conftest import step  # noqa: E402
 
