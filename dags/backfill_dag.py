@@ -55,11 +55,11 @@ def _ids(index: int) -> dict[str, str]:
 def start() -> dict[str, Any]:
     from backfill_runtime.reporting import Reporting
     from backfill_runtime.rounds import PlanTooDeepError, check_fits
-    from backfill_runtime.uris import DocumentNotFoundError, read_text
 
     from backfill_orchestrator.config import InvalidConfigError, parse_config
     from backfill_orchestrator.contracts import InvalidDocumentError, Plan, RunConf
     from backfill_orchestrator.contracts.run_conf import backfill_id_of
+    from backfill_orchestrator.documents import DocumentNotFoundError, read_text
 
     context = get_current_context()
     ti, dag_run = context["ti"], context["dag_run"]
@@ -126,9 +126,9 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
     """The ledger once rounds 0..index-1 are done: the previous prepare's ledger plus what that
     round's Spark submission and DAG reruns reported."""
     from backfill_runtime.ledger import DagRunRequest, Ledger
-    from backfill_runtime.uris import DocumentNotFoundError, read_text
 
     from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
+    from backfill_orchestrator.documents import DocumentNotFoundError, read_text
 
     if index == 0:
         return Ledger.for_plan(plan)
@@ -163,8 +163,8 @@ def prepare(index: int) -> list[dict[str, Any]]:
     """Returns the round's DAG reruns (what `dag_runs` maps over); pushes `ledger`, `spark` and
     `requests` under their own XCom keys for the next round."""
     from backfill_runtime.rounds import sub_plan
-    from backfill_runtime.uris import sibling, write_text
 
+    from backfill_orchestrator.documents import sibling, write_text
     from backfill_orchestrator.plan import Plan
 
     ti = get_current_context()["ti"]
@@ -214,7 +214,8 @@ def _spark_spec(ti: Any, index: int) -> dict[str, Any] | None:
 @task(task_id="spark")
 def spark_local(index: int) -> None:
     from backfill_runtime.spark import SparkInputError, job_arguments, run_local
-    from backfill_runtime.uris import remove
+
+    from backfill_orchestrator.documents import remove
 
     ti = get_current_context()["ti"]
     spec = _spark_spec(ti, index)
@@ -236,7 +237,7 @@ def spark_local(index: int) -> None:
 
 
 def _remove_stale_report(context: Any) -> None:
-    from backfill_runtime.uris import remove
+    from backfill_orchestrator.documents import remove
 
     spec = _spark_spec(context["ti"], int(context["ti"].task_id.split(".")[0].removeprefix("round_")))
     if spec:
@@ -281,10 +282,10 @@ def spark_emr_serverless(index: int) -> list[Any]:
 def finish() -> dict[str, Any]:
     from backfill_runtime.ledger import Ledger
     from backfill_runtime.reporting import Reporting
-    from backfill_runtime.uris import DocumentNotFoundError, read_text, sibling, write_text
 
     from backfill_orchestrator.config import InvalidConfigError, parse_config
     from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus
+    from backfill_orchestrator.documents import DocumentNotFoundError, read_text, sibling, write_text
 
     ti = get_current_context()["ti"]
     started = _started(ti)

@@ -35,19 +35,12 @@ from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
+from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
 from backfill_orchestrator.plan import Plan  # noqa: E402
 from spark_jobs.cli_args import positive  # noqa: E402
 from spark_jobs.registry import Registry  # noqa: E402
 from spark_jobs.runner import check_plan, run_plan  # noqa: E402
-from spark_jobs.storage import (  # noqa: E402
-    DocumentError,
-    WarehouseNotFoundError,
-    is_s3,
-    read_document,
-    resolve_warehouse,
-    sibling,
-    write_document,
-)
+from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
 from spark_jobs.transforms import FOOD_DELIVERY  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
@@ -64,7 +57,7 @@ class InvalidPlanError(ValueError):
 
 def load_plan(uri: str, *, registry: Registry, s3_client: Any = None) -> Plan:
     try:
-        body = read_document(uri, s3_client=s3_client)
+        body = read_bytes(uri, s3_client=s3_client)
     except DocumentError as error:
         raise InvalidPlanError([str(error)]) from None
     try:
@@ -128,7 +121,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: 
         )
     print(_summary(report))
     try:
-        write_document(report_uri, report.to_json().encode(), s3_client=s3_client)
+        write_bytes(report_uri, report.to_json().encode(), s3_client=s3_client)
     except DocumentError as error:
         print(f"backfill_job: run report not written: {error}", file=sys.stderr)
         return EXIT_STEP_FAILED

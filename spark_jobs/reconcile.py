@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from backfill_orchestrator.config import InvalidConfigError, parse_config
+from backfill_orchestrator.documents import DocumentError, is_s3, write_bytes
 from spark_jobs import cli_args
 from spark_jobs.reconciliation import (
     MissingRawLayerError,
@@ -29,13 +30,7 @@ from spark_jobs.reconciliation import (
     render_yaml,
 )
 from spark_jobs.scope import Scope
-from spark_jobs.storage import (
-    DocumentError,
-    WarehouseNotFoundError,
-    is_s3,
-    resolve_warehouse,
-    write_document,
-)
+from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse
 
 EXIT_OK, EXIT_ERROR = 0, 2
 DEFAULT_OWNER = "@data-platform"
@@ -100,7 +95,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
 
         s3_client = boto3.client("s3")
     try:
-        write_document(args.out, text.encode(), s3_client=s3_client, content_type="application/yaml")
+        write_bytes(args.out, text.encode(), s3_client=s3_client, content_type="application/yaml")
     except DocumentError as error:
         print(f"reconcile: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from backfill_orchestrator.documents import has_scheme
 from spark_jobs import cli_args
 from spark_jobs.sample_data import (
     FEEDS,
@@ -25,7 +26,7 @@ from spark_jobs.sample_data import (
     generate,
 )
 from spark_jobs.scope import Scope
-from spark_jobs.storage import WarehouseNotFoundError, has_scheme, resolve_warehouse
+from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse
 from spark_jobs.tables import PROCESSED_TABLES, RAW_ORDERS
 
 EXIT_OK, EXIT_USAGE = 0, 2

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
-from backfill_runtime.uris import DocumentAccessError, DocumentNotFoundError, read_text, write_text
+from backfill_orchestrator.documents import DocumentError, read_text, write_text
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def follow_result(
         current = ResultFile.from_json(read_text(result_uri, s3_client=s3_client), source=result_uri)
         updated = ResultFile.model_validate({**current.model_dump(), **changes, "written_at": clock()})
         write_text(result_uri, updated.to_json(), s3_client=s3_client)
-    except (DocumentNotFoundError, DocumentAccessError, InvalidDocumentError) as error:
+    except (DocumentError, InvalidDocumentError) as error:
         log.warning("result file not updated: %s", error)
         return None
     return updated

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
 
 from backfill_runtime.ledger import DagRunRequest, Ledger  # noqa: E402
 from backfill_runtime.rounds import PlanTooDeepError, assign_rounds, check_fits, sub_plan  # noqa: E402
-from backfill_runtime.uris import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
+
+from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
 
 from .conftest import step  # noqa: E402
 

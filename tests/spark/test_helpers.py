@@ -1,17 +1,14 @@
-"""The job's small pure parts: scopes, argument types, document locations."""
+"""The job's small pure parts: scopes and argument types (documents: tests/unit/test_documents.py)."""
 
 from __future__ import annotations
 
 import argparse
 from datetime import date
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from spark_jobs import cli_args
 from spark_jobs.scope import Scope
-from spark_jobs.storage import DocumentError, S3Location, read_document, sibling, write_document
 
 pytestmark = pytest.mark.slow  # lives with the Spark tests; needs no Spark
 
@@ -39,26 +36,3 @@ def test_day_lists_accept_ranges_and_refuse_nonsense():
         cli_args.hour_list("24")
     with pytest.raises(argparse.ArgumentTypeError, match="feeds are"):
         cli_args.feed_list("Web")
-
-
-def test_documents_on_disk_and_in_s3(tmp_path, monkeypatch):
-    assert sibling("s3://bucket/backfills/x/plan.json", "run_report.json") == "s3://bucket/backfills/x/run_report.json"
-    assert sibling(str(tmp_path / "plan.json"), "run_report.json") == str(tmp_path / "run_report.json")
-    with pytest.raises(DocumentError, match="expected s3://bucket/key"):
-        S3Location.parse("s3://bucket/")
-    with pytest.raises(DocumentError, match="no such file"):
-        read_document(str(tmp_path / "missing.json"))
-    write_document(str(tmp_path / "deep" / "report.json"), b"{}")
-    assert read_document(str(tmp_path / "deep" / "report.json")) == b"{}"
-    assert [p.name for p in (tmp_path / "deep").iterdir()] == ["report.json"]  # no temporary left behind
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket="plans")
-        write_document("s3://plans/a/report.json", b'{"ok": true}', s3_client=s3)
-        assert read_document("s3://plans/a/report.json", s3_client=s3) == b'{"ok": true}'
-        with pytest.raises(DocumentError, match="NoSuchKey"):
-            read_document("s3://plans/a/plan.json", s3_client=s3)
-        with pytest.raises(DocumentError, match="NoSuchBucket"):
-            write_document("s3://nowhere/a/report.json", b"{}", s3_client=s3)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
+from backfill_orchestrator import documents
 from backfill_orchestrator.config import BackfillConfig, InvalidConfigError, parse_config
 from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES
 
@@ -22,21 +22,12 @@ class CliError(Exception):
 
 
 def read_file(path: str) -> bytes:
-    file = Path(path)
+    """A config by path or URI (s3://, dbfs:/, file://). Over the size limit it is read up to
+    one byte more and parsed anyway, so the located size error is printed like any other."""
     try:
-        if file.is_dir():
-            raise CliError(f"{path}: is a directory")
-        if file.stat().st_size > MAX_CONFIG_BYTES:
-            # Parsed anyway so the located size error is printed like any other.
-            with file.open("rb") as handle:
-                return handle.read(MAX_CONFIG_BYTES + 1)
-        return file.read_bytes()
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
-    except PermissionError:
-        raise CliError(f"{path}: permission denied") from None
-    except OSError as error:
-        raise CliError(f"{path}: cannot read ({error.strerror})") from None
+        return documents.read_bytes(path, max_bytes=MAX_CONFIG_BYTES, over_limit="keep")
+    except documents.DocumentError as error:
+        raise CliError(str(error)) from None
 
 
 def load_config_file(path: str) -> BackfillConfig:

@@ -20,12 +20,12 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, date, datetime
 
 from backfill_orchestrator.config.model import BackfillConfig, JobRef
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage.errors import UnknownJobError
 from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.lineage.walk import fetch_downstream
-from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
 from backfill_orchestrator.planner.errors import (
     LineageCycleError,

@@ -20,12 +20,13 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
+from backfill_orchestrator import documents
 from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.config.model import NonBlank
+from backfill_orchestrator.contracts.plan import StepKind
 from backfill_orchestrator.errors import BackfillError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
-from backfill_orchestrator.contracts.plan import StepKind
 
 MAX_CATALOG_BYTES = 8 * 1024 * 1024
 MAX_WINDOW_DAYS = 366
@@ -122,10 +123,10 @@ class JobCatalog:
     @classmethod
     def load(cls, location: str, *, s3_client: Any = None) -> JobCatalog:
         """A file path or an `s3://bucket/key` URI. Raises CatalogUnavailableError or InvalidCatalogError."""
-        if location.startswith("s3://"):
-            data = _read_s3(location, s3_client)
-        else:
-            data = _read_file(location)
+        try:
+            data = documents.read_bytes(location, max_bytes=MAX_CATALOG_BYTES, over_limit="keep", s3_client=s3_client)
+        except documents.DocumentError as error:
+            raise CatalogUnavailableError(str(error)) from None
         return cls.parse(data, source=location)
 
     def __len__(self) -> int:
@@ -209,37 +210,3 @@ def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:
                 "a spark transform and an airflow_dag DAG must not share a name",
             ))
     return issues
-
-
-def _read_file(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(MAX_CATALOG_BYTES + 1)
-    except FileNotFoundError:
-        raise CatalogUnavailableError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CatalogUnavailableError(f"{path}: is a directory") from None
-    except PermissionError:
-        raise CatalogUnavailableError(f"{path}: permission denied") from None
-    except OSError as error:
-        raise CatalogUnavailableError(f"{path}: cannot read ({error.strerror})") from None
-
-
-def _read_s3(uri: str, s3_client: Any) -> bytes:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    if not bucket or not key:
-        raise CatalogUnavailableError(f"{uri}: expected s3://bucket/key")
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
-    try:
-        body = s3_client.get_object(Bucket=bucket, Key=key)["Body"]
-        return body.read(MAX_CATALOG_BYTES + 1)
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "error")
-        raise CatalogUnavailableError(f"{uri}: cannot read ({code})") from None
-    except BotoCoreError as error:
-        raise CatalogUnavailableError(f"{uri}: cannot read ({error})") from None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
+from backfill_orchestrator.dates import compact_dates
 
 
 def _hours(hours: list[int] | None) -> str:

@@ -16,7 +16,6 @@ from typing import Any
 
 from backfill_orchestrator.contracts.states import BackfillState
 
-
 S = BackfillState
 # to-state -> the states it may follow. A FAILED DAG run can be cleared and rerun in
 # Airflow, so RUNNING/SUCCEEDED may follow FAILED. RECEIVED is re-entered only through

@@ -135,6 +135,7 @@ class StatusStore:
             "attempts": 1,
             "created_at": now.isoformat(),
             "updated_at": now.isoformat(),
+            "list_month": now.isoformat()[:7],  # the by_month listing index (status/listing.py)
             "lease_until": int(now.timestamp()) + lease_seconds,
             "history": [self._history_entry(state, now, detail)],
         }

@@ -1,0 +1,73 @@
+"""`backfill list`: newest first through the status table's indexes, never a Scan."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+from backfill_orchestrator.cli import main
+from backfill_orchestrator.status import BackfillState, StatusStore
+from backfill_orchestrator.status.listing import ListFilter, list_backfills
+from tests.aws_resources import create_table
+
+START = datetime(2026, 9, 28, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def table(mocked_aws, monkeypatch):
+    """12 backfills over three months; records which DynamoDB operations were called."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    create_table(client, "StatusTable", table_name="status")
+    now = [START]
+    store = StatusStore(table_name="status", dynamodb_client=client, clock=lambda: now[0])
+    for n in range(12):
+        now[0] = START + timedelta(days=5 * n)
+        store.create(f"bf{n:02d}-0000000{n % 10}", attributes={"name": f"bf{n:02d}", "owner": "@a" if n % 2 else "@b"})
+        if n % 3 == 0:
+            store.transition(f"bf{n:02d}-0000000{n % 10}", BackfillState.REJECTED, detail="no")
+    calls: list[str] = []
+    session_client = boto3.client("dynamodb", region_name="us-east-1")
+    session_client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: session_client)
+    monkeypatch.setenv("STATUS_TABLE", "status")
+    return session_client, calls
+
+
+def test_newest_first_across_months_with_a_limit(table):
+    client, calls = table
+    records = list_backfills(dynamodb_client=client, table_name="status", where=ListFilter(limit=5), today=START.date() + timedelta(days=60))
+    assert [r.backfill_id[:4] for r in records] == ["bf11", "bf10", "bf09", "bf08", "bf07"]
+    assert set(calls) == {"Query"}
+
+
+def test_filters_by_state_owner_and_since(table):
+    client, calls = table
+    rejected = list_backfills(dynamodb_client=client, table_name="status", where=ListFilter(state=BackfillState.REJECTED), today=START.date())
+    assert [r.backfill_id[:4] for r in rejected] == ["bf09", "bf06", "bf03", "bf00"]
+    mine = list_backfills(
+        dynamodb_client=client, table_name="status",
+        where=ListFilter(owner="@a", since=START + timedelta(days=30)), today=START.date() + timedelta(days=60),
+    )
+    assert [r.backfill_id[:4] for r in mine] == ["bf11", "bf09", "bf07"]
+    assert "Scan" not in calls and set(calls) == {"Query"}
+
+
+def test_cli_list_table_and_json(table, capsys):
+    _, calls = table
+    assert main(["list", "--state", "rejected", "--limit", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["BACKFILL", "STATE", "OWNER", "CREATED", "UPDATED"]
+    assert [line.split()[0] for line in out[1:]] == ["bf09-00000009", "bf06-00000006"]
+    assert main(["list", "--name", "bf04", "--since", "2026-10-01", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["backfill_id"] == "bf04-00000004" and record["state"] == "RECEIVED"
+    assert "Scan" not in calls
+
+
+def test_cli_list_refuses_bad_arguments(table, capsys):
+    assert main(["list", "--state", "sleeping"]) == 2
+    assert "unknown state 'sleeping'" in capsys.readouterr().err
+    assert main(["list", "--since", "last week"]) == 2
