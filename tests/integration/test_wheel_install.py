@@ -1,0 +1,91 @@
+"""The shared package is installable where the DAG and the Spark job run: build the project's
+wheel, install it into a clean virtualenv (dependencies from PyPI, nothing from this
+checkout), and import there what the DAG (with the DAGs folder on sys.path, as MWAA has it)
+and the Spark job need, then read a document one side writes through the other's contract."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+UV = Path(sys.executable).parent / "uv"
+pytestmark = pytest.mark.slow
+
+# Runs inside the clean virtualenv, with only the DAGs folder added to sys.path.
+PROBE = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+    from pathlib import Path
+
+    import backfill_orchestrator
+    site = Path(backfill_orchestrator.__file__).resolve()
+    assert "site-packages" in site.parts, site  # the installed wheel, not the checkout
+
+    # The DAG's support code (dags/backfill_runtime) and what it takes from the package.
+    sys.path.insert(0, sys.argv[1])
+    from backfill_runtime.ledger import Ledger
+    from backfill_runtime.reporting import Reporting
+    from backfill_runtime.results import follow_result
+    from backfill_runtime.rounds import check_fits, sub_plan
+    from backfill_orchestrator.contracts import RunConf, RunReport, StepResult, StepStatus, ResultFile, BackfillReport
+    from backfill_orchestrator.plan import Plan
+    from backfill_orchestrator.documents import read_text, write_text
+
+    # The Spark job's modules ship in the wheel (they need pyspark to import, which the
+    # cluster provides); what they take from the package imports without it.
+    for module in ("spark_jobs.backfill_job", "spark_jobs.runner", "spark_jobs.transforms"):
+        assert importlib.util.find_spec(module) is not None, module
+    from backfill_orchestrator.contracts import InvalidDocumentError
+
+    # The Spark job writes a run report; the DAG reads it through the same contract.
+    report = RunReport(
+        backfill_id="wheel-0123abcd", plan="/p.json", warehouse="/w", application_id="a",
+        started_at="2021-06-14T09:00:00Z", finished_at="2021-06-14T09:01:00Z", seconds=60,
+        steps=[StepResult(id="s", transform="s", wave=0, status=StepStatus.SUCCEEDED, seconds=1, rows_out=3)],
+    )
+    path = Path(sys.argv[2]) / "run_report.json"
+    write_text(str(path), report.to_json())
+    assert RunReport.from_json(read_text(str(path))) == report
+    conf = RunConf.from_conf({"backfill_id": "wheel-0123abcd", "config_uri": "/c.yaml", "plan_uri": "/p.json"})
+    print(json.dumps({"ok": True, "package": str(site), "conf": conf.to_conf()}))
+    """
+)
+
+
+def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=900, **kwargs)
+    assert completed.returncode == 0, f"{argv}:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    return completed
+
+
+def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(tmp_path: Path) -> None:
+    # Build from a copy of what the wheel is made of, so the checkout gets no build/ or egg-info.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for folder in ("layers/shared", "local", "spark_jobs"):
+        shutil.copytree(REPO / folder, source / folder, ignore=ignore)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    _run([str(UV), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(source)], env=env)
+    (wheel,) = (tmp_path / "dist").glob("backfill_orchestrator-*.whl")
+
+    venv = tmp_path / "venv"
+    _run([str(UV), "venv", "--python", sys._base_executable, str(venv)], env=env)
+    python = venv / "bin" / "python"
+    _run([str(UV), "pip", "install", "--python", str(python), str(wheel)], env=env)
+
+    work = tmp_path / "work"
+    work.mkdir()
+    probe = _run([str(python), "-c", PROBE, str(REPO / "dags"), str(work)], cwd=work, env=env)
+    assert '"ok": true' in probe.stdout, probe.stdout
+    # And the console script the docs promise.
+    assert "validate" in _run([str(venv / "bin" / "backfill"), "--help"], cwd=work, env=env).stdout
