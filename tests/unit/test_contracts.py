@@ -237,7 +237,7 @@ def test_control_documents_are_validated_like_a_config() -> None:
         (b"", "<root>: empty document"),
         (b"{not json", "<root>: invalid JSON at line 1, column 2"),
         (b'{"a": 1, "a": 2}', "<root>: invalid JSON: duplicate key 'a'"),
-        (b'{"a": NaN}', "<root>: invalid JSON: NaN is not a number JSON allows"),
+        (b'{"a": NaN}', "<root>: invalid JSON: NaN is not a valid JSON number"),
         (b"[1, 2]", "<root>: expected a JSON object at the top, got list"),
         (b"\xff\xfe", "<root>: not UTF-8 text"),
         (b" " * (64 * 1024 + 1), "<root>: document is 65537 bytes; the limit is 65536"),

@@ -99,7 +99,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
-def _load_json(text: str, source: str | None) -> Any:
+def load_json(text: str, source: str | None) -> Any:
+    """Strict JSON (no duplicate keys, no NaN/Infinity); InvalidConfigError at `<root>` otherwise.
+    The contracts read their documents with it too."""
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
@@ -149,7 +151,7 @@ def load_document(
         raise _fail("empty document", source)
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"
-    document = _load_json(text, source) if fmt == "json" else _load_yaml(text, source)
+    document = load_json(text, source) if fmt == "json" else _load_yaml(text, source)
     if document is None:
         raise _fail("empty document", source)
     if not isinstance(document, dict):

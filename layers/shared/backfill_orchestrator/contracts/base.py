@@ -7,13 +7,13 @@ model and reports every problem with its location (`steps[2].status: ...`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue, issue_from_pydantic
+from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError, issue_from_pydantic
+from backfill_orchestrator.config.loader import load_json
 from backfill_orchestrator.errors import UserError
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -61,19 +61,6 @@ class Contract(BaseModel):
 M = TypeVar("M", bound=Contract)
 
 
-def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in document:
-            raise ValueError(f"duplicate key {key!r}")
-        document[key] = value
-    return document
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def _load(model: type[Contract], data: bytes | str, *, fail: Any) -> Any:
     size = len(data.encode() if isinstance(data, str) else data)
     if size > model.max_bytes:
@@ -85,11 +72,9 @@ def _load(model: type[Contract], data: bytes | str, *, fail: Any) -> Any:
     if not text.strip():
         raise fail([ConfigIssue(ROOT, "empty document")])
     try:
-        return json.loads(text, object_pairs_hook=_refuse_duplicates, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as error:
-        raise fail([ConfigIssue(ROOT, f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}")]) from None
-    except ValueError as error:
-        raise fail([ConfigIssue(ROOT, f"invalid JSON: {error}")]) from None
+        return load_json(text, None)
+    except InvalidConfigError as error:
+        raise fail(error.issues) from None
 
 
 def version_issue(model: type[Contract], document: Mapping[str, Any]) -> ConfigIssue | None:
