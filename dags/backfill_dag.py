@@ -320,7 +320,7 @@ def finish() -> dict[str, Any]:
         run_url=reporting.run_url(ti.dag_id, ti.run_id),
         result_uri=started.get("result_uri"),
     )
-    if report.status != "succeeded":
+    if not report.succeeded:
         failed = ledger.with_status(StepStatus.FAILED)
         summary = report.figures.text(total_steps=len(report.steps))
         raise AirflowFailException(f"backfill {report.backfill_id} failed: steps {failed}; {summary}")

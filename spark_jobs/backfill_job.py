@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: 
         print(f"backfill_job: run report not written: {error}", file=sys.stderr)
         return EXIT_STEP_FAILED
     print(f"run report: {report_uri}")
-    return EXIT_OK if report.status == "succeeded" else EXIT_STEP_FAILED
+    return EXIT_OK if report.succeeded else EXIT_STEP_FAILED
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ class Reporting:
         summary = figures.text(total_steps=len(report.steps))
         paging = config.notify.pagerduty if config is not None else True
         channel = config.notify.slack_channel if config is not None else None
-        if report.status == "succeeded":
+        if report.succeeded:
             detail = f"{summary}; report {report_uri}"
             self._transition(backfill_id, BackfillState.SUCCEEDED, detail=detail[:1000])
             self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url), channel=channel)

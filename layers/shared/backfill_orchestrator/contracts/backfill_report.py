@@ -95,6 +95,10 @@ class BackfillReport(Contract):
         return self
 
     @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    @property
     def problems(self) -> list[StepProblem]:
         return step_problems(self.steps)
 

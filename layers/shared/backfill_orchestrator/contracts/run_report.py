@@ -117,6 +117,10 @@ class RunReport(Contract):
             raise ValueError("status is failed but every step succeeded")
         return self
 
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
     def step(self, step_id: str) -> StepResult:
         for step in self.steps:
             if step.id == step_id:
