@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from backfill_orchestrator.config import backfill_id, parse_config
+from backfill_orchestrator.contracts import ResultFile, RunConf
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState, StatusStore
 
@@ -132,7 +133,7 @@ def step(
 @dataclass
 class StoredBackfill:
     backfill_id: str
-    conf: dict[str, str]
+    conf: dict[str, Any]
     plan: Plan
 
 
@@ -172,7 +173,16 @@ def store_backfill(
         store.create(bid, attributes={"name": name, "owner": config.owner, "mode": "batch"})
         store.transition(bid, BackfillState.PLANNED, detail="test plan")
         store.transition(bid, BackfillState.TRIGGERED, detail="test trigger")
-    conf = {"backfill_id": bid, "config_uri": f"s3://{BUCKET}/{config_key}", "plan_uri": f"s3://{BUCKET}/{plan_key}"}
+    result_key = f"results/{bid}.json.result.json"
+    result = ResultFile(
+        source=f"s3://{BUCKET}/{config_key}", outcome="accepted", backfill_id=bid, state=BackfillState.TRIGGERED,
+        status_id=bid, status_command=f"backfill status {bid}", written_at=datetime.now(UTC),
+    )  # fmt: skip
+    s3.put_object(Bucket=BUCKET, Key=result_key, Body=result.to_json().encode())
+    conf = RunConf(
+        backfill_id=bid, config_uri=f"s3://{BUCKET}/{config_key}", plan_uri=f"s3://{BUCKET}/{plan_key}",
+        result_uri=f"s3://{BUCKET}/{result_key}",
+    ).to_conf()  # fmt: skip
     return StoredBackfill(bid, conf, plan)
 
 

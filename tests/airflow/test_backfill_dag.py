@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from backfill_local.airflow_local import LocalAirflow
+from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.status import BackfillState
 
 from .conftest import (
@@ -116,6 +117,10 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
     assert report["status"] == "succeeded"
     assert report["counts"] == {"pending": 0, "succeeded": 5, "failed": 0, "blocked": 0}
     assert report["steps"]["orders_popular_day_of_week"]["dates"] == {"2021-06-04": "success", "2021-06-05": "success"}
+    # The result file beside the dropped config followed the backfill to its end.
+    result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
+    assert result.state == "SUCCEEDED" and result.report_uri.endswith("/backfill_report.json")
+    assert result.figures.steps_succeeded == 5 and result.figures.dag_runs_succeeded == 3
 
     record = status_store(aws).get(backfill.backfill_id)
     assert record.state == BackfillState.SUCCEEDED
@@ -174,6 +179,13 @@ def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_a
     states = task_states(airflow, backfill.backfill_id)
     assert states["finish"] == "failed"
 
+    result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
+    assert result.state == "FAILED" and result.figures.steps_failed == 2
+    assert {(p.step, p.status) for p in result.failed_steps} == {
+        ("etl_orders", "failed"), ("always_fails", "failed"), ("etl_orders_7_days", "blocked"),
+        ("orders_popular_day_of_week", "blocked"), ("etl_after_failure", "blocked"),
+    }  # fmt: skip
+
     record = status_store(aws).get(backfill.backfill_id)
     assert record.state == BackfillState.FAILED
     assert {e["step"] for e in record.errors} == {
@@ -198,6 +210,7 @@ def test_missing_or_invalid_conf_fails_at_once_with_a_slack_post_and_runs_nothin
     assert states["finish"] == "failed"
     assert all(state in ("skipped", "upstream_failed", None) for key, state in states.items() if key.startswith("round_"))
     log = airflow.task_log("backfill", "bad_conf_run", "start")
-    assert "config_uri: required" in log and "plan_uri: required" in log and "unknown keys ['plan_url']" in log
+    assert "config_uri: field required" in log and "plan_uri: field required" in log
+    assert "plan_url: unknown key; did you mean 'plan_uri'?" in log
     posted = env["slack"].messages[before:]
-    assert any("refused" in m["text"] and "config_uri: required" in m["text"] for m in posted), posted
+    assert any("refused" in m["text"] and "config_uri: field required" in m["text"] for m in posted), posted
