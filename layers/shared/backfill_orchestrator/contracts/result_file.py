@@ -40,8 +40,10 @@ class ResultFile(Contract):
     source: str = Field(description="The uploaded config, s3://bucket/incoming/...")
     outcome: Outcome = Field(description="What became of the upload")
     backfill_id: str | None = Field(description="None for an invalid config (it has no identity)")
-    state: BackfillState = Field(description="The backfill's state when this file was written")
-    status_id: str = Field(description="The status record's key")
+    state: BackfillState | None = Field(
+        description="The backfill's state when this file was written; None if the upload failed before it was recorded"
+    )
+    status_id: str | None = Field(description="The status record's key; None when there is no record")
     errors: list[LocatedError] | None = Field(default=None, description="rejected: every located error")
     reason: str | None = None
     retrying: str | None = Field(default=None, description="failed: set when the trigger retries by itself")

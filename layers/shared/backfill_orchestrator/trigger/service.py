@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -121,20 +122,24 @@ class TriggerService:
 
     # -- event ---------------------------------------------------------------------------
     def handle_event(self, event: Any, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> list[UploadResult]:
-        """Handle every record; raise TriggerFailedError afterwards if any failed."""
+        """Handle every record; raise TriggerFailedError afterwards if any failed, or
+        MalformedEventError if the event (or a record) announces no upload, so that it lands
+        on the on-failure queue rather than vanish."""
         try:
             records = event_records(event)
         except MalformedEventError as error:
-            self.logger.error("ignoring an event that is not an S3 notification: %s", error)
+            self.logger.error("the event announces no upload: %s", error)
             self._count("MalformedEvents")
-            return []
+            raise
         results: list[UploadResult] = []
+        malformed: list[str] = []
         for index, record in enumerate(records):
             try:
                 upload = upload_from_record(record)
             except MalformedEventError as error:
-                self.logger.error("ignoring record %d: %s", index, error)
+                self.logger.error("record %d announces no upload: %s", index, error)
                 self._count("MalformedEvents")
+                malformed.append(f"record {index}: {error}")
                 continue
             try:
                 results.append(self.handle_upload(upload, lease_seconds=lease_seconds))
@@ -152,6 +157,8 @@ class TriggerService:
         failures = [r for r in results if r.retry]
         if failures:
             raise TriggerFailedError(failures)
+        if malformed:
+            raise MalformedEventError("; ".join(malformed))
         return results
 
     # -- one upload ----------------------------------------------------------------------
@@ -233,7 +240,7 @@ class TriggerService:
                 attributes={"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason},
             )
             self._count("Rejected")
-            self._write_result(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues)
+            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
             self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name), channel=channel)
             return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason)
 
@@ -243,7 +250,7 @@ class TriggerService:
                 attributes={"reason": outcome.reason, "retryable": False},
             )  # fmt: skip
             self._count("Failed")
-            self._write_result(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason)
+            self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
             self.notifier.slack(
                 backfill_id,
                 backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
@@ -256,13 +263,16 @@ class TriggerService:
         self._count("DryRuns" if dry_run else "Triggered")
         run_id = outcome.run.run.run_id if outcome.run else None
         self._write_result(
-            upload, disposition, backfill_id, str(outcome.state),
-            plan=plan_summary(outcome.plan) if outcome.plan else None,
-            config_uri=outcome.stored.config_uri if outcome.stored else None,
-            plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-            dag_id=self.settings.backfill_dag_id if run_id else None,
-            dag_run_id=run_id,
-            dag_run_url=outcome.run_url,
+            upload,
+            self._result_document(
+                upload, disposition, backfill_id, str(outcome.state),
+                plan=plan_summary(outcome.plan) if outcome.plan else None,
+                config_uri=outcome.stored.config_uri if outcome.stored else None,
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                dag_id=self.settings.backfill_dag_id if run_id else None,
+                dag_run_id=run_id,
+                dag_run_url=outcome.run_url,
+            ),
         )  # fmt: skip
         self.notifier.slack(
             backfill_id,
@@ -305,7 +315,10 @@ class TriggerService:
             status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason} (it will be retried automatically)"),
             channel=config.notify.slack_channel,
         )
-        self._write_result(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True)
+        self._write_result(
+            upload,
+            self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True),
+        )
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
     def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], lease_seconds: int) -> UploadResult:
@@ -328,7 +341,7 @@ class TriggerService:
             )
             self._count("Rejected")
             self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
-            self._write_result(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id)
+            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id))
             self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues))
             return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors")
 
@@ -336,10 +349,13 @@ class TriggerService:
         self._count("AlreadyKnown")
         self.logger.info("%s is already known as %s (%s)", upload.uri, existing.backfill_id, existing.state)
         self._write_result(
-            upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
-            config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
-            dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
-            reason=existing.reason,
+            upload,
+            self._result_document(
+                upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
+                config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
+                dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
+                reason=existing.reason,
+            ),
         )  # fmt: skip
         self.notifier.slack(
             existing.backfill_id,
@@ -362,6 +378,7 @@ class TriggerService:
         retrying: bool = False,
         **fields: Any,
     ) -> ResultFile:
+        """The result file, through its contract (the DAG reads and rewrites it)."""
         record_id = status_id or backfill_id
         return ResultFile(
             source=upload.uri,
@@ -376,16 +393,11 @@ class TriggerService:
             **fields,
         )
 
-    def _write_result(
-        self, upload: Upload, disposition: Disposition, backfill_id: str | None, state: str, **fields: Any
-    ) -> None:
-        """Build (through the ResultFile contract) and write the result file; a failure of
-        either is logged and counted, never raised: the backfill's own outcome stands."""
+    def _write_result(self, upload: Upload, document: ResultFile) -> None:
         try:
-            document = self._result_document(upload, disposition, backfill_id, state, **fields)
             uri = self.services.storage.write_result(upload, document)
             self.logger.info("result written to %s", uri)
-        except Exception as error:  # say so loudly
+        except Exception as error:  # the backfill's own outcome stands; say so loudly
             self.logger.error("could not write the result file for %s: %s", upload.uri, error)
             self._count("ResultWriteFailures")
 
@@ -399,18 +411,10 @@ class TriggerService:
     def _log_context(self, backfill_id: str):  # noqa: ANN202 - a context manager
         if isinstance(self.logger, Logger):
             return self.logger.append_context_keys(backfill_id=backfill_id)
-        return _NullContext()
+        return nullcontext()
 
     def _count(self, name: str) -> None:
         self.metrics.add_metric(name=name, unit="Count", value=1)
-
-
-class _NullContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _is_expected(error: Exception) -> bool:
