@@ -330,10 +330,5 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: replay.wiring reuses trigger.wiring.TriggerWiring.notifier while trigger.modes uses "
-    "replay.dispatch; moving the notifier wiring into notify/ breaks it (outside the contracts change)",
-)
 def test_no_package_level_import_cycle() -> None:
     assert cycles(package_graph()) == []

@@ -1,21 +1,25 @@
 """Wiring: settings + AWS clients -> a ReplayWorker. Clients, HTTP sessions and the secrets
 cache live as long as the Lambda container; the worker (with its Notifier) is built per
 invocation so rotated Slack/PagerDuty secrets apply once the cache expires. Slack and
-PagerDuty are built exactly as the trigger builds them (TriggerWiring.notifier)."""
+PagerDuty are built exactly as the trigger builds them (`NotifierWiring`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.notify.wiring import NotifierWiring
 from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext
 from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.worker import ReplayWorker
+from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings, SettingsError
 from backfill_orchestrator.status import StatusStore
-from backfill_orchestrator.trigger.wiring import TriggerWiring
 
 
 class ReplayWiring:
@@ -36,8 +40,13 @@ class ReplayWiring:
         self._s3 = s3_client
         self._sqs = sqs_client
         self._dynamodb = dynamodb_client
-        self._notifications = TriggerWiring(
-            settings, s3_client=s3_client, dynamodb_client=dynamodb_client, secrets_client=secrets_client
+        self._notifications = NotifierWiring(
+            settings,
+            secrets=SecretReader(
+                provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
+            ),
+            slack_session=retrying_session(),
+            pagerduty_session=retrying_session(),
         )
 
     def worker(self, *, metrics: MetricsSink) -> ReplayWorker:

@@ -17,10 +17,11 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
-from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackClient, SlackWebApi, SlackWebhook
+from backfill_orchestrator.notify import Notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.notify.wiring import NotifierWiring
 from backfill_orchestrator.planner import JobCatalog
-from backfill_orchestrator.secrets import SecretFormatError, SecretReader, SecretUnavailableError
+from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.modes import ModeServices
@@ -57,6 +58,10 @@ class TriggerWiring:
         self._sessions = {name: session_factory() for name in ("airflow", "marquez", "slack", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
+        self._notifications = NotifierWiring(
+            settings, secrets=self._secrets, slack_session=self._sessions["slack"],
+            pagerduty_session=self._sessions["pagerduty"],
+        )  # fmt: skip
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
         settings = self.settings
@@ -137,41 +142,6 @@ class TriggerWiring:
         return self._catalog[1]
 
     def notifier(self, *, status: StatusStore, metrics: MetricsSink) -> Notifier:
-        """Slack and PagerDuty as this deployment configures them (the replay function uses
-        it too, so both components post to the same thread the same way)."""
-        return Notifier(
-            slack=self._slack(metrics),
-            pagerduty=self._pagerduty(metrics),
-            status_store=status,
-            default_channel=self.settings.slack_channel,
-            metrics=metrics,
-        )
-
-    def _slack(self, metrics: MetricsSink) -> SlackClient | None:
-        secret_id = self.settings.slack_secret_id
-        if not secret_id:
-            return None
-        try:
-            credentials = self._secrets.slack(secret_id)
-        except (SecretUnavailableError, SecretFormatError) as error:
-            log.warning("Slack is off for this invocation: %s", error)
-            metrics.add_metric(name="SlackFailures", unit="Count", value=1)
-            return None
-        if credentials.bot_token is not None:
-            return SlackWebApi(token=credentials.bot_token, api_url=self.settings.slack_api_url, session=self._sessions["slack"])
-        assert credentials.webhook_url is not None
-        return SlackWebhook(url=credentials.webhook_url, session=self._sessions["slack"])
-
-    def _pagerduty(self, metrics: MetricsSink) -> PagerDutyClient | None:
-        secret_id = self.settings.pagerduty_secret_id
-        if not secret_id:
-            return None
-        try:
-            routing_key = self._secrets.pagerduty_routing_key(secret_id)
-        except (SecretUnavailableError, SecretFormatError) as error:
-            log.error("PagerDuty is off for this invocation: %s", error)
-            metrics.add_metric(name="PagerDutyFailures", unit="Count", value=1)
-            return None
-        return PagerDutyClient(
-            routing_key=routing_key, events_url=self.settings.pagerduty_events_url, session=self._sessions["pagerduty"]
-        )
+        """Slack and PagerDuty as this deployment configures them (`NotifierWiring`, which the
+        replay function uses too)."""
+        return self._notifications.notifier(status=status, metrics=metrics)
