@@ -60,3 +60,13 @@ def test_module_entry_point_runs():
     )
     assert result.returncode == 0, result.stderr
     assert "etl-orders-0604 (batch), 1 day" in result.stdout
+
+
+def test_schema_prints_a_contract_as_committed(capsys):
+    assert main(["schema", "--contract", "run-report"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    committed = json.loads((REPO_ROOT / "docs" / "schemas" / "run-report.schema.json").read_text())
+    assert printed == committed
+    assert printed["properties"]["report_version"]["const"] == 2
+    assert main(["schema", "--contract", "nope"]) == 2
+    capsys.readouterr()
