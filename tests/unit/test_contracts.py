@@ -167,7 +167,7 @@ def test_a_malformed_run_report_names_every_problem_where_it_is() -> None:
         RunReport.from_json(json.dumps(document), source="s3://b/run_report.json")
     assert caught.value.problems == [
         "steps[0].rows_out: input should be greater than or equal to 0, got -1",
-        "steps[1].eror: unknown key",
+        "steps[1].eror: unknown key; did you mean 'error'?",
         "steps[2].status: input should be 'pending', 'succeeded', 'failed' or 'blocked', got 'skipped'",
     ]
     assert str(caught.value).splitlines()[2].startswith("s3://b/run_report.json: Spark run report: steps[2].status")
@@ -202,6 +202,10 @@ def test_a_malformed_result_file_and_plan_are_located() -> None:
     with pytest.raises(InvalidDocumentError) as caught:
         ResultFile.from_json(json.dumps(document))
     assert [issue.location for issue in caught.value.issues] == ["state", "plan.steps"]
+    document = json.loads(written("backfill-report"))
+    document["steps"]["a"]["figures"]["rows_ot"] = 1
+    with pytest.raises(InvalidDocumentError, match=r"steps\.a\.figures\.rows_ot: unknown key; did you mean 'rows_out'\?"):
+        BackfillReport.from_json(json.dumps(document))
     plan = json.loads(written("plan"))
     plan["waves"][1]["steps"][0]["upstream"] = ["nope"]
     plan["waves"][0]["steps"][0]["dates"] = ["2021-02-30"]

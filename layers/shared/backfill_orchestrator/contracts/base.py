@@ -7,8 +7,9 @@ model and reports every problem with its location (`steps[2].status: ...`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Self, TypeVar
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -96,16 +97,48 @@ def version_issue(model: type[Contract], document: Mapping[str, Any]) -> ConfigI
     return None
 
 
-def _unknown_key(model: type[Contract]) -> Any:
-    def message(loc: Any) -> str:
-        import difflib
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model inside a field's annotation (`X`, `X | None`, `list[X]`, `dict[str, X]`), and
+    whether it sits behind a dict key."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    args = get_args(annotation)
+    if get_origin(annotation) is dict and len(args) == 2:
+        return _nested_model(args[1])[0], True
+    for arg in args:
+        found = _nested_model(arg)
+        if found[0] is not None:
+            return found
+    return None, False
 
-        if len(loc) == 1:
-            close = difflib.get_close_matches(str(loc[0]), list(model.model_fields), n=1, cutoff=0.6)
-            if close:
-                return f"unknown key; did you mean '{close[0]}'?"
-            return f"unknown key; known keys: {', '.join(model.model_fields)}"
-        return "unknown key"
+
+def _model_at(model: type[BaseModel], path: Sequence[str | int]) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
+    behind_dict_key = False
+    for part in path:
+        if isinstance(part, int):
+            continue
+        if behind_dict_key:  # the dict's own key, not a field
+            behind_dict_key = False
+            continue
+        field = current.model_fields.get(part) if current is not None else None
+        if field is None:
+            return None
+        current, behind_dict_key = _nested_model(field.annotation)
+    return current
+
+
+def _unknown_key(model: type[Contract]) -> Callable[[Sequence[str | int]], str]:
+    """`unknown key; did you mean 'error'?`, at any depth of the document."""
+
+    def message(loc: Sequence[str | int]) -> str:
+        owner = _model_at(model, loc[:-1])
+        if owner is None:
+            return "unknown key"
+        close = difflib.get_close_matches(str(loc[-1]), list(owner.model_fields), n=1, cutoff=0.6)
+        if close:
+            return f"unknown key; did you mean '{close[0]}'?"
+        return f"unknown key; known keys: {', '.join(owner.model_fields)}"
 
     return message
 
