@@ -290,6 +290,10 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
         print(f"   PagerDuty: {[(e['event_action'], e['dedup_key']) for e in pagerduty.events]}")
     if state != "success" or record.state != "SUCCEEDED":
         raise DemoFailure(f"the DAG run ended {state}, the record is {record.state}: {record.reason or ''}")
+    result = read_result_file(s3, submission.key)
+    if result.state != "SUCCEEDED" or result.figures is None or result.plan is None:
+        raise DemoFailure(f"the result file beside the config says {result.state}, not SUCCEEDED with figures")
+    print(f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}")
 
     if airflow is not None:  # its memory is better spent on the comparison's Spark
         airflow.stop()
@@ -302,6 +306,21 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
 def _boot(airflow: Any) -> None:
     airflow.start()
     airflow.wait_for_dags(["backfill", "orders_popular_day_of_week", "email_discounts"])
+
+
+def read_result_file(s3: Any, key: str) -> Any:
+    """The result file beside the dropped config, read through its contract: what someone with
+    only S3 access sees."""
+    from backfill_orchestrator.contracts import ResultFile
+    from backfill_orchestrator.trigger.events import Upload
+    from backfill_orchestrator.trigger.storage import TriggerStorage
+
+    storage = TriggerStorage(
+        s3_client=s3, bucket=BUCKET, incoming_prefix="incoming/", results_prefix="results/", backfills_prefix="backfills/"
+    )
+    result_key = storage.result_key(Upload(BUCKET, key))
+    body = s3.get_object(Bucket=BUCKET, Key=result_key)["Body"].read()
+    return ResultFile.from_json(body, source=f"s3://{BUCKET}/{result_key}")
 
 
 def invoke_trigger(s3: Any, key: str) -> Any:

@@ -34,6 +34,7 @@ def test_the_demo_runs_the_whole_flow_and_repairs_the_data(tmp_path: Path) -> No
         "step round_1.dag_runs orders_popular_day_of_week",
         "succeeded",
         "== Slack messages",
+        "result file beside the config: SUCCEEDED, ",
         "orders: ",
         "demo passed",
     ):
