@@ -78,6 +78,8 @@ class StatusRecord:
     tasks_empty: int = 0  # tasks that found nothing archived under their prefix
     messages_sent: int = 0
     messages_failed: int = 0
+    # Batch progress, kept by the DAG: steps/dates done of total, current wave (status/watch.py).
+    progress: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the CLI and the outcome files)."""

@@ -26,7 +26,7 @@ SETTABLE = frozenset(
     {
         "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
         "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
-        "pagerduty_open", "tasks_total",
+        "pagerduty_open", "tasks_total", "progress",
     }
 )  # fmt: skip
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
