@@ -8,7 +8,7 @@ value and every well-known secret shape with `***`:
   path as urllib3's retry warning logs it), `xox?-` tokens, `xapp-` tokens;
 - `Authorization: Bearer|Basic ...` and a bare `Bearer <token>`;
 - passwords in URLs (`scheme://user:pass@host`);
-- `password=`, `api_key=`, `token=`, `routing_key=`, `secret=` style pairs.
+- `password=`, `api_key=`, `token=`, `routing_key=`, `client_secret=` style pairs.
 
 The filter sits on handlers, not loggers, because a logger's filters do not see records that
 propagate from child loggers (urllib3, botocore, slack_sdk...). `install()` is idempotent and
@@ -38,7 +38,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(?i)\b((?:password|passwd|api[_-]?key|apikey|access[_-]?token|bot[_-]?token|token|routing[_-]?key"
-            r"|client[_-]?secret|secret)['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*)[^\s'\"&,;}]+"
+            r"|client[_-]?secret|secret[_-]?(?:access[_-]?)?key)['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*)[^\s'\"&,;}]+"
         ),
         r"\1" + REDACTED,
     ),
