@@ -34,6 +34,10 @@ def no_registered_secrets() -> Iterator[None]:
         ('{"username": "admin", "password": "hunter2-longer"}', "hunter2-longer"),
         ("api_key=abcdef0123456789&x=1", "abcdef0123456789"),
         ("routing_key: R0UT1NGKEYR0UT1NGKEY", "R0UT1NGKEY"),
+        # botocore's DEBUG line for a GetSecretValue answer, before the reader registered it
+        ("Response body:\n" + repr(json.dumps({"Name": "n", "SecretString": json.dumps({"k": "v'al\"UE-9"})}).encode()),
+         "UE-9"),
+        ('{"SecretString": "bare-K3Y-value", "VersionId": "v1"}', "bare-K3Y"),
     ],
 )
 def test_well_known_shapes_are_redacted_without_registration(text: str, secret: str) -> None:

@@ -8,6 +8,7 @@ value and every well-known secret shape with `***`:
   path as urllib3's retry warning logs it), `xox?-` tokens, `xapp-` tokens;
 - `Authorization: Bearer|Basic ...` and a bare `Bearer <token>`;
 - passwords in URLs (`scheme://user:pass@host`);
+- Secrets Manager's `SecretString` / `SecretBinary` values (botocore logs responses at DEBUG);
 - `password=`, `api_key=`, `token=`, `routing_key=`, `client_secret=` style pairs.
 
 The filter sits on handlers, not loggers, because a logger's filters do not see records that
@@ -29,6 +30,9 @@ REDACTED = "***"
 MIN_SECRET_LENGTH = 4  # shorter values would blank out ordinary words; none of our secrets is that short
 
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Secrets Manager's answer as botocore logs it at DEBUG (JSON, or its bytes repr with
+    # doubled backslashes): the value runs to the first quote no backslash escapes.
+    (re.compile(r"""(Secret(?:String|Binary)\\*["']?\s*:\s*\\*(["']))(?:(?!\2)[^\\]|\\+.)*"""), r"\1" + REDACTED),
     (re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[^\s'\"<>),;]+"), r"\1" + REDACTED),
     (re.compile(r"(/services/)T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"), r"\1" + REDACTED),
     (re.compile(r"\b(xox[a-z]|xapp)-[A-Za-z0-9-]+"), r"\1-" + REDACTED),
@@ -37,7 +41,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]+):[^/\s@'\"]+@"), r"\1:" + REDACTED + "@"),
     (
         re.compile(
-            r"(?i)\b((?:password|passwd|api[_-]?key|apikey|access[_-]?token|bot[_-]?token|token|routing[_-]?key"
+            r"(?i)(?<![/.])\b((?:password|passwd|api[_-]?key|apikey|access[_-]?token|bot[_-]?token|token|routing[_-]?key"
             r"|client[_-]?secret|secret[_-]?(?:access[_-]?)?key)['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*)[^\s'\"&,;}]+"
         ),
         r"\1" + REDACTED,
