@@ -235,9 +235,15 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
     from backfill_orchestrator.replay import handler as handler_module
     from backfill_orchestrator.replay.dispatch import plan_replay
     from backfill_orchestrator.status import StatusStore
-    from tests.integration.test_replay_lambda import load_app, sqs_event
     from tests.integration.test_replay_lambda import FakeLambdaContext as ReplayContext
-    from tests.integration.test_replay_runner import ARCHIVE, CONFIG, create_tables, start_record, write_archive
+    from tests.integration.test_replay_lambda import load_app, sqs_event
+    from tests.integration.test_replay_runner import (
+        ARCHIVE,
+        CONFIG,
+        create_tables,
+        start_record,
+        write_archive,
+    )
 
     s3, sqs, dynamodb = (boto3.client(name, region_name="us-east-1") for name in ("s3", "sqs", "dynamodb"))
     arns = plant(boto3.client("secretsmanager", region_name="us-east-1"))
