@@ -117,3 +117,29 @@ def test_a_powertools_logger_keeps_its_structure_and_its_keys() -> None:
     assert "S3CRET-VALUE-2" not in stream.getvalue()
     assert lines[0]["message"] == {"structured": REDACTED, "ok": 1} and lines[0]["backfill_id"] == "b-1"
     assert lines[1]["exception_name"] == "ValueError" and "*** in an exception" in lines[1]["exception"]
+
+
+def test_every_value_the_secret_reader_hands_out_is_registered(mocked_aws: None) -> None:
+    import boto3
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+    from backfill_orchestrator.secrets import SecretReader
+
+    client = boto3.client("secretsmanager", region_name="us-east-1")
+    values = {
+        "webhook": '{"webhook_url": "https://example.test/hooks/Wh00kPathS3cret"}',
+        "bot": "xoxb-bare-token-S3cret",
+        "pd": '{"routing_key": "R0utingKeyS3cret"}',
+        "airflow": '{"username": "bot", "password": "Airfl0wPassS3cret"}',
+        "marquez": "M4rquezApiKeyS3cret",
+    }
+    for name, value in values.items():
+        client.create_secret(Name=name, SecretString=value)
+    reader = SecretReader(provider=SecretsProvider(boto3_client=client))
+    assert redact("Wh00kPathS3cret R0utingKeyS3cret Airfl0wPassS3cret M4rquezApiKeyS3cret") == " ".join(
+        ["Wh00kPathS3cret", "R0utingKeyS3cret", "Airfl0wPassS3cret", "M4rquezApiKeyS3cret"]
+    )  # nothing registered before they are read
+    reader.slack("webhook"), reader.slack("bot"), reader.pagerduty_routing_key("pd")
+    reader.basic_credentials("airflow"), reader.marquez_api_key("marquez")
+    text = "GET /hooks/Wh00kPathS3cret xoxb-bare-token-S3cret R0utingKeyS3cret Airfl0wPassS3cret M4rquezApiKeyS3cret"
+    assert redact(text) == "GET *** *** *** *** ***"
