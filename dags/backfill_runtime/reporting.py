@@ -22,6 +22,7 @@ from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackWebApi, SlackWebhook, status_message
 from backfill_orchestrator.notify.messages import backfill_message
 from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.redaction import install as install_redaction
 from backfill_orchestrator.status import (
     BackfillState,
     RecordNotFoundError,
@@ -50,6 +51,8 @@ class Reporting:
     @classmethod
     def from_options(cls) -> Reporting:
         import boto3
+
+        install_redaction()  # the secrets read below never reach the task log (nor a library's lines)
 
         store = None
         if table := _option("status_table"):

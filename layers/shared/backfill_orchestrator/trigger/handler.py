@@ -3,7 +3,8 @@
 Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
-AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures."""
+AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
+Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
+from backfill_orchestrator import redaction
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
@@ -54,6 +56,7 @@ def reset() -> None:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    redaction.install(logger)  # every invocation: covers handlers added since (the runtime's)
     service = wiring().service(metrics=metrics, logger=logger)
     remaining_ms = context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000
     # The lease outlives this invocation by a little, so a retry never overlaps it.

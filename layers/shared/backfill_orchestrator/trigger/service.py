@@ -120,20 +120,24 @@ class TriggerService:
 
     # -- event ---------------------------------------------------------------------------
     def handle_event(self, event: Any, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> list[UploadResult]:
-        """Handle every record; raise TriggerFailedError afterwards if any failed."""
+        """Handle every record; raise TriggerFailedError afterwards if any failed, or
+        MalformedEventError if the event (or a record) announces no upload, so that it lands
+        on the on-failure queue rather than vanish."""
         try:
             records = event_records(event)
         except MalformedEventError as error:
-            self.logger.error("ignoring an event that is not an S3 notification: %s", error)
+            self.logger.error("the event announces no upload: %s", error)
             self._count("MalformedEvents")
-            return []
+            raise
         results: list[UploadResult] = []
+        malformed: list[str] = []
         for index, record in enumerate(records):
             try:
                 upload = upload_from_record(record)
             except MalformedEventError as error:
-                self.logger.error("ignoring record %d: %s", index, error)
+                self.logger.error("record %d announces no upload: %s", index, error)
                 self._count("MalformedEvents")
+                malformed.append(f"record {index}: {error}")
                 continue
             try:
                 results.append(self.handle_upload(upload, lease_seconds=lease_seconds))
@@ -151,6 +155,8 @@ class TriggerService:
         failures = [r for r in results if r.retry]
         if failures:
             raise TriggerFailedError(failures)
+        if malformed:
+            raise MalformedEventError("; ".join(malformed))
         return results
 
     # -- one upload ----------------------------------------------------------------------
