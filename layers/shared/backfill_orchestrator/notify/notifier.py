@@ -4,8 +4,10 @@
     notifier.page(backfill_id, summary=..., enabled=config.notify.pagerduty)
     notifier.resolve(backfill_id, enabled=...)
 
-Notifications never fail a backfill: a Slack or PagerDuty error is logged (without
-secrets), counted in metrics (`SlackFailures`, `PagerDutyFailures`) and reported as False.
+Notifications never fail a backfill: whatever goes wrong in Slack or PagerDuty handling
+(a refusal, an outage, an answer we did not expect, a bug) is logged without secrets,
+counted in metrics (`SlackFailures`, `PagerDutyFailures`) and reported as False.
+Build one with `notify.factory.build_notifier`.
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ class Notifier:
             return True
         except (SlackError, StatusStoreError) as error:
             logger.warning("Slack notification not sent: %s", error)
-            self._count("SlackFailures")
-            return False
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("Slack notification not sent: unexpected %s", _describe(error))
+        self._count("SlackFailures")
+        return False
 
     def page(
         self,
@@ -88,9 +92,13 @@ class Notifier:
             )
         except PagerDutyError as error:
             logger.error("PagerDuty trigger not sent: %s", error)
-            self._count("PagerDutyFailures")
-            return False
-        self._mark_incident(backfill_id, open_=True)
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("PagerDuty trigger not sent: unexpected %s", _describe(error))
+        else:
+            self._mark_incident(backfill_id, open_=True)
+            return True
+        self._count("PagerDutyFailures")
+        return False
         return True
 
     def resolve(self, backfill_id: str, *, enabled: bool = True) -> bool:
@@ -101,9 +109,13 @@ class Notifier:
             self._pagerduty.resolve(dedup_key=backfill_id)
         except PagerDutyError as error:
             logger.error("PagerDuty resolve not sent: %s", error)
-            self._count("PagerDutyFailures")
-            return False
-        self._mark_incident(backfill_id, open_=False)
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("PagerDuty resolve not sent: unexpected %s", _describe(error))
+        else:
+            self._mark_incident(backfill_id, open_=False)
+            return True
+        self._count("PagerDutyFailures")
+        return False
         return True
 
     # -- internals ---------------------------------------------------------------------
@@ -124,5 +136,19 @@ class Notifier:
             logger.warning("could not record the PagerDuty incident state: %s", error)
 
     def _count(self, name: str) -> None:
-        if self._metrics is not None:
+        if self._metrics is None:
+            return
+        try:
             self._metrics.add_metric(name=name, unit="Count", value=1)
+        except Exception as error:  # noqa: BLE001 - a metric is not worth a backfill either
+            logger.error("could not count %s: %s", name, type(error).__name__)
+
+
+def _describe(error: Exception) -> str:
+    """The type and where it was raised, not the message: a foreign exception (urllib,
+    botocore) may quote a URL or body that holds a secret."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {frame.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno}" if frame else ""
+    return f"{type(error).__name__}{where}"
