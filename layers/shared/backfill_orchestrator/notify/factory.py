@@ -9,6 +9,8 @@ backfill, not even while they are being set up."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import requests
 from slack_sdk.http_retry import RetryHandler
@@ -22,6 +24,7 @@ from backfill_orchestrator.settings.common import NotifySettings
 from backfill_orchestrator.status import StatusStore
 
 log = logging.getLogger(__name__)
+Client = TypeVar("Client")
 
 
 def build_notifier(
@@ -48,19 +51,19 @@ def build_notifier(
 def _slack(
     settings: NotifySettings, secrets: SecretReader, metrics: MetricsSink | None, handlers: list[RetryHandler] | None
 ) -> SlackClient | None:
-    if not settings.slack_secret_id:
+    secret_id = settings.slack_secret_id
+    if not secret_id:
         log.info("no Slack secret is configured: no Slack messages")
         return None
-    try:
-        credentials = secrets.slack(settings.slack_secret_id)
+
+    def build() -> SlackClient:
+        credentials = secrets.slack(secret_id)
         if credentials.bot_token is not None:
             return SlackWebApi(token=credentials.bot_token, api_url=settings.slack_api_url, handlers=handlers)
         assert credentials.webhook_url is not None  # SecretReader.slack returns one of the two
         return SlackWebhook(url=credentials.webhook_url, handlers=handlers)
-    except Exception as error:  # noqa: BLE001 - SecretReader's errors never hold the value
-        log.warning("Slack is off for now: %s", _safe(error))
-        _count(metrics, "SlackFailures")
-        return None
+
+    return _or_off("Slack", build, metrics=metrics, metric="SlackFailures")
 
 
 def _pagerduty(
@@ -70,17 +73,30 @@ def _pagerduty(
     source: str,
     session: requests.Session | None,
 ) -> PagerDutyClient | None:
-    if not settings.pagerduty_secret_id:
+    secret_id = settings.pagerduty_secret_id
+    if not secret_id:
         log.info("no PagerDuty secret is configured: no PagerDuty events")
         return None
+    return _or_off(
+        "PagerDuty",
+        lambda: PagerDutyClient(
+            routing_key=secrets.pagerduty_routing_key(secret_id),
+            events_url=settings.pagerduty_events_url,
+            source=source,
+            session=session,
+        ),
+        metrics=metrics,
+        metric="PagerDutyFailures",
+    )
+
+
+def _or_off(name: str, build: Callable[[], Client], *, metrics: MetricsSink | None, metric: str) -> Client | None:
+    """The client, or None (that channel off) when its secret cannot be read."""
     try:
-        routing_key = secrets.pagerduty_routing_key(settings.pagerduty_secret_id)
-        return PagerDutyClient(
-            routing_key=routing_key, events_url=settings.pagerduty_events_url, source=source, session=session
-        )
-    except Exception as error:  # noqa: BLE001
-        log.error("PagerDuty is off for now: %s", _safe(error))
-        _count(metrics, "PagerDutyFailures")
+        return build()
+    except Exception as error:  # noqa: BLE001 - setting up notifications must not fail a backfill
+        log.error("%s is off for now: %s", name, _safe(error))
+        _count(metrics, metric)
         return None
 
 

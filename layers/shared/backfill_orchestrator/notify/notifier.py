@@ -13,6 +13,7 @@ Build one with `notify.factory.build_notifier`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient, PagerDutyError, Severity
@@ -79,8 +80,10 @@ class Notifier:
         """Open (or add to) the backfill's incident. `enabled` is the config's notify.pagerduty."""
         if self._pagerduty is None or not enabled:
             return False
-        try:
-            self._pagerduty.trigger(
+        pagerduty = self._pagerduty
+        return self._pagerduty_call(
+            "trigger",
+            lambda: pagerduty.trigger(
                 dedup_key=backfill_id,
                 summary=summary,
                 severity=severity,
@@ -89,36 +92,34 @@ class Notifier:
                 event_class="system_failure",
                 custom_details={"backfill_id": backfill_id, **(details or {})},
                 links=links,
-            )
-        except PagerDutyError as error:
-            logger.error("PagerDuty trigger not sent: %s", error)
-        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
-            logger.error("PagerDuty trigger not sent: unexpected %s", _describe(error))
-        else:
-            self._mark_incident(backfill_id, open_=True)
-            return True
-        self._count("PagerDutyFailures")
-        return False
-        return True
+            ),
+            backfill_id=backfill_id,
+            incident_open=True,
+        )
 
     def resolve(self, backfill_id: str, *, enabled: bool = True) -> bool:
         """Resolve the backfill's incident (a no-op for PagerDuty when none is open)."""
         if self._pagerduty is None or not enabled:
             return False
+        pagerduty = self._pagerduty
+        return self._pagerduty_call(
+            "resolve", lambda: pagerduty.resolve(dedup_key=backfill_id), backfill_id=backfill_id, incident_open=False
+        )
+
+    # -- internals ---------------------------------------------------------------------
+    def _pagerduty_call(self, action: str, send: Callable[[], None], *, backfill_id: str, incident_open: bool) -> bool:
         try:
-            self._pagerduty.resolve(dedup_key=backfill_id)
+            send()
         except PagerDutyError as error:
-            logger.error("PagerDuty resolve not sent: %s", error)
+            logger.error("PagerDuty %s not sent: %s", action, error)
         except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
-            logger.error("PagerDuty resolve not sent: unexpected %s", _describe(error))
+            logger.error("PagerDuty %s not sent: unexpected %s", action, _describe(error))
         else:
-            self._mark_incident(backfill_id, open_=False)
+            self._mark_incident(backfill_id, open_=incident_open)
             return True
         self._count("PagerDutyFailures")
         return False
-        return True
 
-    # -- internals ---------------------------------------------------------------------
     def _thread(self, backfill_id: str | None) -> tuple[str | None, str | None]:
         if not backfill_id or self._store is None or not self._slack.supports_threads:  # type: ignore[union-attr]
             return None, None
