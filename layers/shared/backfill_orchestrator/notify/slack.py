@@ -92,11 +92,33 @@ def retry_handlers(
     ]
 
 
-def _sdk_logger() -> logging.Logger:
-    """slack_sdk logs whole requests (URL, body) at DEBUG; for a webhook the URL is the secret."""
+class _RedactSecrets(logging.Filter):
+    """slack_sdk logs whole requests at DEBUG (dropped here) and the request URL when it
+    retries; for a webhook that URL is the secret, so every known secret is blanked out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG:
+            return False
+        message = record.getMessage()
+        for secret in self.secrets:
+            message = message.replace(secret, "[redacted]")
+        record.msg, record.args = message, ()
+        return True
+
+
+_REDACT = _RedactSecrets()
+
+
+def _sdk_logger(secret: SecretStr) -> logging.Logger:
+    """The logger slack_sdk gets: one for all clients, blanking out `secret` too."""
     sdk_logger = logging.getLogger("backfill_orchestrator.notify.slack_sdk")
-    if not sdk_logger.filters:
-        sdk_logger.addFilter(lambda record: record.levelno > logging.DEBUG)
+    if _REDACT not in sdk_logger.filters:
+        sdk_logger.addFilter(_REDACT)
+    _REDACT.secrets.add(secret.get_secret_value())
     return sdk_logger
 
 
@@ -126,7 +148,7 @@ class SlackWebApi(SlackClient):
             base_url=api_url.rstrip("/") + "/",
             timeout=timeout,
             retry_handlers=retry_handlers() if handlers is None else handlers,
-            logger=_sdk_logger(),
+            logger=_sdk_logger(token),
         )
 
     def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
@@ -161,7 +183,7 @@ class SlackWebhook(SlackClient):
             url=url.get_secret_value(),
             timeout=timeout,
             retry_handlers=retry_handlers() if handlers is None else handlers,
-            logger=_sdk_logger(),
+            logger=_sdk_logger(url),
         )
 
     def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
