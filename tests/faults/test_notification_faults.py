@@ -99,11 +99,11 @@ def invoke_handler(event: dict[str, Any]) -> dict[str, Any]:
     return trigger_handler.handler(event, FakeLambdaContext())
 
 
-SLACK_ANSWERS = {
-    "ok without ts": json.dumps({"ok": True, "channel": "C0000000001"}).encode(),
-    "ts null": json.dumps({"ok": True, "channel": "C0000000001", "ts": None}).encode(),
-    "not JSON": b"<html>gateway says hello</html>",
-    "a JSON list": b"[]",
+SLACK_ANSWERS = {  # what Slack (or something in front of it) answers -> what the log says
+    "ok without ts": (json.dumps({"ok": True, "channel": "C0000000001"}).encode(), "without a message ts"),
+    "ts null": (json.dumps({"ok": True, "channel": "C0000000001", "ts": None}).encode(), "without a message ts"),
+    "not JSON": (b"<html>gateway says hello</html>", "chat.postMessage refused"),
+    "a JSON list": (b"[]", "chat.postMessage refused"),
 }
 
 
@@ -112,7 +112,8 @@ def test_an_unexpected_slack_answer_neither_fails_nor_pages_the_backfill(
     mocked_aws: None, lambda_env: Any, capsys: pytest.CaptureFixture[str], answer: str
 ) -> None:
     with ExitStack() as stack:
-        slack = stack.enter_context(SlackAnswering(SLACK_ANSWERS[answer]))
+        body, logged = SLACK_ANSWERS[answer]
+        slack = stack.enter_context(SlackAnswering(body))
         harness = TriggerHarness(stack)
         lambda_env(harness, SLACK_API_URL=slack.api_url)
         capsys.readouterr()
@@ -132,7 +133,7 @@ def test_an_unexpected_slack_answer_neither_fails_nor_pages_the_backfill(
         printed = capsys.readouterr().out
         assert emitted_metrics(printed) == {"Received": 1, "Triggered": 1, "SlackFailures": 1}
         logs = lambda_env.logs.getvalue()
-        assert "Slack notification not sent" in logs
+        assert "Slack notification not sent: chat.postMessage" in logs and logged in logs
         assert SLACK_TOKEN not in printed + logs and ROUTING_KEY not in printed + logs
 
 
