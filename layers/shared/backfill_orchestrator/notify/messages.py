@@ -42,6 +42,7 @@ MAX_BUTTON_TEXT = ButtonElement.text_max_length  # 75
 MAX_URL = ButtonElement.url_max_length  # 3000
 MAX_TEXT = 3000  # the fallback text; Slack truncates past 40,000 and advises far less
 MAX_LISTED_ERRORS = 20
+ERROR_LINE = (MAX_SECTION - 100) // MAX_LISTED_ERRORS - 1  # 20 lines and the "…and N more" fit one section
 STATE_EMOJI = {
     "RECEIVED": ":inbox_tray:",
     "REJECTED": ":no_entry:",
@@ -188,7 +189,7 @@ def backfill_message(
 def rejection_message(*, source_uri: str, issues: Sequence[ConfigIssue], name: str | None = None) -> SlackMessage:
     """An invalid config: every located error (the first MAX_LISTED_ERRORS)."""
     shown = [
-        _clip(f"• `{escape(issue.location)}`: {escape(issue.message)}", MAX_SECTION // MAX_LISTED_ERRORS)
+        _clip(f"• `{escape(issue.location)}`: {escape(issue.message)}", ERROR_LINE)
         for issue in issues[:MAX_LISTED_ERRORS]
     ]
     if len(issues) > MAX_LISTED_ERRORS:
