@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from backfill_local.receivers import SlackReceiver
+from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackMessage, SlackWebhook, build_notifier
 from backfill_orchestrator.notify.slack import retry_handlers
 from backfill_orchestrator.secrets import SecretReader
@@ -212,6 +212,7 @@ class Exploding:
 
 
 SECRET_IN_MESSAGE = "https://hooks.slack.com/services/T0/B0/s3cr3t"
+MENTION_TEXT = "<!channel>"
 
 
 @pytest.mark.parametrize(
@@ -302,3 +303,40 @@ def test_the_factory_turns_a_channel_off_when_its_secret_cannot_be_read(caplog: 
     assert notifier.slack("b-1", SlackMessage("x")) is False and notifier.page("b-1", summary="x") is False
     assert counter.counts == {"SlackFailures": 1, "PagerDutyFailures": 1}  # off, not failing again
     assert "s3cr3t" not in caplog.text
+
+
+def test_the_dags_reporting_survives_an_unreadable_secret_and_slack_without_ts(
+    mocked_aws: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The DAG builds its Notifier with the same factory: a PagerDuty secret that is gone and
+    a Slack that answers ok without a ts leave the task to finish normally."""
+    import sys
+    from pathlib import Path
+
+    import boto3
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
+    from backfill_runtime import reporting as reporting_module
+
+    secrets = boto3.client("secretsmanager", region_name="us-east-1")
+    slack_arn = secrets.create_secret(Name="backfill/slack", SecretString=json.dumps({"bot_token": SLACK_TOKEN}))["ARN"]
+    body, _ = SLACK_ANSWERS["ok without ts"]
+    with SlackAnswering(body) as slack, PagerDutyReceiver(routing_key=ROUTING_KEY) as pagerduty:
+        options = {
+            "slack_secret_id": slack_arn,
+            "slack_api_url": slack.api_url,
+            "slack_channel": "#backfills",
+            "pagerduty_secret_id": "backfill/pagerduty-gone",
+            "pagerduty_events_url": pagerduty.events_url,
+        }
+        monkeypatch.setattr(reporting_module, "_option", lambda key, default="": options.get(key, default))
+        with caplog.at_level(logging.INFO):
+            reporting = reporting_module.Reporting.from_options()
+            reporting.refused(backfill_id="b-1", problems=[f"conf: {MENTION_TEXT}"], run_url=None)
+
+        (message,) = slack.messages
+        assert "&lt;!channel&gt;" in message["text"]
+        assert pagerduty.events == [] and pagerduty.requests_seen == 0
+        assert "PagerDuty is off for now" in caplog.text
+        assert "without a message ts" in caplog.text
+        assert SLACK_TOKEN not in caplog.text
