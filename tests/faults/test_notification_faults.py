@@ -19,7 +19,14 @@ import pytest
 from pydantic import SecretStr
 
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
-from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackMessage, SlackWebhook, build_notifier
+from backfill_orchestrator.notify import (
+    Notifier,
+    PagerDutyClient,
+    SlackMessage,
+    SlackWebApi,
+    SlackWebhook,
+    build_notifier,
+)
 from backfill_orchestrator.notify.slack import retry_handlers
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import NotifySettings
@@ -340,3 +347,23 @@ def test_the_dags_reporting_survives_an_unreadable_secret_and_slack_without_ts(
         assert "PagerDuty is off for now" in caplog.text
         assert "without a message ts" in caplog.text
         assert SLACK_TOKEN not in caplog.text
+
+
+def test_a_long_slack_rate_limit_is_a_counted_failure_not_a_stalled_invocation() -> None:
+    """Retry-After: 3600 is not waited for (bounded at 30 s); a short one is."""
+    import time
+
+    counter = Counter()
+    with SlackReceiver(token=SLACK_TOKEN) as slack:
+        notifier = Notifier(
+            slack=SlackWebApi(token=SecretStr(SLACK_TOKEN), api_url=slack.api_url), pagerduty=None, metrics=counter
+        )
+        slack.fail_next(1, status=429, retry_after=3600)
+        started = time.monotonic()
+        assert notifier.slack("b-1", SlackMessage("x"), channel="#c") is False
+        assert time.monotonic() - started < 5
+        assert counter.counts == {"SlackFailures": 1} and slack.requests_seen == 1
+
+        slack.fail_next(1, status=429, retry_after=0)
+        assert notifier.slack("b-2", SlackMessage("y"), channel="#c") is True
+        assert slack.requests_seen == 3 and [m["text"] for m in slack.messages] == ["y"]

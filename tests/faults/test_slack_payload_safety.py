@@ -218,3 +218,12 @@ def test_blocks_that_break_a_limit_are_sent_as_text_only() -> None:
         SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url).post(message, channel="#c")
         (received,) = slack.messages
         assert (received["text"], received["blocks"]) == ("still here", None)
+
+
+@pytest.mark.parametrize("limit", range(2, 40))
+def test_clipping_never_leaves_half_an_entity(limit: int) -> None:
+    from backfill_orchestrator.notify.messages import _clip, escape
+
+    clipped = _clip(escape("a<&>" * 50), limit)
+    assert utf16(clipped) <= limit and clipped.endswith("…")
+    assert_inert(clipped, f"clipped to {limit}")

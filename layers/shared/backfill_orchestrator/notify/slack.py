@@ -27,8 +27,8 @@ from slack_sdk.models.blocks import Block
 
 from backfill_orchestrator.errors import ServiceError
 
-DEFAULT_TIMEOUT_SECONDS = 10
 log = logging.getLogger(__name__)
+DEFAULT_TIMEOUT_SECONDS = 10
 MAX_RETRY_AFTER_SECONDS = 30  # a longer rate-limit wait is a failure, not a stalled Lambda
 
 
@@ -75,8 +75,8 @@ class _BoundedRateLimitRetryHandler(RateLimitErrorRetryHandler):
         if not super()._can_retry(state=state, request=request, response=response, error=error):
             return False
         values = {key.lower(): value for key, value in response.headers.items()}.get("retry-after") or ["1"]
-        try:
-            return float(values[0]) <= self._max_wait
+        try:  # whole seconds, as Slack sends them and as the library's own wait reads them
+            return int(values[0]) <= self._max_wait
         except ValueError:
             return False
 
