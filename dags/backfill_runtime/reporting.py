@@ -8,7 +8,7 @@ secrets_max_age_seconds. Each is optional: without a status table nothing is rec
 without a secret nothing is posted (and the task log says so). The Notifier is built by
 `notify.build_notifier`, as in the trigger and replay functions.
 
-Notifications never fail the run (the Notifier logs and counts delivery and secret errors). A status
+Notifications never fail the run (the Notifier logs delivery and secret problems). A status
 store that cannot be reached does raise, so the task retries: the record is how people and
 the CLI follow a backfill."""
 
