@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -410,18 +411,10 @@ class TriggerService:
     def _log_context(self, backfill_id: str):  # noqa: ANN202 - a context manager
         if isinstance(self.logger, Logger):
             return self.logger.append_context_keys(backfill_id=backfill_id)
-        return _NullContext()
+        return nullcontext()
 
     def _count(self, name: str) -> None:
         self.metrics.add_metric(name=name, unit="Count", value=1)
-
-
-class _NullContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _is_expected(error: Exception) -> bool:

@@ -17,17 +17,16 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
-from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackClient, SlackWebApi, SlackWebhook
+from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
-from backfill_orchestrator.secrets import SecretFormatError, SecretReader, SecretUnavailableError
+from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.modes import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
 
-log = logging.getLogger(__name__)
 CATALOG_MAX_AGE_SECONDS = 60
 
 
@@ -54,7 +53,7 @@ class TriggerWiring:
             provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
         # One session per service so retry/backoff state and connections are reused.
-        self._sessions = {name: session_factory() for name in ("airflow", "marquez", "slack", "pagerduty")}
+        self._sessions = {name: session_factory() for name in ("airflow", "marquez", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
 
@@ -137,41 +136,12 @@ class TriggerWiring:
         return self._catalog[1]
 
     def notifier(self, *, status: StatusStore, metrics: MetricsSink) -> Notifier:
-        """Slack and PagerDuty as this deployment configures them (the replay function uses
-        it too, so both components post to the same thread the same way)."""
-        return Notifier(
-            slack=self._slack(metrics),
-            pagerduty=self._pagerduty(metrics),
-            status_store=status,
-            default_channel=self.settings.slack_channel,
+        """Slack and PagerDuty as this deployment configures them (`notify.build_notifier`)."""
+        return build_notifier(
+            settings=self.settings.notify,
+            secrets=self._secrets,
             metrics=metrics,
-        )
-
-    def _slack(self, metrics: MetricsSink) -> SlackClient | None:
-        secret_id = self.settings.slack_secret_id
-        if not secret_id:
-            return None
-        try:
-            credentials = self._secrets.slack(secret_id)
-        except (SecretUnavailableError, SecretFormatError) as error:
-            log.warning("Slack is off for this invocation: %s", error)
-            metrics.add_metric(name="SlackFailures", unit="Count", value=1)
-            return None
-        if credentials.bot_token is not None:
-            return SlackWebApi(token=credentials.bot_token, api_url=self.settings.slack_api_url, session=self._sessions["slack"])
-        assert credentials.webhook_url is not None
-        return SlackWebhook(url=credentials.webhook_url, session=self._sessions["slack"])
-
-    def _pagerduty(self, metrics: MetricsSink) -> PagerDutyClient | None:
-        secret_id = self.settings.pagerduty_secret_id
-        if not secret_id:
-            return None
-        try:
-            routing_key = self._secrets.pagerduty_routing_key(secret_id)
-        except (SecretUnavailableError, SecretFormatError) as error:
-            log.error("PagerDuty is off for this invocation: %s", error)
-            metrics.add_metric(name="PagerDutyFailures", unit="Count", value=1)
-            return None
-        return PagerDutyClient(
-            routing_key=routing_key, events_url=self.settings.pagerduty_events_url, session=self._sessions["pagerduty"]
+            status_store=status,
+            source="backfill-trigger",
+            pagerduty_session=self._sessions["pagerduty"],
         )
