@@ -60,7 +60,7 @@ class TriggerBody(BaseModel):
     """Airflow 3.3's `TriggerDAGRunPostBody` (a StrictBaseModel), field for field. Mirrored, not
     imported, so the double runs without Airflow installed; the faults test compares the two."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(from_attributes=True, populate_by_name=True, extra="forbid")  # StrictBaseModel
 
     dag_run_id: str | None = None
     data_interval_start: AwareDatetime | None = None

@@ -92,7 +92,7 @@ def _build_plan(
             reasons=[unaddressable_reason(job) for job in error.jobs],
         ) from None
     except UnwalkableLineageError as error:
-        raise UnreadableDownstreamError(error.job, hops=error.hops, reason=unaddressable_reason(error.job)) from None
+        raise UnreadableDownstreamError(error.job, hops=error.hops, reason=str(error)) from None
 
     excluded = {job.key for job in downstream.exclude} if downstream.enabled else set()
     reached = _reach(graph, roots, max_depth, blocked=())  # everything within max_depth

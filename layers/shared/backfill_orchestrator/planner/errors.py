@@ -40,8 +40,8 @@ class UnreadableDownstreamError(PlanRefusedError):
         self.jobs = [job]
         self.hops = hops
         super().__init__(
-            f"{reason}. The plan cannot see past {job}: set downstream.max_depth to {hops - 1} to stop "
-            "before it, or give its namespace a name Marquez can address"
+            f"{reason}. No plan is made rather than one that silently stops at {job}: set "
+            f"downstream.max_depth to {hops - 1} to stop before it, or give its namespace a name Marquez can address"
         )
 
 
