@@ -31,6 +31,7 @@ import secrets
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -328,6 +329,10 @@ class AirflowDouble:
         version, dag_id, run_id = match.group(1), unquote(match.group(2)), match.group(3)
         if version == "v1" and not self._basic_auth_v1:
             return 404, {"detail": "Not Found"}
+        posting_v2 = method == "POST" and run_id is None and version == "v2"
+        body = _read_v2_body(headers, raw_body) if posting_v2 else None
+        if isinstance(body, _Refusal) and body.before_auth:  # FastAPI decodes JSON before dependencies run
+            return body.status, body.answer
         denied = self._authorized(version, headers)
         if denied is not None:
             return denied
@@ -337,35 +342,15 @@ class AirflowDouble:
             return injected, {"detail": "injected failure"}
         if method == "POST" and run_id is None:
             if version == "v1":
-                body = _loads(raw_body)
-                problem = self._check_v1_trigger_body(body)
-                return problem if problem is not None else self._trigger_v1(dag_id, body)
-            return self._post_v2(dag_id, headers, raw_body)
+                v1_body = _loads(raw_body)
+                problem = self._check_v1_trigger_body(v1_body)
+                return problem if problem is not None else self._trigger_v1(dag_id, v1_body)
+            if isinstance(body, _Refusal):
+                return body.status, body.answer
+            return self._trigger(dag_id, body)
         if method == "GET" and run_id is not None:
             return self._get_run(version, dag_id, unquote(run_id))
         return 405, {"detail": "Method Not Allowed"}
-
-    def _post_v2(self, dag_id: str, headers: Any, raw_body: bytes) -> tuple[int, Any]:
-        """FastAPI's body handling: JSON when the content type is absent or JSON, else the raw
-        text (which the model then refuses); an empty body is a missing one."""
-        content_type = headers.get("Content-Type") or ""
-        data: Any = None
-        if raw_body:
-            subtype = content_type.split(";")[0].strip().rpartition("/")[2]
-            if not content_type or subtype == "json" or subtype.endswith("+json"):
-                try:
-                    data = json.loads(raw_body)
-                except json.JSONDecodeError as error:
-                    return 422, {"detail": [{"type": "json_invalid", "loc": ["body", error.pos], "msg": "JSON decode error", "input": {}, "ctx": {"error": error.msg}}]}
-            else:
-                data = raw_body.decode("utf-8", "replace")
-        if data is None:
-            return 422, {"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]}
-        try:
-            body = TriggerBody.model_validate(data)
-        except ValidationError as error:
-            return 422, {"detail": _validation_detail(error)}
-        return self._trigger(dag_id, body)
 
     # -- server ------------------------------------------------------------------------
     def start(self) -> AirflowDouble:
@@ -408,6 +393,37 @@ class AirflowDouble:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    status: int
+    answer: Any
+    before_auth: bool = False
+
+
+def _read_v2_body(headers: Any, raw_body: bytes) -> TriggerBody | _Refusal:
+    """FastAPI's body handling: JSON when the content type is absent or JSON (a decode error
+    answers 422 before any dependency, authentication included), else the raw text, which the
+    model refuses; an empty body is a missing one."""
+    content_type = headers.get("Content-Type") or ""
+    data: Any = None
+    if raw_body:
+        subtype = content_type.split(";")[0].strip().rpartition("/")[2]
+        if not content_type or subtype == "json" or subtype.endswith("+json"):
+            try:
+                data = json.loads(raw_body)
+            except json.JSONDecodeError as error:
+                problem = {"type": "json_invalid", "loc": ["body", error.pos], "msg": "JSON decode error", "input": {}, "ctx": {"error": error.msg}}
+                return _Refusal(422, {"detail": [problem]}, before_auth=True)
+        else:
+            data = raw_body.decode("utf-8", "replace")
+    if data is None:
+        return _Refusal(422, {"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]})
+    try:
+        return TriggerBody.model_validate(data)
+    except ValidationError as error:
+        return _Refusal(422, {"detail": _validation_detail(error)})
 
 
 def _v1_view(run: dict[str, Any]) -> dict[str, Any]:
