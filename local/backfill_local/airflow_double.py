@@ -105,6 +105,14 @@ def _validation_detail(error: ValidationError) -> list[dict[str, Any]]:
     return detail
 
 
+def _parse_aware(value: Any) -> datetime | None:
+    """An ISO time from an Airflow 2 body (already checked), naive read as UTC."""
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
 def _parse_datetime(value: Any) -> bool:
     if not isinstance(value, str):
         return False
@@ -234,27 +242,50 @@ class AirflowDouble:
             "bundle_url": None,
         }
 
-    def _trigger(self, dag_id: str, body: TriggerBody) -> tuple[int, Any]:
+    def _trigger(self, dag_id: str, body: TriggerBody, *, version: str = "v2") -> tuple[int, Any]:
         """`trigger_dag_run` of a DAG with `schedule=None`: a logical date without an interval
         gets the exact interval [logical_date, logical_date], as NullTimetable infers it."""
         if dag_id not in self.dag_ids:
+            if version == "v1":
+                return 404, {"title": "DAG not found", "status": 404, "detail": f"DAG with dag_id: '{dag_id}' not found"}
             return 404, {"detail": f"Dag with dag_id: '{dag_id}' not found"}
         problem = self._partition_problem(dag_id, body.partition_key)
         if problem is not None:
             return 400, {"detail": problem}
-        logical_date = _iso(body.logical_date)
-        run_after = (body.run_after or datetime.now(UTC))
-        run_after = run_after.replace(tzinfo=UTC) if run_after.tzinfo is None else run_after.astimezone(UTC)
+        run = self._new_run(dag_id, body)
+        with self._lock:
+            taken = (dag_id, run["dag_run_id"]) in self.runs or (
+                run["logical_date"] is not None
+                and any(r["logical_date"] == run["logical_date"] for (d, _), r in self.runs.items() if d == dag_id)
+            )
+            if not taken:
+                self.runs[(dag_id, run["dag_run_id"])] = run
+        if taken and version == "v1":
+            return 409, {"title": "Conflict", "status": 409, "detail": f"DAGRun with DAG ID: '{dag_id}' and DAGRun ID: '{run['dag_run_id']}' already exists"}
+        if taken:  # the unique constraints (dag_id, run_id), (dag_id, logical_date)
+            return 409, {"detail": {
+                "reason": "Unique constraint violation",
+                "statement": "hidden",
+                "orig_error": "hidden",
+                "message": "Serious error when handling your request. Check logs for more details - "
+                f"you will find it in api server when you look for ID {secrets.token_hex(4)}",
+            }}  # fmt: skip
+        return 200, (_v1_view(run) if version == "v1" else run)
+
+    def _new_run(self, dag_id: str, body: TriggerBody) -> dict[str, Any]:
+        """The DAGRunResponse of a new queued manual run."""
+        # coerce_datetime: naive means UTC, an aware time keeps its offset (in the default run id)
+        run_after = body.run_after or datetime.now(UTC)
+        run_after = run_after.replace(tzinfo=UTC) if run_after.tzinfo is None else run_after
         interval_start, interval_end = body.data_interval_start, body.data_interval_end
-        if logical_date is None:
+        if body.logical_date is None:
             interval_start = interval_end = None
         elif interval_start is None:
             interval_start = interval_end = body.logical_date
-        run_id = body.dag_run_id or f"manual__{run_after.isoformat()}"
-        run = {
-            "dag_run_id": run_id,
+        return {
+            "dag_run_id": body.dag_run_id or f"manual__{run_after.isoformat()}",
             "dag_id": dag_id,
-            "logical_date": logical_date,
+            "logical_date": _iso(body.logical_date),
             "queued_at": _now(),
             "start_date": None,
             "end_date": None,
@@ -275,40 +306,17 @@ class AirflowDouble:
             "partition_key": body.partition_key,
             "partition_date": None,  # only timetables with temporal partition keys decode one
         }
-        with self._lock:
-            taken = (dag_id, run_id) in self.runs or (
-                logical_date is not None
-                and any(r["logical_date"] == logical_date for (d, _), r in self.runs.items() if d == dag_id)
-            )
-            if taken:  # the unique constraints (dag_id, run_id), (dag_id, logical_date)
-                return 409, {"detail": {
-                    "reason": "Unique constraint violation",
-                    "statement": "hidden",
-                    "orig_error": "hidden",
-                    "message": "Serious error when handling your request. Check logs for more details - "
-                    f"you will find it in api server when you look for ID {secrets.token_hex(4)}",
-                }}  # fmt: skip
-            self.runs[(dag_id, run_id)] = run
-        return 200, run
 
     def _trigger_v1(self, dag_id: str, body: dict[str, Any]) -> tuple[int, Any]:
-        if dag_id not in self.dag_ids:
-            return 404, {"title": "DAG not found", "status": 404, "detail": f"DAG with dag_id: '{dag_id}' not found"}
-        logical = body.get("logical_date") or body.get("execution_date") or _now()  # Airflow 2: never null
-        run_id = body.get("dag_run_id") or f"manual__{logical}"
-        with self._lock:
-            if (dag_id, run_id) in self.runs or any(
-                r["logical_date"] == logical for (d, _), r in self.runs.items() if d == dag_id
-            ):
-                return 409, {"title": "Conflict", "status": 409, "detail": f"DAGRun with DAG ID: '{dag_id}' and DAGRun ID: '{run_id}' already exists"}
-            run = {
-                "dag_run_id": run_id, "dag_id": dag_id, "logical_date": logical, "queued_at": _now(),
-                "start_date": None, "end_date": None, "data_interval_start": logical, "data_interval_end": logical,
-                "last_scheduling_decision": None, "run_type": "manual", "state": "queued",
-                "conf": body.get("conf") or {}, "note": body.get("note"),
-            }  # fmt: skip
-            self.runs[(dag_id, run_id)] = run
-        return 200, _v1_view(run)
+        """Airflow 2: no null logical date (now when absent), which also names the run."""
+        logical = _parse_aware(body.get("logical_date") or body.get("execution_date")) or datetime.now(UTC)
+        interval = [_parse_aware(body.get(key)) for key in ("data_interval_start", "data_interval_end")]
+        trigger = TriggerBody.model_construct(
+            dag_run_id=body.get("dag_run_id"), logical_date=logical, run_after=logical,
+            data_interval_start=interval[0], data_interval_end=interval[1],
+            conf=body.get("conf") or {}, note=body.get("note"), partition_key=None,
+        )  # fmt: skip
+        return self._trigger(dag_id, trigger, version="v1")
 
     def _get_run(self, version: str, dag_id: str, run_id: str) -> tuple[int, Any]:
         with self._lock:

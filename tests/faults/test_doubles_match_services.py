@@ -95,7 +95,7 @@ def test_the_trigger_body_mirrors_airflows_model_field_for_field() -> None:
 SPEC_VALID = [
     {"logical_date": None},
     {"logical_date": DAY, "dag_run_id": "with-date"},
-    {"logical_date": None, "dag_run_id": "all", "conf": {"a": 1}, "note": "why", "run_after": "2021-06-05T01:02:03.5+02:00"},
+    {"logical_date": None, "conf": {"a": 1}, "note": "why", "run_after": "2021-06-05T01:02:03.5+02:00"},  # run id from run_after
     {"logical_date": "2021-06-06T00:00:00+00:00", "data_interval_start": "2021-06-05T00:00:00Z", "data_interval_end": DAY},
     {"logical_date": None, "run_after": "2021-06-07T00:00:00", "dag_run_id": "naive-run-after"},  # datetime, not Aware
     {"logical_date": None, "dag_run_id": "null-conf", "conf": None, "note": ""},
@@ -123,13 +123,50 @@ SPEC_INVALID: list[tuple[bytes, str | None]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def serialized_dags() -> dict[str, Any]:
+    """Airflow's own DAGs behind the double's: `backfill` (schedule=None), `parts` (partitioned
+    at runtime), as the api-server holds them."""
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.timetables.simple import PartitionedAtRuntime
+
+    dags = {}
+    for dag_id in ("backfill", "parts"):
+        dag = DAG(dag_id=dag_id, schedule=None, start_date=datetime(2021, 1, 1, tzinfo=UTC))
+        dags[dag_id] = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    dags["parts"].timetable = PartitionedAtRuntime()
+    return dags
+
+
+def _instant(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment  # Airflow's default zone: UTC
+
+
 @pytest.mark.parametrize("body", SPEC_VALID, ids=lambda body: ",".join(body))
-def test_every_spec_valid_body_is_accepted_and_answered_with_a_complete_dag_run(airflow, token, reference, body) -> None:
+def test_every_spec_valid_body_is_accepted_and_answered_with_a_complete_dag_run(airflow, token, reference, serialized_dags, body) -> None:
     raw = json.dumps(body).encode()
     assert reference.post("/api/v2/dags/parts/dagRuns", content=raw, headers={"Content-Type": "application/json"}).status_code == 200
     answer = post(airflow, token, raw, "application/json", dag_id="parts")
     assert answer.status_code == 200, answer.text
-    _assert_is_a_dag_run_response(answer.json())
+    run = answer.json()
+    _assert_is_a_dag_run_response(run)
+    # What Airflow's trigger route makes of this body (TriggerDAGRunPostBody.validate_context).
+    context = TriggerDAGRunPostBody.model_validate(body).validate_context(serialized_dags["parts"])
+    interval = context["data_interval"]
+    assert _instant(run["logical_date"]) == _instant(context["logical_date"])
+    assert (_instant(run["data_interval_start"]), _instant(run["data_interval_end"])) == (
+        (interval.start, interval.end) if interval else (None, None)
+    )
+    assert (run["conf"], run["note"]) == (context["conf"] or {}, context["note"] or None)
+    assert (run["partition_key"], _instant(run["partition_date"])) == (context["partition_key"], context["partition_date"])
+    if "run_after" in body:  # otherwise each side takes its own "now"
+        assert _instant(run["run_after"]) == _instant(context["run_after"])
+    if "dag_run_id" in body or "run_after" in body:  # otherwise both name the run after "now"
+        assert run["dag_run_id"] == context["run_id"]
     again = requests.get(f"{airflow.url}/api/v2/dags/parts/dagRuns/{answer.json()['dag_run_id']}", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert again.status_code == 200 and again.json() == answer.json()
 
@@ -165,23 +202,13 @@ def test_runs_answered_by_trigger_and_get_are_dag_run_responses(airflow, token) 
     assert created["dag_versions"] and created["triggering_user_name"] == "admin"
 
 
-def test_partition_keys_are_refused_as_airflow_refuses_them(airflow, token) -> None:
-    from airflow.sdk import DAG
-    from airflow.serialization.serialized_objects import DagSerialization
-    from airflow.timetables.simple import PartitionedAtRuntime
-
-    def airflow_says(dag_id: str, key: str, partitioned: bool) -> str:
-        dag = DagSerialization.from_dict(DagSerialization.to_dict(DAG(dag_id=dag_id, schedule=None, start_date=datetime(2021, 1, 1, tzinfo=UTC))))
-        if partitioned:
-            dag.timetable = PartitionedAtRuntime()
-        with pytest.raises(ValueError) as refused:
-            dag.validate_partition_key(key)
-        return str(refused.value)
-
-    for dag_id, key, partitioned in (("backfill", "p", False), ("parts", " ", True), ("parts", "k" * 251, True)):
+def test_partition_keys_are_refused_as_airflow_refuses_them(airflow, token, serialized_dags) -> None:
+    for dag_id, key in (("backfill", "p"), ("parts", " "), ("parts", "k" * 251)):
+        with pytest.raises(ValueError) as refused:  # trigger_dag_run answers these 400
+            serialized_dags[dag_id].validate_partition_key(key)
         body = json.dumps({"logical_date": None, "partition_key": key}).encode()
         answer = post(airflow, token, body, "application/json", dag_id=dag_id)
-        assert (answer.status_code, answer.json()) == (400, {"detail": airflow_says(dag_id, key, partitioned)})
+        assert (answer.status_code, answer.json()) == (400, {"detail": str(refused.value)})
 
 
 def test_conflicts_and_unknown_dags_answer_as_airflow(airflow, token) -> None:
