@@ -26,9 +26,9 @@ from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import (
     LineageGraph,
     MalformedLineageError,
-    job_node_id,
     parse_lineage_response,
 )
+from backfill_orchestrator.lineage.source import lookup_node_id
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class MarquezClient:
 
     def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
         url = self.base_url + LINEAGE_PATH
-        params = {"nodeId": job_node_id(job.namespace, job.name), "depth": str(depth)}
+        params = {"nodeId": lookup_node_id(job), "depth": str(depth)}
         log.debug("GET %s nodeId=%s depth=%d", url, params["nodeId"], depth)
         try:
             response = self._session.get(url, params=params, headers=self._headers)
