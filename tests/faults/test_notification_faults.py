@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from pydantic import SecretStr
 
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
@@ -85,6 +86,9 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Point the real handler at a harness (its environment, a fresh wiring, no metrics left
     from earlier tests); the handler's JSON log lines go to `lambda_env.logs`."""
     log_stream = io.StringIO()
+    # The package's loggers log through the handler of whichever Lambda handler module was
+    # imported last (each Lambda imports one); in one test process, point them back here.
+    copy_config_to_registered_loggers(source_logger=trigger_handler.logger, include={"backfill_orchestrator"})
     log_handler = trigger_handler.logger.registered_handler
     previous, log_handler.stream = log_handler.stream, log_stream
 

@@ -26,6 +26,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryInterv
 from slack_sdk.models.blocks import Block
 
 from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.redaction import RedactingFilter, register_secret
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -92,33 +93,21 @@ def retry_handlers(
     ]
 
 
-class _RedactSecrets(logging.Filter):
-    """slack_sdk logs whole requests at DEBUG (dropped here) and the request URL when it
-    retries; for a webhook that URL is the secret, so every known secret is blanked out."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: set[str] = set()
+class _DropRequestDumps(logging.Filter):
+    """slack_sdk logs whole requests (bodies, headers) at DEBUG: dropped here."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno <= logging.DEBUG:
-            return False
-        message = record.getMessage()
-        for secret in self.secrets:
-            message = message.replace(secret, "[redacted]")
-        record.msg, record.args = message, ()
-        return True
-
-
-_REDACT = _RedactSecrets()
+        return record.levelno > logging.DEBUG
 
 
 def _sdk_logger(secret: SecretStr) -> logging.Logger:
-    """The logger slack_sdk gets: one for all clients, blanking out `secret` too."""
+    """The logger slack_sdk gets. It logs the request URL when it retries, and a webhook's URL
+    is the secret: registered with the shared redaction, which blanks it out of every line."""
     sdk_logger = logging.getLogger("backfill_orchestrator.notify.slack_sdk")
-    if _REDACT not in sdk_logger.filters:
-        sdk_logger.addFilter(_REDACT)
-    _REDACT.secrets.add(secret.get_secret_value())
+    if not any(isinstance(f, _DropRequestDumps) for f in sdk_logger.filters):
+        sdk_logger.addFilter(_DropRequestDumps())
+        sdk_logger.addFilter(RedactingFilter())
+    register_secret(secret.get_secret_value())
     return sdk_logger
 
 
