@@ -6,6 +6,7 @@ from backfill_orchestrator.lineage.errors import (
     LineageChangedError,
     LineageError,
     MarquezResponseError,
+    MarquezTimeoutError,
     MarquezUnavailableError,
     UnknownJobError,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "MalformedLineageError",
     "MarquezClient",
     "MarquezResponseError",
+    "MarquezTimeoutError",
     "MarquezUnavailableError",
     "UnknownJobError",
     "fetch_downstream",

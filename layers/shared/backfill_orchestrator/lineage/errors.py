@@ -30,6 +30,15 @@ class MarquezUnavailableError(LineageError, ServiceError):
         super().__init__(f"Marquez at {base_url} is unavailable: {detail}")
 
 
+class MarquezTimeoutError(MarquezUnavailableError):
+    """The invocation's time budget ran out before Marquez answered (slow rather than down)."""
+
+    def __init__(self, base_url: str, budget: float):
+        self.base_url = base_url
+        self.budget = budget
+        Exception.__init__(self, f"Marquez did not answer within {budget:.1f} s, the time this attempt allowed ({base_url})")
+
+
 class MarquezResponseError(LineageError, ServiceError):
     """Marquez answered, but not with a lineage graph (an unexpected status, not JSON, a malformed graph)."""
 

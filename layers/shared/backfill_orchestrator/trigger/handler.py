@@ -16,6 +16,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
 from backfill_orchestrator.trigger.wiring import TriggerWiring
@@ -24,6 +25,11 @@ logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-trig
 tracer = Tracer()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
 copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
+
+# Kept back from the external calls' budget for recording an outcome when they run out of
+# time: the FAILED write, the result file, the page and the Slack message.
+FINISH_RESERVE_SECONDS = 20
+LEASE_MARGIN_SECONDS = 5  # the lease outlives the invocation by this much
 
 _wiring: TriggerWiring | None = None
 
@@ -55,7 +61,13 @@ def reset() -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     service = wiring().service(metrics=metrics, logger=logger)
-    remaining_ms = context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000
-    # The lease outlives this invocation by a little, so a retry never overlaps it.
-    results = service.handle_event(event, lease_seconds=remaining_ms // 1000 + 5)
+    remaining = (context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000) / 1000
+    # The lease covers the whole invocation, so a duplicate delivery (another request id) never
+    # overlaps it; Lambda's own retries (same request id) take a dead attempt over at once.
+    results = service.handle_event(
+        event,
+        lease_seconds=int(remaining) + LEASE_MARGIN_SECONDS,
+        request_id=getattr(context, "aws_request_id", None),
+        deadline=Deadline.after(remaining - FINISH_RESERVE_SECONDS),
+    )
     return {"results": [asdict(result) for result in results]}
