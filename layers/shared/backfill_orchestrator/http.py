@@ -24,6 +24,7 @@ from backfill_orchestrator.deadline import Deadline, current_deadline
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_TIMEOUT = (3.05, 10.0)  # (connect, read) seconds
 _SHORTEST_TIMEOUT = 0.01  # a socket timeout of 0 would mean non-blocking
+_SHORTEST_ATTEMPT = 0.1  # with less left than this, another attempt is not worth sending
 
 
 class OutOfTimeError(requests.exceptions.Timeout):
@@ -31,6 +32,7 @@ class OutOfTimeError(requests.exceptions.Timeout):
 
     def __init__(self, deadline: Deadline, doing: str):
         self.budget = deadline.budget
+        self.doing = doing
         super().__init__(f"no answer within the {deadline.budget:.1f} s this invocation allowed ({doing})")
 
 
@@ -66,8 +68,8 @@ class DeadlineRetry(Retry):
         if deadline is not None:
             wait = self.get_retry_after(response) if (self.respect_retry_after_header and response) else None
             wait = wait if wait else self.get_backoff_time()
-            if wait >= deadline.remaining():
-                raise OutOfTimeError(deadline, f"a retry would wait {wait:.1f} s")
+            if wait + _SHORTEST_ATTEMPT >= deadline.remaining():
+                raise OutOfTimeError(deadline, f"a retry would wait {wait:.1f} s, with {deadline.remaining():.1f} s left")
         super().sleep(response)
 
 
@@ -90,11 +92,13 @@ class _TimeoutAdapter(HTTPAdapter):
         kwargs["timeout"] = _DeadlineTimeout(connect=connect, read=read, deadline=deadline)
         try:
             return super().send(request, **kwargs)
+        except OutOfTimeError:
+            raise
         except requests.RequestException as error:
             inner = error.args[0] if error.args else None
             if isinstance(inner, OutOfTimeError):  # raised by DeadlineRetry, wrapped by requests
-                raise inner from None
-            if deadline.expired:  # the last attempt ran out of the time the deadline left it
+                raise OutOfTimeError(deadline, f"{doing}: {inner.doing}") from None
+            if deadline.remaining() < _SHORTEST_ATTEMPT:  # the last attempt ran out of the time the deadline left it
                 raise OutOfTimeError(deadline, doing) from None
             raise
 

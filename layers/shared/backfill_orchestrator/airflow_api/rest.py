@@ -47,7 +47,7 @@ class RestAirflowClient(AirflowClient):
                 json={"username": self._username, "password": self._password.get_secret_value()},
             )
         except OutOfTimeError as error:
-            raise AirflowTimeoutError(f"{self._base}/auth/token", error.budget) from None
+            raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
             raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
         if response.status_code in (401, 403):
@@ -83,7 +83,7 @@ class RestAirflowClient(AirflowClient):
                 self._token = None  # expired: one fresh token, one more try
                 response = self._send(method, url, body)
         except OutOfTimeError as error:
-            raise AirflowTimeoutError(f"{method} {self._base}{path}", error.budget) from None
+            raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
             raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
         if response.status_code == 429 or response.status_code >= 500:

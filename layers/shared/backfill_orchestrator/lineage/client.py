@@ -74,7 +74,7 @@ class MarquezClient:
         try:
             response = self._session.get(url, params=params, headers=self._headers)
         except OutOfTimeError as error:
-            raise MarquezTimeoutError(self.base_url, error.budget) from None
+            raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
         except requests.exceptions.RetryError as error:
             raise MarquezUnavailableError(self.base_url, f"still failing after retries ({_reason(error)})") from None
         except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:

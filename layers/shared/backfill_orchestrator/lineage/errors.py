@@ -33,10 +33,11 @@ class MarquezUnavailableError(LineageError, ServiceError):
 class MarquezTimeoutError(MarquezUnavailableError):
     """The invocation's time budget ran out before Marquez answered (slow rather than down)."""
 
-    def __init__(self, base_url: str, budget: float):
+    def __init__(self, base_url: str, budget: float, detail: str = ""):
         self.base_url = base_url
         self.budget = budget
-        Exception.__init__(self, f"Marquez did not answer within {budget:.1f} s, the time this attempt allowed ({base_url})")
+        text = f"Marquez did not answer within {budget:.1f} s, the time this attempt allowed ({base_url})"
+        Exception.__init__(self, f"{text}: {detail}" if detail else text)
 
 
 class MarquezResponseError(LineageError, ServiceError):

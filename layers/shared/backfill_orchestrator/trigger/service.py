@@ -162,12 +162,6 @@ class TriggerService:
                 self.logger.error("ignoring record %d: %s", index, error)
                 self._count("MalformedEvents")
                 continue
-            if deadline is not None and deadline.expired:
-                # Not claimed: Lambda's retry of this event handles it from the start.
-                self.logger.error("no time left for %s: left to Lambda's retry", upload.uri)
-                self._count("Failed")
-                results.append(UploadResult(upload.uri, Disposition.FAILED, detail="no time left in this invocation", retry=True))
-                continue
             try:
                 results.append(self.handle_upload(upload, attempt=attempt))
             except Exception as error:  # a bug, or an outage before the outcome could be recorded
