@@ -175,3 +175,28 @@ def test_a_result_file_that_cannot_be_written_raises_and_the_retry_writes_it(
     result = harness.result_file()
     assert result["outcome"] == "accepted" and result["state"] == "TRIGGERED" and result["dag_run_id"] == backfill_id
     assert len(harness.airflow.trigger_posts()) == 1 and len(harness.slack.messages) == 1
+
+
+def test_a_claim_that_cannot_be_written_raises_with_a_result_file_and_the_retry_starts_afresh(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.throttle(harness.dynamodb, "PutItem")
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert harness.dynamodb.scan(TableName="backfill-status-test")["Items"] == []
+    result = harness.result_file()
+    assert result["outcome"] == "failed" and result["state"] is None and result["retrying"]
+    assert "ProvisionedThroughputExceeded" in result["reason"] and "status_command" not in result
+    (page,) = harness.pagerduty.events
+    assert page["event_action"] == "trigger" and page["dedup_key"].startswith("upload-")
+    assert harness.airflow.requests == []
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert len(harness.airflow.runs) == 1 and harness.result_file()["outcome"] == "accepted"

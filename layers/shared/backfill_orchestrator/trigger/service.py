@@ -170,7 +170,7 @@ class TriggerService:
                                   exc_info=not isinstance(error, BackfillError))  # fmt: skip
                 self._count("Failed")
                 self._write_result(
-                    upload, self._result_document(upload, Disposition.FAILED, None, "UNKNOWN", reason=reason, retrying=True)
+                    upload, self._result_document(upload, Disposition.FAILED, None, None, reason=reason, retrying=True)
                 )
                 self.notifier.page(
                     f"upload-{upload.upload_id}",
@@ -253,8 +253,8 @@ class TriggerService:
             with deadline_scope(attempt.deadline):
                 outcome = MODE_RUNNERS[config.mode](request, self.services)
         except (UserError, PolicyRefusal) as error:  # deterministic (e.g. a record too large): the same input fails again
-            location = getattr(error, "location", None) or ROOT
-            outcome = ModeOutcome(BackfillState.REJECTED, issues=[ConfigIssue(location, str(error))], reason=str(error))
+            location, message = getattr(error, "location", None) or ROOT, str(error)[:2000]
+            outcome = ModeOutcome(BackfillState.REJECTED, issues=[ConfigIssue(location, message)], reason=message)
         except Exception as error:
             return self._system_failure(upload, config, backfill_id, error)
         return self._finish(upload, config, backfill_id, record, outcome)
@@ -450,7 +450,7 @@ class TriggerService:
         upload: Upload,
         disposition: Disposition,
         backfill_id: str | None,
-        state: str,
+        state: str | None,  # None: the failure came before any state was recorded
         *,
         errors: list[ConfigIssue] | None = None,
         status_id: str | None = None,
@@ -469,7 +469,8 @@ class TriggerService:
         document.update({key: value for key, value in fields.items() if value is not None})
         if retrying:
             document["retrying"] = "a system failure; the trigger retries automatically and on-call is paged"
-        document["status_command"] = f"backfill status {status_id or backfill_id}"
+        if status_id or backfill_id:
+            document["status_command"] = f"backfill status {status_id or backfill_id}"
         document["written_at"] = self.clock().isoformat()
         return document
 
