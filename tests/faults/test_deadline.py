@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger.handler import FINISH_RESERVE_SECONDS
@@ -127,3 +129,24 @@ def test_no_budget_left_sends_nothing_and_still_records_the_failure(trigger_harn
     assert record.state is BackfillState.FAILED and record.retryable and "not sent" in record.reason
     assert harness.result_file()["outcome"] == "failed"
     assert [e["event_action"] for e in harness.pagerduty.events] == ["trigger"]
+
+
+def test_mwaa_backoff_that_would_pass_the_deadline_is_not_waited_for() -> None:
+    """MWAA's retry loop (botocore Stubber: RestApiServerException, then nothing) stops at the
+    budget: after the first failure, a 0.5 s backoff does not fit in 0.3 s."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from backfill_orchestrator.airflow_api import AirflowTimeoutError, MwaaAirflowClient
+    from backfill_orchestrator.deadline import Deadline, deadline_scope
+
+    client = boto3.client("mwaa", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sleeps: list[float] = []
+    with Stubber(client) as stubber:
+        stubber.add_client_error("invoke_rest_api", service_error_code="RestApiServerException", http_status_code=400,
+                                 modeled_fields={"RestApiStatusCode": 503, "RestApiResponse": {"detail": "busy"}})  # fmt: skip
+        mwaa = MwaaAirflowClient("data-prod", mwaa_client=client, sleep=sleeps.append)
+        with deadline_scope(Deadline.after(0.3)), pytest.raises(AirflowTimeoutError, match="did not answer within 0.3 s"):
+            mwaa.trigger_dag_run("backfill", run_id="b-1", conf={"backfill_id": "b-1"})
+        stubber.assert_no_pending_responses()
+    assert sleeps == []
