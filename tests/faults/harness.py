@@ -24,10 +24,17 @@ class FaultHarness(TriggerHarness):
     def __init__(self, stack: ExitStack, **kwargs: Any):
         self.marquez_proxy = stack.enter_context(FaultProxy())
         self.airflow_proxy = stack.enter_context(FaultProxy())
-        env = {"MARQUEZ_URL": self.marquez_proxy.url, "AIRFLOW_URL": self.airflow_proxy.url, **kwargs.pop("env", {})}
+        self.pagerduty_proxy = stack.enter_context(FaultProxy())
+        env = {
+            "MARQUEZ_URL": self.marquez_proxy.url,
+            "AIRFLOW_URL": self.airflow_proxy.url,
+            "PAGERDUTY_EVENTS_URL": f"{self.pagerduty_proxy.url}/v2/enqueue",
+            **kwargs.pop("env", {}),
+        }
         super().__init__(stack, env=env, **kwargs)
         self.marquez_proxy.upstream = f"http://127.0.0.1:{self.marquez_port}"
         self.airflow_proxy.upstream = self.airflow.url
+        self.pagerduty_proxy.upstream = self.pagerduty.base_url
         # The production retry policy for AWS and HTTP (the fault tests are about it).
         self.s3 = boto3.client("s3", region_name="us-east-1", config=AWS_CLIENT_CONFIG)
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1", config=AWS_CLIENT_CONFIG)

@@ -150,3 +150,20 @@ def test_mwaa_backoff_that_would_pass_the_deadline_is_not_waited_for() -> None:
             mwaa.trigger_dag_run("backfill", run_id="b-1", conf={"backfill_id": "b-1"})
         stubber.assert_no_pending_responses()
     assert sleeps == []
+
+
+def test_telling_people_never_outlasts_the_invocation(trigger_harness: FaultHarness) -> None:
+    """With 4 s left: no budget for Marquez (the reserve is 20 s), and a PagerDuty that hangs;
+    the page is cut at the end margin, and the attempt still records, writes and raises."""
+    harness = trigger_harness
+    harness.pagerduty_proxy.add(FaultRule(method="POST", delay=30))
+    started = time.monotonic()
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(harness.upload(VALID), request_id=REQUEST, remaining_seconds=4)
+
+    assert time.monotonic() - started < 4  # Lambda would have killed it at 4 s
+    record = harness.status.get(harness.only_record_id())
+    assert record.state is BackfillState.FAILED and record.retryable and not record.pagerduty_open
+    assert harness.result_file()["outcome"] == "failed"
+    assert len(harness.pagerduty_proxy.requests("POST")) == 1 and harness.pagerduty.events == []

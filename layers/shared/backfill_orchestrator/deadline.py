@@ -5,7 +5,7 @@
 
 A context variable rather than an argument: the HTTP sessions (and their retry policy) live as
 long as the Lambda container, while the budget belongs to one invocation. `http.py` and the
-MWAA client read `current_deadline()`; outside a scope there is no budget (None)."""
+MWAA client read `current_deadline()`; outside any scope there is no budget (None)."""
 
 from __future__ import annotations
 
@@ -46,9 +46,12 @@ def current_deadline() -> Deadline | None:
 
 @contextmanager
 def deadline_scope(deadline: Deadline | None) -> Iterator[Deadline | None]:
-    """Every external call inside the block draws on `deadline` (None: no budget)."""
-    token = _current.set(deadline)
+    """Every external call inside the block draws on `deadline`. Scopes only narrow: inside
+    another scope the earlier deadline applies (None adds no budget of its own)."""
+    outer = _current.get()
+    effective = outer if deadline is None or (outer is not None and outer.at <= deadline.at) else deadline
+    token = _current.set(effective)
     try:
-        yield deadline
+        yield effective
     finally:
         _current.reset(token)

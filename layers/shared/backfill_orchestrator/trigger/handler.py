@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
-from backfill_orchestrator.deadline import Deadline
+from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
 from backfill_orchestrator.trigger.wiring import TriggerWiring
@@ -29,6 +29,7 @@ copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orche
 # Kept back from the external calls' budget for recording an outcome when they run out of
 # time: the FAILED write, the result file, the page and the Slack message.
 FINISH_RESERVE_SECONDS = 20
+END_MARGIN_SECONDS = 2  # every HTTP call, telling included, ends this long before Lambda's deadline
 LEASE_MARGIN_SECONDS = 5  # the lease outlives the invocation by this much
 
 _wiring: TriggerWiring | None = None
@@ -64,10 +65,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     remaining = (context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000) / 1000
     # The lease covers the whole invocation, so a duplicate delivery (another request id) never
     # overlaps it; Lambda's own retries (same request id) take a dead attempt over at once.
-    results = service.handle_event(
-        event,
-        lease_seconds=int(remaining) + LEASE_MARGIN_SECONDS,
-        request_id=getattr(context, "aws_request_id", None),
-        deadline=Deadline.after(remaining - FINISH_RESERVE_SECONDS),
-    )
+    with deadline_scope(Deadline.after(remaining - END_MARGIN_SECONDS)):  # Slack/PagerDuty too
+        results = service.handle_event(
+            event,
+            lease_seconds=int(remaining) + LEASE_MARGIN_SECONDS,
+            request_id=getattr(context, "aws_request_id", None),
+            deadline=Deadline.after(remaining - FINISH_RESERVE_SECONDS),  # Marquez/Airflow, while a mode runs
+        )
     return {"results": [asdict(result) for result in results]}
