@@ -369,8 +369,9 @@ class TriggerService:
         record = self.services.status.get(backfill_id)
         if record is None:  # cannot happen after RecordExistsError; be explicit anyway
             raise LookupError(f"status record {backfill_id} vanished")
-        reported = self.services.storage.read_result(upload)
-        if reported and reported.get("backfill_id") == backfill_id and reported.get("state") == str(record.state):
+        reported = self.services.storage.read_result(upload) or {}
+        # Reported already: its outcome stands (the DAG may have moved the state on since).
+        if reported.get("backfill_id") == backfill_id and (reported.get("outcome") != "failed" or reported.get("state") == str(record.state)):
             self._count("Duplicates")
             return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
         disposition = Disposition(_STATE_OUTCOMES.get(str(record.state), "accepted"))
@@ -380,7 +381,7 @@ class TriggerService:
             self._result_document(
                 upload, disposition, backfill_id, str(record.state),
                 errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors] or None,
-                errors_total=record.errors_total, config_uri=record.config_uri, plan_uri=record.plan_uri,
+                config_uri=record.config_uri, plan_uri=record.plan_uri,
                 plan=record.plan_summary, dag_id=record.dag_id, dag_run_id=record.dag_run_id,
                 dag_run_url=record.dag_run_url, reason=record.reason,
             ),
