@@ -167,3 +167,31 @@ def test_telling_people_never_outlasts_the_invocation(trigger_harness: FaultHarn
     assert record.state is BackfillState.FAILED and record.retryable and not record.pagerduty_open
     assert harness.result_file()["outcome"] == "failed"
     assert len(harness.pagerduty_proxy.requests("POST")) == 1 and harness.pagerduty.events == []
+
+
+def test_a_run_airflow_accepted_late_and_already_running_is_recorded_by_the_retry(trigger_harness: FaultHarness) -> None:
+    """As above, but the late run starts before Lambda's retry: the DAG posts RUNNING (allowed
+    from FAILED: a cleared run). The retry reads the run back, records its id and link, tells
+    the user it was accepted and resolves the page."""
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    harness.airflow_proxy.add(FaultRule(method="POST", path=DAG_RUNS, delay=7, times=1))
+    _, raised = invoke_with_budget(harness, event, budget=4)
+    assert isinstance(raised, TriggerFailedError)
+    backfill_id = harness.only_record_id()
+    for _ in range(100):
+        if harness.airflow.runs:
+            break
+        time.sleep(0.1)
+    harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 5")  # the DAG
+
+    _, raised = invoke_with_budget(harness, event, budget=30)
+
+    assert raised is None
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.RUNNING and not record.retryable
+    assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(f"/runs/{backfill_id}")
+    result = harness.result_file()
+    assert result["outcome"] == "accepted" and result["state"] == "RUNNING" and result["dag_run_url"] == record.dag_run_url
+    assert list(harness.airflow.runs) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    assert harness.pagerduty.incidents == {backfill_id: "resolved"}

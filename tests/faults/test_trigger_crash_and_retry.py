@@ -148,6 +148,9 @@ def test_the_dag_finishing_before_the_retry_still_gets_the_user_a_result_file(
     result = harness.result_file()
     assert result["outcome"] == "accepted" and result["state"] == "SUCCEEDED"
     assert dag_runs(harness) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    record = harness.status.get(backfill_id)  # the run, read back by its id, is on the record
+    assert record.state is BackfillState.SUCCEEDED and record.dag_run_id == backfill_id and record.dag_run_url
+    assert result["dag_run_url"] == record.dag_run_url
     # Once written, the same retry again is a plain duplicate.
     assert harness.invoke_lambda(event, request_id=REQUEST)["results"][0]["disposition"] == "duplicate"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -235,7 +235,7 @@ class TriggerService:
                 )  # fmt: skip
                 if reclaimed is None:
                     if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
-                        return self._report_again(upload, backfill_id)
+                        return self._report_again(upload, config, backfill_id, attempt)
                     self.logger.info("duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state)
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
@@ -362,13 +362,18 @@ class TriggerService:
         )
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
-    def _report_again(self, upload: Upload, backfill_id: str) -> UploadResult:
+    def _report_again(self, upload: Upload, config: BackfillConfig, backfill_id: str, attempt: Attempt) -> UploadResult:
         """Lambda's retry of our own attempt (same request id) finds the record past the
-        point of takeover: that attempt recorded a state and then died or raised. Make sure
-        the user has its result file; the record is the source of truth."""
+        point of takeover: that attempt recorded a state and then died or raised, or the DAG
+        run it started (late) moved the record on. Make sure the run is recorded and the user
+        has a result file; the record is the source of truth."""
         record = self.services.status.get(backfill_id)
         if record is None:  # cannot happen after RecordExistsError; be explicit anyway
             raise LookupError(f"status record {backfill_id} vanished")
+        if config.mode == "batch" and not config.dry_run and record.dag_run_id is None:
+            record = self._record_found_run(record, attempt)
+        if record.pagerduty_open and record.state is not BackfillState.FAILED:
+            self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         reported = self.services.storage.read_result(upload) or {}
         # Reported already: its outcome stands (the DAG may have moved the state on since).
         if reported.get("backfill_id") == backfill_id and (reported.get("outcome") != "failed" or reported.get("state") == str(record.state)):
@@ -387,6 +392,19 @@ class TriggerService:
             ),
         )  # fmt: skip
         return UploadResult(upload.uri, disposition, backfill_id, str(record.state), "result written by a retry", retry=not written)
+
+    def _record_found_run(self, record: StatusRecord, attempt: Attempt) -> StatusRecord:
+        """The DAG moved the record on before TRIGGERED was recorded: read the run back by its
+        id (the backfill id) and record its id and link."""
+        airflow, dag_id = self.services.airflow(), self.settings.backfill_dag_id
+        with deadline_scope(attempt.deadline):
+            run = airflow.get_dag_run(dag_id, record.backfill_id)
+        if run is None or run.conf.get("backfill_id") != record.backfill_id:
+            return record
+        attributes = {"dag_id": dag_id, "dag_run_id": run.run_id, "dag_run_url": airflow.run_url(dag_id, run.run_id)}
+        self.services.status.annotate(record.backfill_id, attributes)
+        self.logger.info("recorded DAG run %s/%s found by a retry", dag_id, run.run_id)
+        return replace(record, **attributes)
 
     def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], attempt: Attempt) -> UploadResult:
         """An invalid config has no backfill id: its record is keyed by the upload. The record
