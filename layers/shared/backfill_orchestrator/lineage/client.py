@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 import requests
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import OutOfTimeError, retrying_session
 from backfill_orchestrator.lineage.errors import (
     InvalidMarquezUrlError,
     MarquezResponseError,
+    MarquezTimeoutError,
     MarquezUnavailableError,
     UnknownJobError,
 )
@@ -72,6 +73,8 @@ class MarquezClient:
         log.debug("GET %s nodeId=%s depth=%d", url, params["nodeId"], depth)
         try:
             response = self._session.get(url, params=params, headers=self._headers)
+        except OutOfTimeError as error:
+            raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
         except requests.exceptions.RetryError as error:
             raise MarquezUnavailableError(self.base_url, f"still failing after retries ({_reason(error)})") from None
         except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:

@@ -68,6 +68,16 @@ class MarquezUnavailableError(LineageError, ServiceError):
         super().__init__(f"Marquez at {base_url} is unavailable: {detail}")
 
 
+class MarquezTimeoutError(MarquezUnavailableError):
+    """The invocation's time budget ran out before Marquez answered (slow rather than down)."""
+
+    def __init__(self, base_url: str, budget: float, detail: str = ""):
+        self.base_url = base_url
+        self.budget = budget
+        text = f"Marquez did not answer within {budget:.1f} s, the time this attempt allowed ({base_url})"
+        Exception.__init__(self, f"{text}: {detail}" if detail else text)
+
+
 class MarquezResponseError(LineageError, ServiceError):
     """Marquez answered, but not with a lineage graph (an unexpected status, not JSON, a malformed graph)."""
 

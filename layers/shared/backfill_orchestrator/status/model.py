@@ -57,8 +57,10 @@ class StatusRecord:
     source_uri: str | None = None
     uploads: frozenset[str] = frozenset()
     lease_until: int = 0
+    lease_holder: str | None = None  # the Lambda request id of the attempt holding the lease
     attempts: int = 0
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)  # the first MAX_RECORD_ERRORS
+    errors_total: int | None = None  # how many errors there were in all (see the result file)
     reason: str | None = None
     retryable: bool = False
     config_uri: str | None = None

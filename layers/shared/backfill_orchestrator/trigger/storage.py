@@ -98,6 +98,24 @@ class TriggerStorage:
         self._put(key, (json.dumps(result, indent=2, default=str) + "\n").encode(), "application/json")
         return f"s3://{self.bucket}/{key}"
 
+    def read_result(self, upload: Upload) -> dict[str, Any] | None:
+        """The outcome document written for `upload`'s path, or None (a retry checks that its
+        dead attempt's outcome reached the user)."""
+        key = self.result_key(upload)
+        try:
+            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return None
+        return document if isinstance(document, dict) else None
+
     # -- backfills ---------------------------------------------------------------------
     def backfill_key(self, backfill_id: str, name: str) -> str:
         return f"{self.backfills_prefix}{backfill_id}/{name}"
