@@ -74,8 +74,8 @@ def timed(label: str, run) -> float:
 def loop_worker(warehouse: str, plans: list[str]) -> None:
     """(b): one session, the per-day plans one after another (run by spark-submit)."""
     from backfill_orchestrator.plan import Plan
-    from spark_jobs.runner import run_plan
-    from spark_jobs.session import spark_session
+    from spark_jobs.engine.runner import run_plan
+    from spark_jobs.engine.session import spark_session
 
     with spark_session("bench-loop") as spark:
         for path in plans:
@@ -85,11 +85,11 @@ def loop_worker(warehouse: str, plans: list[str]) -> None:
 
 
 def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) -> Path:
-    from spark_jobs.runner import run_everything
-    from spark_jobs.sample_data import GeneratorSettings, break_partitions, generate
-    from spark_jobs.scope import Scope
-    from spark_jobs.session import spark_session
-    from spark_jobs.tables import ORDERS
+    from spark_jobs.engine.runner import run_everything
+    from spark_jobs.engine.scope import Scope
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.sample.data import GeneratorSettings, break_partitions, generate
+    from spark_jobs.sample.tables import ORDERS
 
     clean, damaged = work / "clean", work / "broken"
     clean.mkdir()
@@ -105,9 +105,9 @@ def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) ->
 
 
 def compare(clean: Path, warehouses: list[Path]) -> bool:
-    from spark_jobs.session import spark_session
-    from spark_jobs.table_io import list_partitions, read_table
-    from spark_jobs.tables import PROCESSED_TABLES
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.engine.table_io import list_partitions, read_table
+    from spark_jobs.sample.tables import PROCESSED_TABLES
 
     identical = True
     with spark_session("bench-compare", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:

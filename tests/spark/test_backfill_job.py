@@ -11,12 +11,12 @@ import pytest
 
 from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.plan import Plan
-from spark_jobs import backfill_job
-from spark_jobs.runner import input_frames, run_plan
-from spark_jobs.sample_data import break_partitions
-from spark_jobs.scope import Scope
-from spark_jobs.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
-from spark_jobs.transforms import FOOD_DELIVERY
+from spark_jobs.engine import backfill_job
+from spark_jobs.engine.runner import input_frames, run_plan
+from spark_jobs.engine.scope import Scope
+from spark_jobs.sample.data import break_partitions
+from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.spark.conftest import (
     assert_tables_equal,
     file_snapshot,
@@ -209,7 +209,7 @@ def test_named_partitions_left_without_rows_are_removed(spark, warehouse):
 
 
 def test_every_transform_fits_its_output_table(spark, tmp_path):
-    from spark_jobs.runner import conform
+    from spark_jobs.engine.runner import conform
 
     for transform in FOOD_DELIVERY:
         frames = input_frames(spark=spark, warehouse=str(tmp_path), transform=transform, scope=Scope())

@@ -9,9 +9,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from spark_jobs import cli_args
-from spark_jobs.scope import Scope
-from spark_jobs.storage import DocumentError, S3Location, read_document, sibling, write_document
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import DocumentError, S3Location, read_document, sibling, write_document
 
 pytestmark = pytest.mark.slow  # lives with the Spark tests; needs no Spark
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from spark_jobs import backfill_job
+from spark_jobs.engine import backfill_job
 from tests.spark.conftest import REPO_ROOT, file_snapshot, hand_plan, hand_step
 
 pytestmark = pytest.mark.slow

@@ -9,12 +9,12 @@ from datetime import date
 import pytest
 
 from backfill_orchestrator.config import JobRef, parse_config
-from spark_jobs import reconcile
-from spark_jobs.reconciliation import Mismatch, backfill_config, find_mismatches
-from spark_jobs.runner import run_everything, run_plan
-from spark_jobs.sample_data import break_partitions
-from spark_jobs.scope import Scope
-from spark_jobs.tables import ORDERS, RAW_ORDERS
+from spark_jobs.engine.runner import run_everything, run_plan
+from spark_jobs.engine.scope import Scope
+from spark_jobs.sample import reconcile
+from spark_jobs.sample.data import break_partitions
+from spark_jobs.sample.reconciliation import Mismatch, backfill_config, find_mismatches
+from spark_jobs.sample.tables import ORDERS, RAW_ORDERS
 from tests.spark.conftest import assert_tables_equal, plan_with_planner
 
 pytestmark = pytest.mark.slow

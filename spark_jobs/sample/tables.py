@@ -19,7 +19,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.scope import DAY, FEED, HOUR
+from spark_jobs.engine.scope import DAY, FEED, HOUR
 
 
 @dataclass(frozen=True)

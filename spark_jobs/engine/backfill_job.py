@@ -38,11 +38,11 @@ from pydantic import ValidationError  # noqa: E402
 
 from backfill_orchestrator.config.errors import format_location  # noqa: E402
 from backfill_orchestrator.plan import Plan  # noqa: E402
-from spark_jobs.cli_args import positive  # noqa: E402
-from spark_jobs.registry import Registry  # noqa: E402
-from spark_jobs.report import RunReport  # noqa: E402
-from spark_jobs.runner import check_plan, run_plan  # noqa: E402
-from spark_jobs.storage import (  # noqa: E402
+from spark_jobs.engine.cli_args import positive  # noqa: E402
+from spark_jobs.engine.registry import Registry  # noqa: E402
+from spark_jobs.engine.report import RunReport  # noqa: E402
+from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
+from spark_jobs.engine.storage import (  # noqa: E402
     DocumentError,
     WarehouseNotFoundError,
     is_s3,
@@ -51,7 +51,7 @@ from spark_jobs.storage import (  # noqa: E402
     sibling,
     write_document,
 )
-from spark_jobs.transforms import FOOD_DELIVERY  # noqa: E402
+from spark_jobs.sample.transforms import FOOD_DELIVERY  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: 
         print(f"backfill_job: {error}", file=sys.stderr)
         return EXIT_USAGE
 
-    from spark_jobs.session import spark_session  # pyspark only once there is something to run
+    from spark_jobs.engine.session import spark_session  # pyspark only once there is something to run
 
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
         report = run_plan(

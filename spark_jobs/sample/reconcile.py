@@ -20,21 +20,21 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from backfill_orchestrator.config import InvalidConfigError, parse_config
-from spark_jobs import cli_args
-from spark_jobs.reconciliation import (
-    MissingRawLayerError,
-    backfill_config,
-    covered_partitions,
-    find_mismatches,
-    render_yaml,
-)
-from spark_jobs.scope import Scope
-from spark_jobs.storage import (
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import (
     DocumentError,
     WarehouseNotFoundError,
     is_s3,
     resolve_warehouse,
     write_document,
+)
+from spark_jobs.sample.reconciliation import (
+    MissingRawLayerError,
+    backfill_config,
+    covered_partitions,
+    find_mismatches,
+    render_yaml,
 )
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
         print(f"reconcile: {error}", file=sys.stderr)
         return EXIT_ERROR
 
-    from spark_jobs.session import spark_session  # pyspark only once the arguments are good
+    from spark_jobs.engine.session import spark_session  # pyspark only once the arguments are good
 
     with spark_session("reconcile") as spark:
         try:

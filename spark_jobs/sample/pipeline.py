@@ -15,8 +15,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from spark_jobs import cli_args
-from spark_jobs.sample_data import (
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import WarehouseNotFoundError, has_scheme, resolve_warehouse
+from spark_jobs.sample.data import (
     FEEDS,
     GeneratorSettings,
     NothingToBreakError,
@@ -24,9 +26,7 @@ from spark_jobs.sample_data import (
     break_partitions,
     generate,
 )
-from spark_jobs.scope import Scope
-from spark_jobs.storage import WarehouseNotFoundError, has_scheme, resolve_warehouse
-from spark_jobs.tables import PROCESSED_TABLES, RAW_ORDERS
+from spark_jobs.sample.tables import PROCESSED_TABLES, RAW_ORDERS
 
 EXIT_OK, EXIT_USAGE = 0, 2
 _PROCESSED = {table.name: table for table in PROCESSED_TABLES}
@@ -82,8 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sample_pipeline: {error}", file=sys.stderr)
         return EXIT_USAGE
 
-    from spark_jobs.runner import run_everything  # pyspark only once the arguments are good
-    from spark_jobs.session import spark_session
+    from spark_jobs.engine.runner import run_everything  # pyspark only once the arguments are good
+    from spark_jobs.engine.session import spark_session
 
     with spark_session(f"sample-pipeline-{args.command}") as spark:
         if args.command == "generate":

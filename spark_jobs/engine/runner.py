@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from pyspark import StorageLevel
 
 from backfill_orchestrator.plan import Plan, PlanStep
-from spark_jobs.registry import Registry, Transform
-from spark_jobs.report import RunReport, StepResult
-from spark_jobs.scope import Scope
-from spark_jobs.table_io import read_table, replace_partitions
-from spark_jobs.tables import Table
-from spark_jobs.transforms import FOOD_DELIVERY
+from spark_jobs.engine.registry import Registry, Transform
+from spark_jobs.engine.report import RunReport, StepResult
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.table_io import read_table, replace_partitions
+from spark_jobs.sample.tables import Table
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from pyspark.sql import DataFrame
 
-from spark_jobs.tables import Table
+from spark_jobs.sample.tables import Table
 
 TransformFunction = Callable[..., DataFrame]
 
