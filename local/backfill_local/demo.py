@@ -121,7 +121,7 @@ def print_received(kind: str, item: dict[str, Any]) -> None:
 
 # -- data ----------------------------------------------------------------------------------------
 def sample_pipeline(*args: str, log: Path) -> None:
-    command = [sys.executable, "-m", "spark_jobs.sample_pipeline", *args]
+    command = [sys.executable, "-m", "spark_jobs.sample.pipeline", *args]
     with log.open("ab") as out:
         result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False, cwd=REPO)
     if result.returncode != 0:

@@ -1,14 +1,16 @@
 """The generic backfill job: run a plan's spark steps in one Spark application.
 
-    python -m spark_jobs.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
-    spark-submit spark_jobs/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
+    python -m spark_jobs.engine.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
+        [--registry MODULE:NAME]
+    spark-submit spark_jobs/engine/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
 
 PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
-REPORT, by default `run_report.json` next to the plan.
+REPORT, by default `run_report.json` next to the plan. The transforms come from the
+Registry MODULE:NAME, by default the food delivery sample's.
 
 Exit codes: 0 every spark step succeeded; 1 a step failed or was skipped, or the report
-could not be written; 2 bad arguments or an unreadable, invalid or unrunnable plan (nothing
-is read or written then)."""
+could not be written; 2 bad arguments, a registry that cannot be loaded, or an unreadable,
+invalid or unrunnable plan (nothing is read or written then)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def _make_packages_importable() -> None:
     here = Path(__file__).resolve().parent
     if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
         sys.path.pop(0)
-    for package, root in (("spark_jobs", here.parent), ("backfill_orchestrator", here.parent / "layers" / "shared")):
+    checkout = here.parents[1]  # spark_jobs/engine/ -> the repository root
+    for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
         if importlib.util.find_spec(package) is None and root.is_dir():
             sys.path.insert(0, str(root))
 
@@ -39,7 +42,7 @@ from pydantic import ValidationError  # noqa: E402
 from backfill_orchestrator.config.errors import format_location  # noqa: E402
 from backfill_orchestrator.plan import Plan  # noqa: E402
 from spark_jobs.engine.cli_args import positive  # noqa: E402
-from spark_jobs.engine.registry import Registry  # noqa: E402
+from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
 from spark_jobs.engine.report import RunReport  # noqa: E402
 from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
 from spark_jobs.engine.storage import (  # noqa: E402
@@ -51,10 +54,11 @@ from spark_jobs.engine.storage import (  # noqa: E402
     sibling,
     write_document,
 )
-from spark_jobs.sample.transforms import FOOD_DELIVERY  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
+# The demo's pipeline; a deployment running its own transforms names their Registry instead.
+DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
 
 
 class InvalidPlanError(ValueError):
@@ -93,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-parallel", type=positive, default=None, help="most steps of one wave run at once (default: all)"
     )
+    parser.add_argument(
+        "--registry", default=DEFAULT_REGISTRY, metavar="MODULE:NAME",
+        help=f"the Registry of transforms to run (default: {DEFAULT_REGISTRY})",
+    )
     return parser
 
 
@@ -108,7 +116,7 @@ def _summary(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: Registry = FOOD_DELIVERY) -> int:
+def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse: 0 for --help, 2 for usage errors
@@ -119,8 +127,12 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: 
 
         s3_client = boto3.client("s3")
     try:
+        registry = load_registry(args.registry)
         warehouse = resolve_warehouse(args.warehouse)
         plan = load_plan(args.plan, registry=registry, s3_client=s3_client)
+    except RegistryNotFoundError as error:
+        print(f"backfill_job: --registry {error}", file=sys.stderr)
+        return EXIT_USAGE
     except (InvalidPlanError, WarehouseNotFoundError) as error:
         print(f"backfill_job: {error}", file=sys.stderr)
         return EXIT_USAGE

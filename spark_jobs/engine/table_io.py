@@ -17,7 +17,7 @@ from pyspark import StorageLevel
 
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
 from spark_jobs.engine.storage import HadoopFs
-from spark_jobs.sample.tables import Table
+from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

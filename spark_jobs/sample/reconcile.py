@@ -1,6 +1,6 @@
 """Reconcile raw and processed orders; write a backfill config for what does not match.
 
-    python -m spark_jobs.reconcile --warehouse DIR --out FILE [--days 2021-05-01..2021-05-31]
+    python -m spark_jobs.sample.reconcile --warehouse DIR --out FILE [--days 2021-05-01..2021-05-31]
         [--name NAME] [--owner OWNER] [--namespace food_delivery]
 
 FILE may be a path or s3://bucket/key (e.g. the config bucket's incoming/ prefix). The config
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
         print(f"... and {len(mismatches) - SHOWN_MISMATCHES} more")
 
     document = backfill_config(mismatches, name=name, owner=args.owner, namespace=args.namespace, checked_on=today)
-    text = render_yaml(document, header=f"Written by spark_jobs.reconcile on {today.isoformat()}.")
+    text = render_yaml(document, header=f"Written by spark_jobs.sample.reconcile on {today.isoformat()}.")
     try:
         config = parse_config(text, fmt="yaml", source=args.out)
     except InvalidConfigError as error:  # e.g. a --name or --owner the config rules refuse

@@ -17,6 +17,7 @@ from backfill_orchestrator.plan import Plan
 from spark_jobs.engine.runner import run_everything
 from spark_jobs.engine.session import configure
 from spark_jobs.sample.data import GeneratorSettings, generate
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START = date(2021, 5, 1)
@@ -52,7 +53,7 @@ def pristine(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
         spark=spark, warehouse=str(root),
         settings=GeneratorSettings(start=START, days=DAYS, orders_per_hour=ORDERS_PER_HOUR),
     )
-    run_everything(spark=spark, warehouse=str(root))
+    run_everything(spark=spark, warehouse=str(root), registry=FOOD_DELIVERY)
     return root
 
 
