@@ -6,7 +6,7 @@
 
 PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
 REPORT, by default `run_report.json` next to the plan. The transforms come from the
-Registry MODULE:NAME, by default the food delivery sample's.
+Registry MODULE:NAME, by default $BACKFILL_SPARK_REGISTRY or else the food delivery sample's.
 
 Exit codes: 0 every spark step succeeded; 1 a step failed or was skipped, or the report
 could not be written; 2 bad arguments, a registry that cannot be loaded, or an unreadable,
@@ -34,6 +34,7 @@ def _make_packages_importable() -> None:
 _make_packages_importable()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -57,8 +58,10 @@ from spark_jobs.engine.storage import (  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
-# The demo's pipeline; a deployment running its own transforms names their Registry instead.
+# The demo's pipeline; a deployment running its own transforms names their Registry instead,
+# with --registry or, where the arguments are not its to choose (EMR), this variable.
 DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
+REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
 
 
 class InvalidPlanError(ValueError):
@@ -98,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-parallel", type=positive, default=None, help="most steps of one wave run at once (default: all)"
     )
     parser.add_argument(
-        "--registry", default=DEFAULT_REGISTRY, metavar="MODULE:NAME",
-        help=f"the Registry of transforms to run (default: {DEFAULT_REGISTRY})",
+        "--registry", default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY, metavar="MODULE:NAME",
+        help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
     )
     return parser
 

@@ -49,7 +49,8 @@ def test_the_default_registry_is_the_samples():
     assert load_registry(backfill_job.DEFAULT_REGISTRY) is FOOD_DELIVERY
 
 
-def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("given_by", ["argument", "environment"])
+def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, monkeypatch, capsys, given_by):
     (tmp_path / "other_pipeline.py").write_text(textwrap.dedent("""
         from spark_jobs.engine.registry import Input, Registry
         from spark_jobs.sample.tables import ORDERS, RAW_ORDERS
@@ -64,7 +65,14 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
     plan = tmp_path / "plan.json"
     plan.write_text(PLAN)
 
-    code = backfill_job.main(["--plan", str(plan), "--warehouse", str(tmp_path), "--registry", "other_pipeline:OTHER"])
+    arguments = ["--plan", str(plan), "--warehouse", str(tmp_path)]
+    if given_by == "argument":
+        monkeypatch.setenv(backfill_job.REGISTRY_VARIABLE, "no_such_pipeline_module:IGNORED")  # the argument wins
+        arguments += ["--registry", "other_pipeline:OTHER"]
+    else:
+        monkeypatch.setenv(backfill_job.REGISTRY_VARIABLE, "other_pipeline:OTHER")
+
+    code = backfill_job.main(arguments)
 
     assert code == 2
     assert "step etl_orders: unknown transform 'etl_orders' (registered: etl_other)" in capsys.readouterr().err
@@ -81,7 +89,10 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
     ],
     ids=["no-colon", "no-module", "no-attribute", "not-a-registry"],
 )
-def test_a_registry_that_cannot_be_loaded_exits_2_before_anything_runs(tmp_path, capsys, reference, expected):
+def test_a_registry_that_cannot_be_loaded_exits_2_before_anything_runs(
+    tmp_path, monkeypatch, capsys, reference, expected
+):
+    monkeypatch.delenv(backfill_job.REGISTRY_VARIABLE, raising=False)
     plan = tmp_path / "plan.json"
     plan.write_text(PLAN)
     code = backfill_job.main(["--plan", str(plan), "--warehouse", str(tmp_path), "--registry", reference])
