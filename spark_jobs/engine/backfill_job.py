@@ -25,7 +25,7 @@ def _make_packages_importable() -> None:
     here = Path(__file__).resolve().parent
     if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
         sys.path.pop(0)
-    checkout = here.parents[1]  # spark_jobs/engine/ -> the repository root
+    checkout = here.parent.parent  # spark_jobs/engine/ -> the repository root
     for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
         if importlib.util.find_spec(package) is None and root.is_dir():
             sys.path.insert(0, str(root))
