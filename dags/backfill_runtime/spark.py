@@ -1,4 +1,4 @@
-"""One Spark submission of the generic job (`spark_jobs.backfill_job`) for one round: its
+"""One Spark submission of the generic job (`spark_jobs.engine.backfill_job`) for one round: its
 arguments, the local runner, and reading its run report.
 
 Exit codes of the job: 0 every step succeeded, 1 some step failed or was skipped, 2 bad input
