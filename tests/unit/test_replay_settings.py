@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backfill_orchestrator.settings import SettingsError
-from backfill_orchestrator.settings.replay import ReplaySettings
+from backfill_orchestrator.replay.settings import ReplaySettings
 
 GOOD = {
     "REPLAY_ARCHIVE_BUCKET": "message-archive",

@@ -21,7 +21,7 @@ from backfill_orchestrator.replay.runner import DEFAULT_REMAINING_SECONDS
 from backfill_orchestrator.replay.wiring import ReplayWiring
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.settings import CommonSettings
-from backfill_orchestrator.settings.replay import ReplaySettings
+from backfill_orchestrator.replay.settings import ReplaySettings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-replay"))
 tracer = Tracer()

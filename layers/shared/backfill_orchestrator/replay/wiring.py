@@ -17,7 +17,7 @@ from backfill_orchestrator.replay.runner import ReplayContext
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import CommonSettings, SettingsError
-from backfill_orchestrator.settings.replay import ReplaySettings
+from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.status import StatusStore
 
 

@@ -4,7 +4,7 @@ boto3's own `AWS_ENDPOINT_URL`.
 
 - `common`: what every component needs (status table, Slack, PagerDuty, replay allowlist)
 - `trigger`: the trigger function's `DeploymentSettings` (common + bucket, Marquez, Airflow)
-- `replay`: the replay function's own `ReplaySettings` (import it from there)
+- the replay function's own `ReplaySettings` live with it, in `replay/settings.py` (settings import no component)
 - `environment`: reading variables and `SettingsError`, which names every problem at once
 
     settings = DeploymentSettings.from_env()   # raises SettingsError listing every problem
