@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backfill_orchestrator.settings import SettingsError
 from backfill_orchestrator.replay.settings import ReplaySettings
+from backfill_orchestrator.settings import SettingsError
 
 GOOD = {
     "REPLAY_ARCHIVE_BUCKET": "message-archive",

@@ -18,10 +18,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from backfill_orchestrator import redaction
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.replay.runner import DEFAULT_REMAINING_SECONDS
+from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.wiring import ReplayWiring
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.settings import CommonSettings
-from backfill_orchestrator.replay.settings import ReplaySettings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-replay"))
 tracer = Tracer()

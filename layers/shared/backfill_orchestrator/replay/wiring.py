@@ -14,10 +14,10 @@ from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext
+from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import CommonSettings, SettingsError
-from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.status import StatusStore
 
 
