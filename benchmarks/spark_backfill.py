@@ -74,22 +74,25 @@ def timed(label: str, run) -> float:
 def loop_worker(warehouse: str, plans: list[str]) -> None:
     """(b): one session, the per-day plans one after another (run by spark-submit)."""
     from backfill_orchestrator.plan import Plan
-    from spark_jobs.runner import run_plan
-    from spark_jobs.session import spark_session
+    from spark_jobs.engine.runner import run_plan
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.sample.transforms import FOOD_DELIVERY
 
     with spark_session("bench-loop") as spark:
         for path in plans:
-            report = run_plan(spark=spark, plan=Plan.from_json(Path(path).read_bytes()), warehouse=warehouse)
+            plan = Plan.from_json(Path(path).read_bytes())
+            report = run_plan(spark=spark, plan=plan, warehouse=warehouse, registry=FOOD_DELIVERY)
             if report.status != "succeeded":
                 sys.exit(f"{path}: {[step.error for step in report.steps]}")
 
 
 def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) -> Path:
-    from spark_jobs.runner import run_everything
-    from spark_jobs.sample_data import GeneratorSettings, break_partitions, generate
-    from spark_jobs.scope import Scope
-    from spark_jobs.session import spark_session
-    from spark_jobs.tables import ORDERS
+    from spark_jobs.engine.runner import run_everything
+    from spark_jobs.engine.scope import Scope
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.sample.data import GeneratorSettings, break_partitions, generate
+    from spark_jobs.sample.tables import ORDERS
+    from spark_jobs.sample.transforms import FOOD_DELIVERY
 
     clean, damaged = work / "clean", work / "broken"
     clean.mkdir()
@@ -97,7 +100,7 @@ def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) ->
         spark.sparkContext.setLogLevel("ERROR")
         generate(spark=spark, warehouse=str(clean),
                  settings=GeneratorSettings(start=START, days=days, orders_per_hour=orders_per_hour))
-        run_everything(spark=spark, warehouse=str(clean))
+        run_everything(spark=spark, warehouse=str(clean), registry=FOOD_DELIVERY)
         shutil.copytree(clean, damaged)
         break_partitions(spark=spark, warehouse=str(damaged), table=ORDERS,
                          scope=Scope(days=tuple(broken), feeds=BROKEN_FEEDS), mode="drop")
@@ -105,9 +108,9 @@ def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) ->
 
 
 def compare(clean: Path, warehouses: list[Path]) -> bool:
-    from spark_jobs.session import spark_session
-    from spark_jobs.table_io import list_partitions, read_table
-    from spark_jobs.tables import PROCESSED_TABLES
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.engine.table_io import list_partitions, read_table
+    from spark_jobs.sample.tables import PROCESSED_TABLES
 
     identical = True
     with spark_session("bench-compare", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:
@@ -164,7 +167,7 @@ def main() -> int:
         for copy in copies.values():
             shutil.copytree(work / "broken", copy)
 
-        job = str(REPO / "spark_jobs" / "backfill_job.py")
+        job = str(REPO / "spark_jobs" / "engine" / "backfill_job.py")
         single_s = timed("single", lambda: submit(
             [job, "--plan", str(whole), "--warehouse", str(copies["single"]), "--report", str(work / "single.json")]))
         submit_s = timed("per_day_submit", lambda: [

@@ -1,1 +1,1 @@
-"""The generic Spark backfill job, the food delivery sample pipeline and reconciliation (docs/spark.md)."""
+"""Spark: `engine/` is the generic backfill job; `sample/` is the food delivery sample pipeline, its data generator and reconciliation (docs/spark.md)."""

@@ -101,7 +101,7 @@ class DagShape:
 def spark_command() -> list[str]:
     """The local runner's command; the job's arguments are appended. Default: this Python
     running the generic job module (pyspark starts its own local JVM)."""
-    return shlex.split(_get("spark_command", f"{shlex.quote(sys.executable)} -m spark_jobs.backfill_job"))
+    return shlex.split(_get("spark_command", f"{shlex.quote(sys.executable)} -m spark_jobs.engine.backfill_job"))
 
 
 def warehouse_uri() -> str:

@@ -5,9 +5,10 @@ Where they are comes from `[backfill]` options (env `AIRFLOW__BACKFILL__<NAME>`;
 configuration options `backfill.<name>`): status_table, slack_secret_id, slack_api_url,
 slack_channel, pagerduty_secret_id, pagerduty_events_url, airflow_ui_url,
 secrets_max_age_seconds. Each is optional: without a status table nothing is recorded,
-without a secret nothing is posted (and the task log says so).
+without a secret nothing is posted (and the task log says so). The Notifier is built by
+`notify.build_notifier`, as in the trigger and replay functions.
 
-Notifications never fail the run (the Notifier logs and swallows delivery errors). A status
+Notifications never fail the run (the Notifier logs delivery and secret problems). A status
 store that cannot be reached does raise, so the task retries: the record is how people and
 the CLI follow a backfill."""
 
@@ -20,9 +21,12 @@ from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts import BackfillReport, StepStatus
-from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackWebApi, SlackWebhook, status_message
+from backfill_orchestrator.notify import Notifier, build_notifier, status_message
 from backfill_orchestrator.notify.messages import backfill_message
 from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.redaction import install as install_redaction
+from backfill_orchestrator.secrets import SecretReader
+from backfill_orchestrator.settings import DEFAULT_PAGERDUTY_EVENTS_URL, DEFAULT_SLACK_API_URL, NotifySettings
 from backfill_orchestrator.status import (
     BackfillState,
     RecordNotFoundError,
@@ -32,8 +36,6 @@ from backfill_orchestrator.status import (
 from backfill_runtime.results import follow_result
 
 log = logging.getLogger(__name__)
-DEFAULT_SLACK_API_URL = "https://slack.com/api"
-DEFAULT_PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 MAX_LISTED_PROBLEMS = 50  # steps listed on the record and in the result file (both are size-bounded)
 
 
@@ -52,41 +54,26 @@ class Reporting:
     @classmethod
     def from_options(cls) -> Reporting:
         import boto3
+        from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+        install_redaction()  # the secrets read below never reach the task log (nor a library's lines)
 
         store = None
         if table := _option("status_table"):
             store = StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb"))
-        slack = pagerduty = None
-        slack_secret, pd_secret = _option("slack_secret_id"), _option("pagerduty_secret_id")
-        if slack_secret or pd_secret:
-            from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
-            from backfill_orchestrator.secrets import SecretReader
-
-            reader = SecretReader(
-                provider=SecretsProvider(boto3_client=boto3.client("secretsmanager")),
-                max_age=int(_option("secrets_max_age_seconds", "300")),
-            )
-            if slack_secret:
-                credentials = reader.slack(slack_secret)
-                if credentials.bot_token is not None:
-                    slack = SlackWebApi(
-                        token=credentials.bot_token, api_url=_option("slack_api_url", DEFAULT_SLACK_API_URL)
-                    )
-                else:
-                    slack = SlackWebhook(url=credentials.webhook_url)
-            if pd_secret:
-                pagerduty = PagerDutyClient(
-                    routing_key=reader.pagerduty_routing_key(pd_secret),
-                    events_url=_option("pagerduty_events_url", DEFAULT_PAGERDUTY_EVENTS_URL),
-                    source="backfill-dag",
-                )
-        if slack is None:
-            log.warning("[backfill] slack_secret_id is not set: no Slack messages")
-        if pagerduty is None:
-            log.warning("[backfill] pagerduty_secret_id is not set: no PagerDuty events")
-        notifier = Notifier(
-            slack=slack, pagerduty=pagerduty, status_store=store, default_channel=_option("slack_channel") or None
+        settings = NotifySettings(
+            slack_channel=_option("slack_channel") or None,
+            slack_secret_id=_option("slack_secret_id") or None,
+            slack_api_url=_option("slack_api_url", DEFAULT_SLACK_API_URL),
+            pagerduty_secret_id=_option("pagerduty_secret_id") or None,
+            pagerduty_events_url=_option("pagerduty_events_url", DEFAULT_PAGERDUTY_EVENTS_URL),
+        )
+        secrets = SecretReader(
+            provider=SecretsProvider(boto3_client=boto3.client("secretsmanager")),
+            max_age=int(_option("secrets_max_age_seconds", "300")),
+        )
+        notifier = build_notifier(
+            settings=settings, secrets=secrets, metrics=None, status_store=store, source="backfill-dag"
         )
         return cls(store=store, notifier=notifier, airflow_ui_url=_option("airflow_ui_url") or None)
 

@@ -1,8 +1,8 @@
-"""One Spark submission of the generic job (`spark_jobs.backfill_job`) for one round: its
+"""One Spark submission of the generic job (`spark_jobs.engine.backfill_job`) for one round: its
 arguments and the local runner. Its run report is read through the contract
 (`backfill_orchestrator.contracts.RunReport`).
 
-Exit codes of the job: 0 every step succeeded, 1 some step failed or was skipped, 2 bad input
+Exit codes of the job: 0 every step succeeded, 1 some step failed or was blocked, 2 bad input
 (retrying cannot help)."""
 
 from __future__ import annotations

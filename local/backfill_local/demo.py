@@ -121,7 +121,7 @@ def print_received(kind: str, item: dict[str, Any]) -> None:
 
 # -- data ----------------------------------------------------------------------------------------
 def sample_pipeline(*args: str, log: Path) -> None:
-    command = [sys.executable, "-m", "spark_jobs.sample_pipeline", *args]
+    command = [sys.executable, "-m", "spark_jobs.sample.pipeline", *args]
     with log.open("ab") as out:
         result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False, cwd=REPO)
     if result.returncode != 0:
@@ -131,9 +131,9 @@ def sample_pipeline(*args: str, log: Path) -> None:
 
 def processed_tables_equal(*, repaired: Path, reference: Path) -> list[str]:
     """Differences between the processed layers (empty: equal), compared row by row in Spark."""
-    from spark_jobs.session import spark_session
-    from spark_jobs.table_io import read_table
-    from spark_jobs.tables import PROCESSED_TABLES
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.engine.table_io import read_table
+    from spark_jobs.sample.tables import PROCESSED_TABLES
 
     differences = []
     with spark_session("demo-data-check") as spark:

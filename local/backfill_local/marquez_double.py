@@ -9,7 +9,17 @@ the planner's correctness depends on them:
   dropped, so a dataset at the boundary looks unread.
 - Nodes are sorted by id, edges by origin then destination; ids are `job:<ns>:<name>` and
   `dataset:<ns>:<name>`, unescaped.
-- Unknown node: 404 `{"code": 404, "message": "..."}`. Unknown path: 404 "HTTP 404 Not Found".
+- An id it is given is read as Marquez reads it (`NodeId.parts`, ported in
+  `backfill_orchestrator.lineage.nodeid`): cut at the first colons not followed by `//` or a
+  digit, so `job:arn:aws:glue:...:etl` is job `aws:glue:...:etl` in namespace `arn` -> 404.
+- Errors as Dropwizard renders them: unknown job 404 `Job '<name>' not found.`, unknown dataset
+  `Dataset '<name>' not found.`; an id or depth Jersey cannot convert (not `job:`/`dataset:`/
+  `datasetField:`/`run:`, depth not an int) 404 `HTTP 404 Not Found`, as an unknown path; a
+  missing nodeId 400; an id Marquez fails to split 500. A dataset without jobs answers itself
+  alone (an orphan graph). An id with `#` (a version) skips the existence check, as in
+  Marquez: an unknown job then reads as the orphan dataset of that name, or fails with 500.
+- Node data carries every field Marquez never leaves null (`DatasetData`/`JobData`/`Run`):
+  datasets `updatedAt`, `sourceName` ("default" without a dataSource facet), `fields`, `tags`.
 - A job's lineage is the inputs and outputs of its latest run that declared any (events of one
   run accumulate: the sample declares them on START only). A run facet `parent` makes the job
   a child: `parentJobName` is set and the name is prefixed `<parent>.` unless it already is.
@@ -38,11 +48,17 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from backfill_orchestrator.lineage.nodeid import NodeIdParseError, split_node_id
+
 LINEAGE_PATH = "/api/v1/lineage"
 DEFAULT_DEPTH = 20
 PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
 SEEDS = ("food_delivery",)
 _STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
+_DONE = {"COMPLETED", "FAILED", "ABORTED"}
+NODE_KINDS = ("dataset", "datasetField", "job", "run")  # NodeId.ID_PATTERN
+DEFAULT_SOURCE_NAME = "default"  # OpenLineageDao.DEFAULT_SOURCE_NAME
+_IDS = uuid.UUID("6f1c5e3a-9d3b-4c1e-8a57-0d1b2c3d4e5f")  # uuid5 namespace for stable uuids
 
 Key = tuple[str, str]
 
@@ -56,16 +72,27 @@ class NodeNotFoundError(LookupError):
 
 
 class BadNodeIdError(ValueError):
-    """A node id that is not `job:...` or `dataset:...` (400)."""
+    """A node id Jersey cannot convert to a NodeId: 404 `HTTP 404 Not Found` (JAX-RS answers a
+    query parameter it cannot convert with 404)."""
+
+
+class UnmodelledNodeKindError(ValueError):
+    """A `datasetField:` or `run:` id: valid for Marquez, not modelled by this double (400)."""
+
+
+class MarquezFailure(RuntimeError):
+    """Where Marquez itself throws (an id it cannot split, a null dataset): 500."""
 
 
 # -- the lineage model ---------------------------------------------------------------------
 @dataclass
 class _Run:
     run_id: str
-    created_at: str
-    updated_at: str
+    created_at: datetime
+    updated_at: datetime
     state: str = "NEW"
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
     facets: dict[str, Any] = field(default_factory=dict)
     inputs: dict[Key, None] = field(default_factory=dict)
     outputs: dict[Key, None] = field(default_factory=dict)
@@ -77,8 +104,8 @@ class _Job:
     name: str
     simple_name: str
     parent_job_name: str | None
-    created_at: str
-    updated_at: str
+    created_at: datetime
+    updated_at: datetime
     description: str | None = None
     location: str | None = None
     latest_run: _Run | None = None
@@ -90,14 +117,44 @@ class _Job:
 class _Dataset:
     namespace: str
     name: str
-    created_at: str
+    created_at: datetime
+    updated_at: datetime
+    last_modified_at: datetime | None = None
     description: str | None = None
     source_name: str | None = None
+    lifecycle_state: str | None = None
     fields: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _node_id(kind: str, key: Key) -> str:
     return f"{kind}:{key[0]}:{key[1]}"
+
+
+def _uuid(*parts: str) -> str:
+    """A stable uuid for what Marquez keys by a generated one (jobs, dataset versions)."""
+    return str(uuid.uuid5(_IDS, "\x1f".join(parts)))
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidEventError(f"eventTime: not an ISO-8601 date-time: {text!r}") from None
+    if moment.tzinfo is None:
+        raise InvalidEventError(f"eventTime: no time zone: {text!r}")
+    return moment.astimezone(UTC)
+
+
+def _instant(moment: datetime | None) -> str | None:
+    """Java's `Instant.toString()`, as Jackson writes Marquez's times: UTC, `Z`, the fraction in
+    groups of three digits and left out when zero."""
+    if moment is None:
+        return None
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    micros = moment.microsecond
+    if micros:
+        text += f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}"
+    return text + "Z"
 
 
 def _required_text(event: dict[str, Any], *path: str) -> str:
@@ -125,7 +182,7 @@ class LineageStore:
     def ingest(self, event: dict[str, Any]) -> None:
         if not isinstance(event, dict):
             raise InvalidEventError("an event must be a JSON object")
-        event_time = _required_text(event, "eventTime")
+        event_time = _parse_time(_required_text(event, "eventTime"))
         run_id = _required_text(event, "run", "runId")
         namespace = _required_text(event, "job", "namespace")
         name = _required_text(event, "job", "name")
@@ -158,10 +215,17 @@ class LineageStore:
                 self._run_job[run_id] = key
             run.updated_at = event_time
             run.state = _STATES.get(str(event.get("eventType", "")).upper(), run.state)
+            if run.state == "RUNNING" and run.started_at is None:
+                run.started_at = event_time
+            if run.state in _DONE:
+                run.ended_at = event_time
             if isinstance(run_facets, dict):
                 run.facets.update(run_facets)
             run.inputs.update(dict.fromkeys(inputs))
             run.outputs.update(dict.fromkeys(outputs))
+            if run.state == "COMPLETED":  # a completed run's outputs were modified by it
+                for output in run.outputs:
+                    self._datasets[output].last_modified_at = event_time
             job.latest_run = run
             if run.inputs or run.outputs:
                 self._set_io(key, job, tuple(run.inputs), tuple(run.outputs))
@@ -173,7 +237,7 @@ class LineageStore:
             count += 1
         return count
 
-    def _datasets_of(self, event: dict[str, Any], side: str, event_time: str) -> list[Key]:
+    def _datasets_of(self, event: dict[str, Any], side: str, event_time: datetime) -> list[Key]:
         items = event.get(side) or []
         if not isinstance(items, list):
             raise InvalidEventError(f"{side}: must be a list")
@@ -189,10 +253,13 @@ class LineageStore:
             with self._lock:
                 dataset = self._datasets.get(key)
                 if dataset is None:
-                    dataset = self._datasets[key] = _Dataset(namespace, name, event_time)
+                    dataset = self._datasets[key] = _Dataset(namespace, name, event_time, event_time)
+                dataset.updated_at = max(dataset.updated_at, event_time)
                 dataset.description = (facets.get("documentation") or {}).get("description") or dataset.description
                 dataset.source_name = (facets.get("dataSource") or {}).get("name") or dataset.source_name
                 dataset.fields = (facets.get("schema") or {}).get("fields") or dataset.fields
+                change = (facets.get("lifecycleStateChange") or {}).get("lifecycleStateChange")
+                dataset.lifecycle_state = change or dataset.lifecycle_state
         return keys
 
     def _set_io(self, key: Key, job: _Job, inputs: tuple[Key, ...], outputs: tuple[Key, ...]) -> None:
@@ -212,31 +279,55 @@ class LineageStore:
         return len(self._jobs)
 
     def lineage(self, node_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
+        """Marquez's `GET /lineage` (`OpenLineageResource.getLineage`, `LineageService.lineage`)."""
+        kind = node_id.partition(":")[0] if ":" in node_id else ""
+        if kind not in NODE_KINDS:
+            raise BadNodeIdError(f"node ID ({node_id}) must start with 'dataset', 'datasetField', 'job' or 'run'")
+        if kind not in ("job", "dataset"):
+            raise UnmodelledNodeKindError(f"the Marquez double does not model {kind} node ids")
+        try:
+            _, namespace, name = split_node_id(node_id)
+        except NodeIdParseError as error:
+            raise MarquezFailure(str(error)) from None
+        key = (namespace, name)
+        checked = "#" not in node_id  # BaseResource.throwIfNotExists skips ids with a version
         with self._lock:
-            start = self._resolve(node_id)
-            jobs = self._neighbourhood(start, depth)
-            return self._graph(jobs)
+            if kind == "job":
+                if key not in self._jobs:
+                    if checked:
+                        raise NodeNotFoundError(f"Job '{name}' not found.")
+                    return self._orphan(key)
+                start = key
+            else:
+                if key not in self._datasets and checked:
+                    raise NodeNotFoundError(f"Dataset '{name}' not found.")
+                found = self._latest_job_of(key)
+                if found is None:
+                    return self._orphan(key)
+                start = found
+            return self._graph(self._neighbourhood(start, depth))
 
-    def _resolve(self, node_id: str) -> Key:
-        kind, _, rest = node_id.partition(":")
-        if kind not in ("job", "dataset") or not rest:
-            raise BadNodeIdError(f"node ID ({node_id}) must start with 'dataset' or 'job'")
-        known = self._jobs if kind == "job" else self._datasets
-        # Ids are not escaped: try every split of "<namespace>:<name>", as only one names a node.
-        for index, char in enumerate(rest):
-            if char == ":" and (rest[:index], rest[index + 1:]) in known:
-                key = (rest[:index], rest[index + 1:])
-                break
-        else:
-            raise NodeNotFoundError(f"{'Job' if kind == 'job' else 'Dataset'} '{rest}' not found.")
-        if kind == "job":
-            return key
-        # Marquez starts a dataset's lineage at its latest writer, else its latest reader.
+    def _latest_job_of(self, dataset: Key) -> Key | None:
+        """Marquez starts a dataset's lineage at its latest writer, else its latest reader."""
         for index in (self._writers, self._readers):
-            jobs = index.get(key)
+            jobs = index.get(dataset)
             if jobs:
                 return max(jobs, key=lambda job: self._jobs[job].updated_at)
-        raise NodeNotFoundError(f"Dataset '{rest}' has no lineage.")
+        return None
+
+    def _orphan(self, dataset: Key) -> dict[str, Any]:
+        """`LineageService.toLineageWithOrphanDataset`: the dataset alone; Marquez throws on a
+        dataset it does not have (a null DatasetData)."""
+        if dataset not in self._datasets:
+            raise MarquezFailure(f"no dataset {dataset} for an orphan graph")
+        node = {
+            "id": _node_id("dataset", dataset),
+            "type": "DATASET",
+            "data": self._dataset_data(self._datasets[dataset]),
+            "inEdges": [],
+            "outEdges": [],
+        }
+        return {"graph": [node]}
 
     def _neighbourhood(self, start: Key, depth: int) -> dict[Key, int]:
         hops = {start: 0}
@@ -288,6 +379,8 @@ class LineageStore:
 
     @staticmethod
     def _job_data(job: _Job) -> dict[str, Any]:
+        """`marquez.service.models.JobData` as Jackson writes it (`uuid`, `inputUuids`,
+        `outputUuids` are @JsonIgnore'd)."""
         run = job.latest_run
         return {
             "id": {"namespace": job.namespace, "name": job.name},
@@ -295,34 +388,71 @@ class LineageStore:
             "name": job.name,
             "simpleName": job.simple_name,
             "parentJobName": job.parent_job_name,
-            "createdAt": job.created_at,
-            "updatedAt": job.updated_at,
+            "parentJobUuid": _uuid("job", job.namespace, job.parent_job_name) if job.parent_job_name else None,
+            "currentRunUuid": run.run_id if run is not None else None,
+            "createdAt": _instant(job.created_at),
+            "updatedAt": _instant(job.updated_at),
             "namespace": job.namespace,
             "inputs": [{"namespace": ns, "name": name} for ns, name in job.inputs],
             "outputs": [{"namespace": ns, "name": name} for ns, name in job.outputs],
             "location": job.location,
             "description": job.description,
-            "latestRun": None if run is None else {
-                "id": run.run_id,
-                "createdAt": run.created_at,
-                "updatedAt": run.updated_at,
-                "state": run.state,
-                "facets": run.facets,
-            },
+            "latestRun": None if run is None else LineageStore._run_data(job, run),
+        }
+
+    @staticmethod
+    def _run_data(job: _Job, run: _Run) -> dict[str, Any]:
+        """`marquez.service.models.Run`: every field is written, the optional ones as null."""
+        nominal = run.facets.get("nominalTime") if isinstance(run.facets.get("nominalTime"), dict) else {}
+        duration = None
+        if run.started_at is not None and run.ended_at is not None:
+            duration = int((run.ended_at - run.started_at).total_seconds() * 1000)
+        version = _uuid("job-version", job.namespace, job.name, repr(sorted(run.inputs)), repr(sorted(run.outputs)))
+
+        def versions(datasets: dict[Key, None]) -> list[dict[str, Any]]:
+            return [
+                {"datasetVersionId": {"namespace": ns, "name": name, "version": _uuid("dataset-version", run.run_id, ns, name)}, "facets": {}}
+                for ns, name in datasets
+            ]  # fmt: skip
+
+        return {
+            "id": run.run_id,
+            "createdAt": _instant(run.created_at),
+            "updatedAt": _instant(run.updated_at),
+            "nominalStartTime": nominal.get("nominalStartTime"),
+            "nominalEndTime": nominal.get("nominalEndTime"),
+            "state": run.state,
+            "startedAt": _instant(run.started_at),
+            "endedAt": _instant(run.ended_at),
+            "durationMs": duration,
+            "args": {},
+            "jobVersion": {"namespace": job.namespace, "name": job.name, "version": version},
+            "inputDatasetVersions": versions(run.inputs),
+            "outputDatasetVersions": versions(run.outputs),
+            "facets": run.facets,
         }
 
     @staticmethod
     def _dataset_data(dataset: _Dataset) -> dict[str, Any]:
+        """`marquez.service.models.DatasetData`: `updatedAt`, `sourceName`, `fields` and `tags`
+        are @NonNull, so Marquez never writes them as null."""
         return {
             "id": {"namespace": dataset.namespace, "name": dataset.name},
             "type": "DB_TABLE",
             "name": dataset.name,
             "physicalName": dataset.name,
-            "createdAt": dataset.created_at,
+            "createdAt": _instant(dataset.created_at),
+            "updatedAt": _instant(dataset.updated_at),
             "namespace": dataset.namespace,
-            "sourceName": dataset.source_name,
-            "fields": dataset.fields,
+            "sourceName": dataset.source_name or DEFAULT_SOURCE_NAME,
+            "fields": [
+                {"name": f.get("name"), "type": f.get("type"), "tags": [], "description": f.get("description")}
+                for f in dataset.fields if isinstance(f, dict)
+            ],
+            "tags": [],
+            "lastModifiedAt": _instant(dataset.last_modified_at),
             "description": dataset.description,
+            "lastLifecycleState": dataset.lifecycle_state,
         }
 
 
@@ -339,9 +469,9 @@ class InProcessMarquez:
         self.queries: list[tuple[str, int]] = []
 
     def lineage(self, job: Any, *, depth: int) -> Any:
-        from backfill_orchestrator.lineage import UnknownJobError, job_node_id, parse_lineage_response
+        from backfill_orchestrator.lineage import UnknownJobError, lookup_node_id, parse_lineage_response
 
-        node_id = job_node_id(job.namespace, job.name)
+        node_id = lookup_node_id(job)  # UnaddressableJobError before asking, as MarquezClient
         self.queries.append((node_id, depth))
         try:
             payload = self.store.lineage(node_id, depth)
@@ -540,21 +670,28 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
                 self._error(fault.status, f"injected fault {fault.status}", headers)
                 return
-            node_id = query.get("nodeId", [""])[0]
+            if "nodeId" not in query:  # @NotNull: Dropwizard's validation error shape
+                self._send(HTTPStatus.BAD_REQUEST, {"errors": ["query param nodeId must not be null"]})
+                return
+            node_id = query["nodeId"][0]
             try:
                 depth = int(query.get("depth", [str(DEFAULT_DEPTH)])[0])
-            except ValueError:
-                self._error(HTTPStatus.BAD_REQUEST, "depth must be an integer")
-                return
-            if depth < 0:
-                self._error(HTTPStatus.BAD_REQUEST, "depth must not be negative")
+            except ValueError:  # an int query param Jersey cannot convert: 404
+                self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
                 return
             try:
                 self._send(HTTPStatus.OK, double.store.lineage(node_id, depth))
-            except BadNodeIdError as error:
+            except BadNodeIdError:
+                self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+            except UnmodelledNodeKindError as error:
                 self._error(HTTPStatus.BAD_REQUEST, str(error))
             except NodeNotFoundError as error:
                 self._error(HTTPStatus.NOT_FOUND, str(error))
+            except MarquezFailure:  # Dropwizard's LoggingExceptionMapper
+                self._error(
+                    HTTPStatus.INTERNAL_SERVER_ERROR,
+                    f"There was an error processing your request. It has been logged (ID {uuid.uuid4().int >> 64:016x}).",
+                )
 
         def do_POST(self) -> None:  # noqa: N802
             path, _ = self._log()

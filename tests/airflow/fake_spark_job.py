@@ -1,4 +1,4 @@
-"""A stand-in for `spark_jobs.backfill_job` with the same command line, exit codes and run
+"""A stand-in for `spark_jobs.engine.backfill_job` with the same command line, exit codes and run
 report (the contract's `RunReport`), minus Spark: for DAG tests where starting a JVM per round would only add time.
 
     python fake_spark_job.py --plan PLAN --warehouse DIR --report REPORT

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
 import requests
@@ -66,12 +67,49 @@ def test_depth_counts_job_hops_and_drops_boundary_edges():
 
 
 def test_unknown_nodes_paths_and_bad_ids(food):
+    # Marquez's JobNotFoundException names the job only, as it read it from the id.
     answer = get(food, f"job:{FD}:nope")
-    assert answer.status_code == 404 and answer.json() == {"code": 404, "message": f"Job '{FD}:nope' not found."}
+    assert answer.status_code == 404 and answer.json() == {"code": 404, "message": "Job 'nope' not found."}
+    dataset = get(food, f"dataset:{FD}:public.nope")
+    assert dataset.status_code == 404 and dataset.json()["message"] == "Dataset 'public.nope' not found."
     wrong_path = requests.get(f"{food.url}/api/v1-beta/lineage", timeout=10)
     assert wrong_path.status_code == 404 and wrong_path.json()["message"] == "HTTP 404 Not Found"
-    assert get(food, "nonsense").status_code == 400
-    assert get(food, f"job:{FD}:etl_orders", -1).status_code == 400
+    # Jersey answers a query parameter it cannot convert (NodeId, int) with 404, like a wrong path.
+    for bad in (get(food, "nonsense"), get(food, f"job:{FD}:etl_orders", "deep")):
+        assert bad.status_code == 404 and bad.json() == {"code": 404, "message": "HTTP 404 Not Found"}
+    missing = requests.get(f"{food.url}/api/v1/lineage", timeout=10)
+    assert missing.status_code == 400 and missing.json() == {"errors": ["query param nodeId must not be null"]}
+    assert get(food, "job:x").status_code == 500  # Marquez cannot split it into three parts
+
+
+def test_node_ids_are_read_as_marquez_reads_them():
+    """`NodeId.parts`: the first colons not followed by `//` or a digit; a plain colon in a
+    namespace cuts it, so the job cannot be reached by its node id."""
+    arn = "arn:aws:glue:us-east-1:123456789012"
+    events = run_events(arn, "etl", outputs=["raw"]) + run_events("arn", "aws:glue:us-east-1:123456789012:etl")
+    with MarquezDouble(events=run_events(arn, "load", outputs=["x"])) as double:
+        answer = get(double, f"job:{arn}:load")
+        assert answer.status_code == 404
+        assert answer.json()["message"] == "Job 'aws:glue:us-east-1:123456789012:load' not found."
+    with MarquezDouble(events=events) as double:  # the id names the *other* job, as in Marquez
+        [job] = [n for n in get(double, f"job:{arn}:etl").json()["graph"] if n["type"] == "JOB"]
+        assert job["data"]["id"] == {"namespace": "arn", "name": "aws:glue:us-east-1:123456789012:etl"}
+
+
+def test_versioned_ids_skip_the_existence_check():
+    # BaseResource.throwIfNotExists skips ids with '#'; LineageService then reads an unknown job
+    # as an orphan dataset of that name, and throws when there is none. A known one resolves.
+    with MarquezDouble(events=run_events("ns", "load#2", outputs=["x"])) as double:
+        assert get(double, "job:ns:ghost#1").status_code == 500
+        assert get(double, "job:ns:load#2").json()["graph"][1]["data"]["name"] == "load#2"
+
+
+def test_a_dataset_no_job_uses_any_more_is_an_orphan_graph():
+    later = datetime(2021, 6, 2, tzinfo=UTC)
+    events = run_events("ns", "a", outputs=["x"]) + run_events("ns", "a", outputs=["y"], event_time=later)
+    with MarquezDouble(events=events) as double:
+        [node] = get(double, "dataset:ns:x").json()["graph"]
+        assert node["type"] == "DATASET" and node["inEdges"] == node["outEdges"] == []
 
 
 def test_a_dataset_node_starts_at_its_writer(food):

@@ -57,18 +57,53 @@ def test_layer_and_runtime_are_python_3_12(template: dict[str, Any]) -> None:
 
 def test_function_has_its_s3_events_dlq_and_retries(template: dict[str, Any]) -> None:
     function = template["Resources"]["TriggerFunction"]["Properties"]
+    # UploadEventSource picks the route: S3 notifications (one per suffix) or EventBridge.
+    condition, via_eventbridge, via_s3 = template["Resources"]["ConfigBucket"]["Properties"]["NotificationConfiguration"]["If"]
+    assert condition == "UploadsViaEventBridge"
+    assert template["Conditions"][condition] == {"Equals": [{"Ref": "UploadEventSource"}, "EventBridge"]}
+    assert via_eventbridge == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
     suffixes = sorted(
         rule["Value"]
-        for event in function["Events"].values()
-        for rule in event["Properties"]["Filter"]["S3Key"]["Rules"]
+        for notification in via_s3["LambdaConfigurations"]
+        for rule in notification["Filter"]["S3Key"]["Rules"]
         if rule["Name"] == "suffix"
     )
     assert suffixes == [".json", ".yaml", ".yml"]
+    assert all(n["Function"] == {"GetAtt": "TriggerFunction.Arn"} for n in via_s3["LambdaConfigurations"])
+    assert template["Resources"]["ConfigBucket"]["DependsOn"] == "TriggerInvokeFromS3Permission"
     invoke = function["EventInvokeConfig"]
     assert invoke["MaximumRetryAttempts"] == 2
     assert invoke["DestinationConfig"]["OnFailure"]["Type"] == "SQS"
     alarm = template["Resources"]["TriggerDeadLetterAlarm"]["Properties"]
     assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+
+
+def test_the_eventbridge_route_filters_on_the_incoming_prefix_and_keeps_failures(template: dict[str, Any]) -> None:
+    assert template["Parameters"]["UploadEventSource"]["AllowedValues"] == ["S3Notification", "EventBridge"]
+    rule = template["Resources"]["TriggerUploadRule"]
+    assert rule["Condition"] == "UploadsViaEventBridge"
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
+    assert pattern["detail"]["object"]["key"] == [{"prefix": {"Ref": "IncomingPrefix"}}]
+    assert pattern["detail"]["bucket"]["name"] == [{"Ref": "ConfigBucketName"}]
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"GetAtt": "TriggerFunction.Arn"}
+    assert target["DeadLetterConfig"]["Arn"] == {"GetAtt": "TriggerDeadLetterQueue.Arn"}
+    permission = template["Resources"]["TriggerInvokeFromEventBridgePermission"]
+    assert permission["Condition"] == "UploadsViaEventBridge"
+    assert permission["Properties"]["SourceArn"] == {"GetAtt": "TriggerUploadRule.Arn"}
+
+
+def test_malformed_events_and_the_on_failure_queue_have_alarms(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    malformed = resources["TriggerMalformedEventsAlarm"]["Properties"]
+    assert malformed["MetricName"] == "MalformedEvents" and malformed["Namespace"] == {"Ref": "MetricsNamespace"}
+    # powertools Metrics adds the service dimension: the alarm must name the same one.
+    service = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    assert malformed["Dimensions"] == [{"Name": "service", "Value": service}]
+    assert "POWERTOOLS_SERVICE_NAME" not in resources["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    dead_letters = resources["TriggerDeadLetterAlarm"]["Properties"]
+    assert dead_letters["Dimensions"][0]["Value"] == {"GetAtt": "TriggerDeadLetterQueue.QueueName"}
 
 
 def test_function_environment_provides_what_settings_read(template: dict[str, Any]) -> None:

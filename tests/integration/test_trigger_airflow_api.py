@@ -53,6 +53,21 @@ def test_the_double_refuses_unknown_keys_and_a_missing_logical_date(airflow: Air
     assert airflow.runs == {}
 
 
+def test_the_double_accepts_every_field_of_airflow_3s_trigger_body() -> None:
+    with AirflowDouble(dag_ids={"backfill", "parts"}, partitioned_dag_ids={"parts"}) as double:
+        token = requests.post(f"{double.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        body = {"logical_date": None, "dag_run_id": "p1", "partition_key": "2021-06-04", "note": "why", "run_after": "2021-06-04T00:00:00Z"}
+
+        run = requests.post(f"{double.url}/api/v2/dags/parts/dagRuns", json=body, headers=headers)
+        assert run.status_code == 200
+        assert (run.json()["partition_key"], run.json()["note"], run.json()["run_after"]) == ("2021-06-04", "why", "2021-06-04T00:00:00Z")
+        # A DAG that is not partitioned refuses the key as Airflow's validate_partition_key does: 400.
+        refused = requests.post(f"{double.url}/api/v2/dags/backfill/dagRuns", json=body, headers=headers)
+        assert refused.status_code == 400 and "is not a partitioned Dag" in refused.json()["detail"]
+        assert list(double.runs) == [("parts", "p1")]
+
+
 # -- the client ------------------------------------------------------------------------------------
 def test_trigger_creates_the_run_with_a_null_logical_date(airflow: AirflowDouble) -> None:
     result = client(airflow).trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF)

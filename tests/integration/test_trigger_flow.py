@@ -524,13 +524,17 @@ class FakeLambdaContext:
         return 60_000
 
 
-@pytest.mark.parametrize("event_file", sorted(p.name for p in (REPO / "events").glob("s3-*.json")))
+@pytest.mark.parametrize(
+    "event_file", sorted(p.name for pattern in ("s3-*.json", "eventbridge-*.json") for p in (REPO / "events").glob(pattern))
+)
 def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: None, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from backfill_orchestrator.trigger import event_records, upload_from_record
     from backfill_orchestrator.trigger import handler as handler_module
 
     event = json.loads((REPO / "events" / event_file).read_text())
-    (record,) = event["Records"]
-    bucket = record["s3"]["bucket"]["name"]
+    (record,) = event_records(event)  # an S3 notification's one record, or the EventBridge event
+    announced = upload_from_record(record)
+    bucket = announced.bucket
     with ExitStack() as stack:
         harness = TriggerHarness(stack, bucket=bucket)
         env = json.loads((REPO / "events" / "env.json").read_text())["TriggerFunction"]
@@ -540,7 +544,7 @@ def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: Non
         for name, value in harness.env.items():
             monkeypatch.setenv(name, value)
         assert set(harness.env) <= set(env), "env.json must name every variable the tests set"
-        key = record["s3"]["object"]["key"].replace("+", " ")
+        key = announced.key
         body = INVALID if "invalid" in event_file else (REPO / "examples" / "minimal-batch.yaml").read_bytes()
         harness.s3.put_object(Bucket=bucket, Key=key, Body=body)
         handler_module.reset()

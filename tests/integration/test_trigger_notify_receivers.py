@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import SecretStr
+from slack_sdk.models.blocks import Block
 
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 from backfill_orchestrator.http import retrying_session
@@ -16,6 +17,7 @@ from backfill_orchestrator.notify import (
     SlackWebhook,
     status_message,
 )
+from backfill_orchestrator.notify.slack import retry_handlers
 
 KEY = "R0UT1NGKEY0F32CHARACTERSTEST0000"
 
@@ -24,9 +26,13 @@ def session():  # noqa: ANN201
     return retrying_session(retries=2, backoff_factor=0.01, backoff_max=0.05)
 
 
+def fast():  # noqa: ANN201 - slack_sdk's retry handlers with a short backoff
+    return retry_handlers(max_retries=2, backoff_factor=0.01)
+
+
 def test_web_api_posts_and_replies_in_a_thread() -> None:
     with SlackReceiver(token="xoxb-t") as slack:
-        api = SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, session=session())
+        api = SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=fast())
         first = api.post(status_message(backfill_id="b", state="TRIGGERED"), channel="#backfills")
         reply = api.post(SlackMessage("later"), channel=first.channel, thread_ts=first.ts)
 
@@ -38,14 +44,14 @@ def test_web_api_posts_and_replies_in_a_thread() -> None:
     ("token", "message", "thread_ts", "error"),
     [
         ("xoxb-wrong", SlackMessage("x"), None, "invalid_auth"),
-        ("xoxb-t", SlackMessage("x", blocks=[{"type": "header", "text": {"type": "mrkdwn", "text": "x"}}]), None, "invalid_blocks"),
+        ("xoxb-t", SlackMessage("x", blocks=(Block.parse({"type": "header", "text": {"type": "mrkdwn", "text": "x"}}),)), None, "invalid_blocks"),
         ("xoxb-t", SlackMessage(""), None, "no_text"),
         ("xoxb-t", SlackMessage("x"), "999.000001", "thread_not_found"),
     ],
 )
 def test_web_api_errors_become_slack_errors(token: str, message: SlackMessage, thread_ts: str | None, error: str) -> None:
     with SlackReceiver(token="xoxb-t") as slack:
-        api = SlackWebApi(token=SecretStr(token), api_url=slack.api_url, session=session())
+        api = SlackWebApi(token=SecretStr(token), api_url=slack.api_url, handlers=fast())
         with pytest.raises(SlackError, match=error) as raised:
             api.post(message, channel="#backfills", thread_ts=thread_ts)
         assert "xoxb" not in str(raised.value)
@@ -54,7 +60,7 @@ def test_web_api_errors_become_slack_errors(token: str, message: SlackMessage, t
 
 def test_webhook_posts_without_threads() -> None:
     with SlackReceiver() as slack:
-        hook = SlackWebhook(url=SecretStr(slack.webhook_url), session=session())
+        hook = SlackWebhook(url=SecretStr(slack.webhook_url), handlers=fast())
         assert hook.post(status_message(backfill_id="b", state="FAILED", detail="x"), channel=None) is None
         (message,) = slack.messages
         assert message["via"] == "webhook" and message["blocks"]
@@ -63,7 +69,7 @@ def test_webhook_posts_without_threads() -> None:
 def test_slack_429_is_retried_after_retry_after() -> None:
     with SlackReceiver(token="xoxb-t") as slack:
         slack.fail_next(2, status=429, retry_after=0)
-        SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, session=session()).post(SlackMessage("x"), channel="#c")
+        SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=fast()).post(SlackMessage("x"), channel="#c")
         assert slack.requests_seen == 3 and len(slack.messages) == 1
 
 

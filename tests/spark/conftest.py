@@ -14,9 +14,10 @@ from pyspark.sql import SparkSession
 
 from backfill_orchestrator.config import BackfillConfig, backfill_id
 from backfill_orchestrator.plan import Plan
-from spark_jobs.runner import run_everything
-from spark_jobs.sample_data import GeneratorSettings, generate
-from spark_jobs.session import configure
+from spark_jobs.engine.runner import run_everything
+from spark_jobs.engine.session import configure
+from spark_jobs.sample.data import GeneratorSettings, generate
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START = date(2021, 5, 1)
@@ -52,7 +53,7 @@ def pristine(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
         spark=spark, warehouse=str(root),
         settings=GeneratorSettings(start=START, days=DAYS, orders_per_hour=ORDERS_PER_HOUR),
     )
-    run_everything(spark=spark, warehouse=str(root))
+    run_everything(spark=spark, warehouse=str(root), registry=FOOD_DELIVERY)
     return root
 
 
@@ -96,8 +97,8 @@ def assert_tables_equal(spark: SparkSession, actual: Path, expected: Path, table
     """Same rows (in any order) in every processed table of two warehouses."""
     from pyspark.testing import assertDataFrameEqual
 
-    from spark_jobs.table_io import read_table
-    from spark_jobs.tables import PROCESSED_TABLES
+    from spark_jobs.engine.table_io import read_table
+    from spark_jobs.sample.tables import PROCESSED_TABLES
 
     for table in tables or PROCESSED_TABLES:
         assertDataFrameEqual(

@@ -11,12 +11,12 @@ import pytest
 
 from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.plan import Plan
-from spark_jobs import backfill_job
-from spark_jobs.runner import input_frames, run_plan
-from spark_jobs.sample_data import break_partitions
-from spark_jobs.scope import Scope
-from spark_jobs.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
-from spark_jobs.transforms import FOOD_DELIVERY
+from spark_jobs.engine import backfill_job
+from spark_jobs.engine.runner import input_frames, run_plan
+from spark_jobs.engine.scope import Scope
+from spark_jobs.sample.data import break_partitions
+from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.spark.conftest import (
     assert_tables_equal,
     file_snapshot,
@@ -65,7 +65,7 @@ def repaired(spark, pristine, tmp_path_factory):
                      scope=Scope(days=(CORRUPTED_DAY,), hours=(1, 2), feeds=("app",)), mode="corrupt")
     plan = plan_with_planner(parse_config(CONFIG))
     before = file_snapshot(root)
-    report = run_plan(spark=spark, plan=plan, warehouse=str(root))
+    report = run_plan(spark=spark, plan=plan, warehouse=str(root), registry=FOOD_DELIVERY)
     return root, plan, before, report
 
 
@@ -99,7 +99,7 @@ def test_partitions_not_named_keep_their_files(repaired):
 def test_second_run_of_the_same_plan_changes_nothing(spark, pristine, repaired):
     root, plan, before, _ = repaired
     after_first = file_snapshot(root)
-    report = run_plan(spark=spark, plan=plan, warehouse=str(root))
+    report = run_plan(spark=spark, plan=plan, warehouse=str(root), registry=FOOD_DELIVERY)
     after_second = file_snapshot(root)
     assert report.status == "succeeded"
     assert_tables_equal(spark, root, pristine)
@@ -139,7 +139,7 @@ def test_files_outside_the_scope_are_never_opened(spark, warehouse):
     for outside in ("day=2021-05-09/hour=4/feed=web", "day=2021-05-08/hour=5/feed=web", "day=2021-05-08/hour=4/feed=app"):
         (warehouse / "raw/orders" / outside / "part-garbage.json").write_text("{this is not json\n")
     plan = hand_plan([hand_step("etl_orders", [date(2021, 5, 8)], hours=[4], feeds=["web"])])
-    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse))
+    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
     assert report.status == "succeeded", report.steps[0].error
     assert report.steps[0].partitions_written == ["day=2021-05-08/hour=4/feed=web"]
 
@@ -184,7 +184,7 @@ def test_report_counts_rows_and_partitions(spark, warehouse):
     day = date(2021, 5, 4)
     plan = hand_plan([hand_step("etl_orders", [day], hours=[0, 1], feeds=["partner"])],
                  [hand_step("etl_orders_7_days", [day], upstream=["etl_orders"], feeds=["partner"])])
-    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse))
+    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
     orders, weekly = report.steps
     raw_rows = sum(
         len((warehouse / f"raw/orders/day=2021-05-04/hour={h}/feed=partner").glob("*.json").__next__().read_text().splitlines())
@@ -202,14 +202,14 @@ def test_named_partitions_left_without_rows_are_removed(spark, warehouse):
     break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
                      scope=Scope(days=(date(2021, 5, 2),), hours=(7,), feeds=("app",)), mode="drop")
     plan = hand_plan([hand_step("etl_orders", [date(2021, 5, 2)], hours=[7], feeds=["app", "web"])])
-    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse))
+    report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
     assert report.steps[0].partitions_deleted == ["day=2021-05-02/hour=7/feed=app"]
     assert report.steps[0].partitions_written == ["day=2021-05-02/hour=7/feed=web"]
     assert not (warehouse / "processed/orders/day=2021-05-02/hour=7/feed=app").exists()
 
 
 def test_every_transform_fits_its_output_table(spark, tmp_path):
-    from spark_jobs.runner import conform
+    from spark_jobs.engine.runner import conform
 
     for transform in FOOD_DELIVERY:
         frames = input_frames(spark=spark, warehouse=str(tmp_path), transform=transform, scope=Scope())

@@ -7,8 +7,8 @@ from datetime import date
 
 import pytest
 
-from spark_jobs import cli_args
-from spark_jobs.scope import Scope
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
 
 pytestmark = pytest.mark.slow  # lives with the Spark tests; needs no Spark
 

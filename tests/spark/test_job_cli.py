@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from spark_jobs import backfill_job
+from spark_jobs.engine import backfill_job
 from tests.spark.conftest import REPO_ROOT, file_snapshot, hand_plan, hand_step
 
 pytestmark = pytest.mark.slow
@@ -74,13 +74,13 @@ def test_plan_and_report_on_s3(spark, warehouse, monkeypatch):
 
 
 def test_spark_submit_runs_the_file(warehouse, tmp_path):
-    """`spark-submit spark_jobs/backfill_job.py` from another directory, its own JVM."""
+    """`spark-submit spark_jobs/engine/backfill_job.py` from another directory, its own JVM."""
     plan = _write(tmp_path / "plans" / "plan.json", ONE_HOUR.to_json())
     report_path = tmp_path / "elsewhere" / "report.json"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     completed = subprocess.run(
         [str(REPO_ROOT / ".venv/bin/spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         str(REPO_ROOT / "spark_jobs/backfill_job.py"),
+         str(REPO_ROOT / "spark_jobs/engine/backfill_job.py"),
          "--plan", plan, "--warehouse", str(warehouse), "--report", str(report_path)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )

@@ -9,12 +9,13 @@ from datetime import date
 import pytest
 
 from backfill_orchestrator.config import JobRef, parse_config
-from spark_jobs import reconcile
-from spark_jobs.reconciliation import Mismatch, backfill_config, find_mismatches
-from spark_jobs.runner import run_everything, run_plan
-from spark_jobs.sample_data import break_partitions
-from spark_jobs.scope import Scope
-from spark_jobs.tables import ORDERS, RAW_ORDERS
+from spark_jobs.engine.runner import run_everything, run_plan
+from spark_jobs.engine.scope import Scope
+from spark_jobs.sample import reconcile
+from spark_jobs.sample.data import break_partitions
+from spark_jobs.sample.reconciliation import Mismatch, backfill_config, find_mismatches
+from spark_jobs.sample.tables import ORDERS, RAW_ORDERS
+from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.spark.conftest import assert_tables_equal, plan_with_planner
 
 pytestmark = pytest.mark.slow
@@ -34,7 +35,7 @@ def test_reconciliation_config_planned_and_run_repairs_the_pipeline(spark, wareh
                      scope=Scope(days=(SOURCE_LOST_DAY,), hours=(7,), feeds=("app",)), mode="drop")
     reference = tmp_path / "reference"
     shutil.copytree(warehouse, reference)
-    run_everything(spark=spark, warehouse=str(reference))  # a clean run over the same raw data
+    run_everything(spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY)  # a clean run over the same raw data
 
     mismatches = find_mismatches(spark=spark, warehouse=str(warehouse))
     assert [(m.day, m.hour, m.feed) for m in mismatches] == [
@@ -57,7 +58,9 @@ def test_reconciliation_config_planned_and_run_repairs_the_pipeline(spark, wareh
     assert config.days == [LATE_DAY, DROPPED_DAY, SOURCE_LOST_DAY]
     assert config.hours == [0, 5, 7, 23] and config.feeds == ["app", "partner", "web"]
 
-    report = run_plan(spark=spark, plan=plan_with_planner(config), warehouse=str(warehouse))
+    report = run_plan(
+        spark=spark, plan=plan_with_planner(config), warehouse=str(warehouse), registry=FOOD_DELIVERY
+    )
     assert report.status == "succeeded", [step.error for step in report.steps]
     assert "day=2021-05-08/hour=7/feed=app" in report.step("etl_orders").partitions_deleted
     assert find_mismatches(spark=spark, warehouse=str(warehouse)) == []

@@ -9,11 +9,11 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_jobs import sample_pipeline
-from spark_jobs.sample_data import GeneratorSettings, break_partitions, raw_orders
-from spark_jobs.scope import Scope
-from spark_jobs.table_io import read_table
-from spark_jobs.tables import ORDERS, ORDERS_7_DAYS, RAW_ORDERS
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.table_io import read_table
+from spark_jobs.sample import pipeline as sample_pipeline
+from spark_jobs.sample.data import GeneratorSettings, break_partitions, raw_orders
+from spark_jobs.sample.tables import ORDERS, ORDERS_7_DAYS, RAW_ORDERS
 from tests.spark.conftest import file_snapshot
 
 pytestmark = pytest.mark.slow

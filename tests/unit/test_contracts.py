@@ -5,7 +5,6 @@ of the package's import graph."""
 
 from __future__ import annotations
 
-import ast
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +31,6 @@ from backfill_orchestrator.contracts.schemas import contract_schema, stale
 from backfill_orchestrator.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE = REPO / "layers" / "shared" / "backfill_orchestrator"
 NOW = datetime(2021, 6, 14, 9, 30, tzinfo=UTC)
 
 
@@ -270,69 +268,10 @@ def test_a_stale_schema_is_detected(tmp_path: Path) -> None:
     assert main(["--check", str(tmp_path)]) == 1
 
 
-# -- the package's import graph ----------------------------------------------------------------
-def package_graph() -> dict[str, set[str]]:
-    """subpackage (or top-level module) -> the others it imports, from the source (no imports run)."""
-    graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        unit = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "backfill_orchestrator" and len(parts) > 1 and parts[1] != unit:
-                    graph.setdefault(unit, set()).add(parts[1])
-    return graph
+# -- the package's import graph (tests/unit/test_import_layers.py checks there is no cycle) ----
+def test_the_contracts_sit_at_the_bottom_of_the_package() -> None:
+    from tests.unit.test_import_layers import package_imports
 
-
-def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected components with more than one member (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[set[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in graph.get(node, ()):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(component)
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def test_the_contracts_depend_only_on_config_and_errors_and_are_in_no_cycle() -> None:
-    graph = package_graph()
+    graph = package_imports()
     assert graph["contracts"] <= {"config", "errors"}
     assert graph["plan"] == {"contracts"}
-    assert not [c for c in cycles(graph) if c & {"contracts", "plan", "config", "errors", "status"}]
-
-
-def test_the_cycle_finder_finds_cycles() -> None:
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
-    assert cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_no_package_level_import_cycle() -> None:
-    assert cycles(package_graph()) == []

@@ -15,6 +15,7 @@ from backfill_orchestrator.lineage import (
     MarquezClient,
     MarquezResponseError,
     MarquezUnavailableError,
+    UnaddressableJobError,
     UnknownJobError,
 )
 
@@ -65,6 +66,24 @@ def test_asks_for_the_job_node_url_encoded_with_depth_and_bearer_key():
     )
     assert sent.headers["Authorization"] == "Bearer s3cret"
     assert (PG, "load orders") in graph.jobs
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "misread"),
+    [
+        ("arn:aws:glue:us-east-1:123456789012", "etl", "job 'aws:glue:us-east-1:123456789012:etl' in namespace 'arn'"),
+        ("team:", "etl", "job ':etl' in namespace 'team'"),
+        ("shard:1", "2", "nothing (it fails on the id)"),  # no second ':' that is not before a digit
+    ],
+)
+def test_a_job_marquez_would_misread_is_refused_before_asking(namespace, name, misread):
+    client, transport = client_with()
+    with pytest.raises(UnaddressableJobError) as caught:
+        client.lineage(JobRef(namespace=namespace, name=name), depth=3)
+    assert transport.sent == []
+    assert f"Marquez reads 'job:{namespace}:{name}' as {misread}" in str(caught.value)
+    assert caught.value.jobs == [JobRef(namespace=namespace, name=name)]
+    assert caught.value.category == "refused"
 
 
 def test_no_authorization_header_without_a_key():

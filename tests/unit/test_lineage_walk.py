@@ -9,9 +9,13 @@ from backfill_orchestrator.config import JobRef
 from backfill_orchestrator.lineage import (
     InMemoryLineage,
     LineageChangedError,
+    UnaddressableJobError,
     UnknownJobError,
+    UnwalkableLineageError,
     fetch_downstream,
 )
+
+ARN = "arn:aws:glue:us-east-1:123456789012"
 
 
 def ref(name: str, namespace: str = "ns") -> JobRef:
@@ -89,3 +93,28 @@ def test_an_in_memory_whole_graph_is_asked_once():
     graph = fetch_downstream(source, [ref("j0"), ref("j5")], max_depth=100)
     assert source.queries == 1
     assert len(graph.jobs) == 60
+
+
+def test_unaddressable_roots_are_all_named_before_unknown_ones():
+    store = chain(3)
+    store.ingest_all(run_events(ARN, "a") + run_events(ARN, "b"))
+    source = InProcessMarquez(store)
+    with pytest.raises(UnaddressableJobError) as caught:
+        fetch_downstream(source, [ref("a", ARN), ref("nope"), ref("j0"), ref("b", ARN)], max_depth=5)
+    assert caught.value.jobs == [ref("a", ARN), ref("b", ARN)]
+    assert [node_id for node_id, _ in source.queries] == ["job:ns:nope", "job:ns:j0"]  # never the misread ids
+
+
+def test_an_unaddressable_job_on_the_frontier_stops_the_walk_by_name():
+    store = LineageStore()
+    for index in range(6):  # j3 ends the first answer (query_depth 3) and lives in an ARN namespace
+        namespace = ARN if index == 3 else "ns"
+        store.ingest_all(run_events(namespace, f"j{index}", inputs=[("ns", f"d{index - 1}")] if index else [], outputs=[("ns", f"d{index}")]))
+    source = InProcessMarquez(store)
+    with pytest.raises(UnwalkableLineageError) as caught:
+        fetch_downstream(source, [ref("j0")], max_depth=5, query_depth=3)
+    assert (caught.value.job, caught.value.hops) == (ref("j3", ARN), 3)
+    assert "3 hops downstream" in str(caught.value)
+    # Inside one answer it needs no query of its own: the walk goes through it.
+    graph = fetch_downstream(InProcessMarquez(store), [ref("j0")], max_depth=5)
+    assert graph.consumers[(ARN, "j3")] == (("ns", "j4"),)

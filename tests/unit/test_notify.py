@@ -116,8 +116,8 @@ def test_backfill_message_has_the_facts_and_links_in_valid_block_kit() -> None:
         config=CONFIG, backfill_id="orders-fix-1a2b3c4d", plan=make_plan(2, 2), state="TRIGGERED",
         run_url="http://airflow/dags/backfill/runs/orders-fix-1a2b3c4d", lineage_url="http://marquez/lineage/job/x/y",
     )  # fmt: skip
-    check_blocks(message.blocks)
-    text = json.dumps(message.blocks)
+    check_blocks(message.block_dicts())
+    text = json.dumps(message.block_dicts())
     for fact in ("orders-fix-1a2b3c4d", "co@example.com", "batch", "2021-06-04, 06-10..06-12 (4 days)",
                  "Wave 1", "Wave 2", "http://airflow/dags/backfill/runs/", "http://marquez/lineage/job/x/y"):  # fmt: skip
         assert fact in text
@@ -126,15 +126,15 @@ def test_backfill_message_has_the_facts_and_links_in_valid_block_kit() -> None:
 
 def test_a_huge_plan_is_clipped_to_slacks_limits() -> None:
     message = backfill_message(config=CONFIG, backfill_id="b", plan=make_plan(400, 5), state="PLANNED")
-    check_blocks(message.blocks)
-    assert "more waves" in json.dumps(message.blocks)
+    check_blocks(message.block_dicts())
+    assert "more waves" in json.dumps(message.block_dicts())
 
 
 def test_rejection_lists_located_errors_escaped_and_clipped() -> None:
     issues = [ConfigIssue(f"jobs[{i}].name", "<b>not</b> & known") for i in range(30)]
     message = rejection_message(source_uri="s3://b/incoming/x.yaml", issues=issues)
-    check_blocks(message.blocks)
-    text = json.dumps(message.blocks)
+    check_blocks(message.block_dicts())
+    text = json.dumps(message.block_dicts())
     assert "jobs[19].name" in text and "jobs[20].name" not in text and "10 more" in text
     assert "&lt;b&gt;not&lt;/b&gt; &amp; known" in text and "<b>" not in text
 
@@ -144,7 +144,7 @@ def test_other_messages_are_valid_block_kit() -> None:
         already_known_message(backfill_id="b", state="TRIGGERED", source_uri="s3://b/k", run_url="http://a/r"),
         status_message(backfill_id="b", state="SUCCEEDED", detail="3 waves done"),
     ):
-        check_blocks(message.blocks)
+        check_blocks(message.block_dicts())
 
 
 def test_check_blocks_is_strict() -> None:

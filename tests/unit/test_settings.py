@@ -100,3 +100,29 @@ def test_longest_dag_id_and_backfill_id_fit_the_mwaa_path_limit() -> None:
 
     path = dag_run_path("d" * MAX_DAG_ID_LENGTH, "r" * MAX_BACKFILL_ID_LENGTH)
     assert len(path) == MAX_PATH_LENGTH
+
+
+def test_the_common_settings_need_none_of_the_triggers_variables() -> None:
+    """The replay function reads only these: no Marquez, Airflow or config bucket."""
+    from backfill_orchestrator.settings import CommonSettings, NotifySettings
+
+    settings = CommonSettings.from_env(
+        {"STATUS_TABLE": "status", "SLACK_SECRET_ID": "backfill/slack", "SLACK_API_URL": "http://127.0.0.1:9/api/",
+         "PAGERDUTY_SECRET_ID": "backfill/pd", "REPLAY_TARGETS": '{"orders": "https://sqs/q"}'}
+    )  # fmt: skip
+    assert settings.notify == NotifySettings(
+        slack_secret_id="backfill/slack", slack_api_url="http://127.0.0.1:9/api",
+        pagerduty_secret_id="backfill/pd",
+    )  # fmt: skip
+    assert settings.replay_targets == {"orders": "https://sqs/q"}
+    with pytest.raises(SettingsError) as raised:
+        CommonSettings.from_env({"SLACK_API_URL": "slack", "SECRETS_MAX_AGE_SECONDS": "-1"})
+    assert [p.split(":")[0] for p in raised.value.problems] == ["STATUS_TABLE", "SLACK_API_URL", "SECRETS_MAX_AGE_SECONDS"]
+
+
+def test_the_trigger_settings_extend_the_common_ones() -> None:
+    from backfill_orchestrator.settings import CommonSettings
+
+    settings = DeploymentSettings.from_env({**BASE, "SLACK_CHANNEL": "#backfills"})
+    assert isinstance(settings, CommonSettings)
+    assert settings.notify.slack_channel == "#backfills" and settings.notify.slack_secret_id is None

@@ -176,3 +176,37 @@ def test_cli_status_without_a_table_is_a_usage_error(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("STATUS_TABLE", raising=False)
     assert main(["status", "x"]) == 2
     assert "pass --table or set STATUS_TABLE" in capsys.readouterr().err
+
+
+def test_a_lease_held_by_the_same_request_id_is_taken_over_at_once_keeping_the_state(store: StatusStore) -> None:
+    store.create("b-1", lease_seconds=300, lease_holder="req-1")
+    store.transition("b-1", S.PLANNED, attributes={"plan_uri": "s3://b/backfills/b-1/plan.json"})
+
+    assert store.reclaim("b-1", lease_seconds=300, holder="req-2", detail="S3 duplicate") is None  # may be running
+    taken = store.reclaim("b-1", lease_seconds=300, holder="req-1", detail="Lambda retry")
+
+    assert taken.state is S.PLANNED and taken.attempts == 2 and taken.lease_holder == "req-1"
+    assert taken.plan_uri == "s3://b/backfills/b-1/plan.json"
+    store.transition("b-1", S.TRIGGERED)
+    assert store.reclaim("b-1", lease_seconds=300, holder="req-1", detail="again") is None  # past takeover
+
+
+def test_records_keep_the_first_errors_and_plan_steps_with_counts(store: StatusStore) -> None:
+    store.create("b-1")
+    errors = [{"location": f"dates[{i}]", "message": "x" * 900} for i in range(1000)]
+    summary = {"waves": [[f"job_{i}" for i in range(5000)], ["last"]], "steps": 5001, "warnings": ["w"] * 30}
+    store.transition("b-1", S.PLANNED, attributes={"plan_summary": summary})
+    record = store.transition("b-1", S.FAILED, attributes={"errors": errors, "reason": "r" * 5000})
+
+    assert len(record.errors) == 20 and record.errors_total == 1000 and len(record.errors[0]["message"]) == 500
+    assert len(record.reason) == 2000
+    assert [len(wave) for wave in record.plan_summary["waves"]] == [50]
+    assert record.plan_summary["waves_total"] == 2 and record.plan_summary["truncated"] is True
+    assert len(record.plan_summary["warnings"]) == 20 and record.plan_summary["warnings_total"] == 30
+
+
+def test_a_transition_other_than_to_failed_ends_a_retryable_failure(store: StatusStore) -> None:
+    store.create("b-1")
+    store.transition("b-1", S.PLANNED)
+    store.transition("b-1", S.FAILED, attributes={"reason": "Airflow down", "retryable": True})
+    assert store.transition("b-1", S.RUNNING, detail="a cleared run").retryable is False

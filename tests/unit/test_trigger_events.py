@@ -1,4 +1,5 @@
-"""S3 notifications to uploads, and the trigger's S3 layout (moto, in process)."""
+"""S3 notifications and S3 -> EventBridge events to uploads, and the trigger's S3 layout (moto,
+in process)."""
 
 from __future__ import annotations
 
@@ -55,8 +56,69 @@ def test_records_come_from_a_notification_or_a_dead_letter_destination_record() 
     event = {"Records": [record()]}
     assert event_records(event) == event["Records"]
     assert event_records({"requestPayload": event, "responsePayload": {}}) == event["Records"]
-    with pytest.raises(MalformedEventError):
-        event_records({"detail-type": "Scheduled Event"})
+    with pytest.raises(MalformedEventError, match=r"neither an S3 notification \(no Records list\) nor an EventBridge event"):
+        event_records({"hello": "world"})
+    with pytest.raises(MalformedEventError, match="not an object"):
+        event_records(["Records"])
+    # S3's test event, sent when a notification is configured, announces nothing.
+    assert event_records({"Service": "Amazon S3", "Event": "s3:TestEvent", "Bucket": "configs"}) == []
+
+
+def eventbridge(key: str = "incoming/a+b.yaml", **obj: object) -> dict:
+    """An S3 -> EventBridge "Object Created" event (the shape of AWS's documented example)."""
+    return {
+        "version": "0",
+        "id": "17793124-05d4-b198-2fde-7ededc63b103",
+        "detail-type": "Object Created",
+        "source": "aws.s3",
+        "account": "123456789012",
+        "time": "2021-06-14T09:30:00Z",
+        "region": "us-east-1",
+        "resources": ["arn:aws:s3:::configs"],
+        "detail": {
+            "version": "0",
+            "bucket": {"name": "configs"},
+            "object": {"key": key, "size": 10, "etag": "e", "sequencer": "0A", **obj},
+            "request-id": "N4N7GDK58NMKJ12R",
+            "requester": "123456789012",
+            "reason": "PutObject",
+        },
+    }
+
+
+def test_an_eventbridge_object_created_event_is_one_upload_like_its_notification() -> None:
+    event = eventbridge("incoming/team%2Fa/my+config.yaml", **{"version-id": "v1"})
+    (only,) = event_records(event)
+    upload = upload_from_record(only)
+    assert upload == Upload("configs", "incoming/team/a/my config.yaml", 10, "v1", "0A", "e")
+    # The same upload announced by either route has the same identity (a switch of route
+    # during a deployment does not trigger a backfill twice).
+    notified = upload_from_record(record("incoming/team%2Fa/my+config.yaml", versionId="v1", eTag="e"))
+    assert upload.upload_id == notified.upload_id
+    assert event_records({"requestPayload": event}) == [event]
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({**eventbridge(), "detail-type": "Object Deleted"}, "not an S3 'Object Created'"),
+        ({**eventbridge(), "source": "aws.ec2"}, "source 'aws.ec2'"),
+        ({**eventbridge(), "detail": {"bucket": {"name": "configs"}}}, "without 'object'"),
+        ({**eventbridge(), "detail": {"bucket": {"name": ""}, "object": {"key": "k"}}}, "without a bucket name"),
+    ],
+)
+def test_malformed_eventbridge_events_are_named(bad: dict, message: str) -> None:
+    (only,) = event_records(bad)
+    with pytest.raises(MalformedEventError, match=message):
+        upload_from_record(only)
+
+
+def test_a_malformed_event_is_a_deployment_fault_that_is_not_retried_as_such() -> None:
+    from backfill_orchestrator.errors import ServiceError, category_of
+
+    error = MalformedEventError("x")
+    assert isinstance(error, ServiceError) and category_of(error) == "service"
+    assert error.pages and not error.retryable
 
 
 @pytest.fixture

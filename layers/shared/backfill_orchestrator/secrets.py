@@ -1,6 +1,7 @@
 """Secrets from Secrets Manager through powertools parameters: fetched once, cached for
 `max_age` seconds across warm invocations, and held as `SecretStr` so a log line or repr
-never shows them.
+never shows them. Every value handed out is also registered with `redaction`, so no log
+line - ours or a library's - can show it either.
 
 Accepted secret strings (JSON, or the bare value where noted):
 - Slack: {"bot_token": "xoxb-..."} or {"webhook_url": "https://hooks.slack.com/..."}; bare
@@ -21,6 +22,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from pydantic import SecretStr
 
 from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.redaction import register_basic_credentials, register_secret
 
 
 class SecretUnavailableError(ServiceError, RuntimeError):
@@ -61,6 +63,7 @@ class SecretReader:
             value = value.decode("utf-8")
         if not isinstance(value, str) or not value.strip():
             raise SecretFormatError(f"secret {secret_id!r} is empty")
+        register_secret(value.strip())  # the whole secret string, as it may be logged whole
         return value.strip()
 
     def _json_or_bare(self, secret_id: str) -> tuple[dict[str, Any] | None, str]:
@@ -81,33 +84,36 @@ class SecretReader:
             raise SecretFormatError(f"secret {secret_id!r} has no non-empty string {key!r}")
         return value
 
+    def _secret(self, value: str) -> SecretStr:
+        register_secret(value)
+        return SecretStr(value)
+
     def slack(self, secret_id: str) -> SlackCredentials:
         document, raw = self._json_or_bare(secret_id)
         if document is None:
             if raw.startswith("xox"):
-                return SlackCredentials(bot_token=SecretStr(raw))
+                return SlackCredentials(bot_token=self._secret(raw))
             if raw.startswith("https://") or raw.startswith("http://"):
-                return SlackCredentials(webhook_url=SecretStr(raw))
+                return SlackCredentials(webhook_url=self._secret(raw))
             raise SecretFormatError(f"secret {secret_id!r} is neither a Slack bot token nor a webhook URL")
         if "bot_token" in document:
-            return SlackCredentials(bot_token=SecretStr(self._field(secret_id, document, "bot_token")))
+            return SlackCredentials(bot_token=self._secret(self._field(secret_id, document, "bot_token")))
         if "webhook_url" in document:
-            return SlackCredentials(webhook_url=SecretStr(self._field(secret_id, document, "webhook_url")))
+            return SlackCredentials(webhook_url=self._secret(self._field(secret_id, document, "webhook_url")))
         raise SecretFormatError(f"secret {secret_id!r} needs 'bot_token' or 'webhook_url'")
 
     def pagerduty_routing_key(self, secret_id: str) -> SecretStr:
         document, raw = self._json_or_bare(secret_id)
-        return SecretStr(raw if document is None else self._field(secret_id, document, "routing_key"))
+        return self._secret(raw if document is None else self._field(secret_id, document, "routing_key"))
 
     def marquez_api_key(self, secret_id: str) -> SecretStr:
         document, raw = self._json_or_bare(secret_id)
-        return SecretStr(raw if document is None else self._field(secret_id, document, "api_key"))
+        return self._secret(raw if document is None else self._field(secret_id, document, "api_key"))
 
     def basic_credentials(self, secret_id: str) -> BasicCredentials:
         document, _ = self._json_or_bare(secret_id)
         if document is None:
             raise SecretFormatError(f"secret {secret_id!r} must be JSON with 'username' and 'password'")
-        return BasicCredentials(
-            username=self._field(secret_id, document, "username"),
-            password=SecretStr(self._field(secret_id, document, "password")),
-        )
+        username, password = self._field(secret_id, document, "username"), self._field(secret_id, document, "password")
+        register_basic_credentials(username, password)
+        return BasicCredentials(username=username, password=SecretStr(password))

@@ -30,6 +30,14 @@ class AirflowUnavailableError(AirflowApiError):
     """No usable answer after retries: connection errors, timeouts, 429 and 5xx."""
 
 
+class AirflowTimeoutError(AirflowUnavailableError):
+    """The invocation's time budget ran out before Airflow answered (slow rather than down)."""
+
+    def __init__(self, where: str, budget: float):
+        self.budget = budget
+        super().__init__(f"Airflow did not answer within {budget:.1f} s, the time this attempt allowed ({where})")
+
+
 class AirflowAuthError(AirflowApiError):
     """401/403: the credentials (or the IAM role, for MWAA) are not accepted."""
 

@@ -15,9 +15,11 @@ from backfill_orchestrator.airflow_api.base import (
     AirflowAuthError,
     AirflowClient,
     AirflowRequestError,
+    AirflowTimeoutError,
     AirflowUnavailableError,
     ApiVersion,
 )
+from backfill_orchestrator.deadline import current_deadline
 
 MAX_PATH_LENGTH = 64  # MWAA's limit on Path
 _TRANSIENT_CODES = frozenset({"RestApiServerException", "InternalServerException", "ThrottlingException"})
@@ -55,9 +57,14 @@ class MwaaAirflowClient(AirflowClient):
         if body is not None:
             kwargs["Body"] = body
         last_problem = ""
+        deadline = current_deadline()
         for attempt in range(self._attempts):
-            if attempt:
-                self._sleep(self._backoff * 2 ** (attempt - 1))
+            wait = self._backoff * 2 ** (attempt - 1) if attempt else 0.0
+            if deadline is not None and (deadline.expired or wait >= deadline.remaining()):
+                # botocore's own timeouts bound one call; the budget bounds the loop.
+                raise AirflowTimeoutError(f"MWAA {self._environment} {method} {path}", deadline.budget)
+            if wait:
+                self._sleep(wait)
             try:
                 response = self._mwaa.invoke_rest_api(**kwargs)
                 return int(response["RestApiStatusCode"]), response.get("RestApiResponse")

@@ -13,10 +13,11 @@ from pydantic import SecretStr
 from backfill_orchestrator.airflow_api.base import (
     AirflowAuthError,
     AirflowClient,
+    AirflowTimeoutError,
     AirflowUnavailableError,
     ApiVersion,
 )
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import OutOfTimeError, retrying_session
 
 
 class RestAirflowClient(AirflowClient):
@@ -45,6 +46,8 @@ class RestAirflowClient(AirflowClient):
                 url,
                 json={"username": self._username, "password": self._password.get_secret_value()},
             )
+        except OutOfTimeError as error:
+            raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
             raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
         if response.status_code in (401, 403):
@@ -79,6 +82,8 @@ class RestAirflowClient(AirflowClient):
             if response.status_code == 401 and self.api_version == "v2":
                 self._token = None  # expired: one fresh token, one more try
                 response = self._send(method, url, body)
+        except OutOfTimeError as error:
+            raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
             raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
         if response.status_code == 429 or response.status_code >= 500:

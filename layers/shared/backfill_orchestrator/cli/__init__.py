@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from backfill_orchestrator.cli import list as list_command
-from backfill_orchestrator.cli import plan, schema, status, submit, validate
+from backfill_orchestrator.cli import plan, schema, status, submit, validate, watch
 from backfill_orchestrator.cli.common import CliError
 
-SUBCOMMANDS = (validate, schema, submit, plan, status, list_command)
+SUBCOMMANDS = (validate, schema, submit, plan, status, list_command, watch)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,7 +56,7 @@ class ResultFile(Contract):
     report_uri: str | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill report")
     figures: BackfillFigures | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill's figures")
     failed_steps: list[StepProblem] | None = Field(default=None, description="FAILED: steps that failed or did not run")
-    status_command: str
+    status_command: str | None = Field(default=None, description="How to follow it from a terminal")
     written_at: datetime
 
     def to_json(self) -> str:

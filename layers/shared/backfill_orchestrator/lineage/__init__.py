@@ -6,8 +6,11 @@ from backfill_orchestrator.lineage.errors import (
     LineageChangedError,
     LineageError,
     MarquezResponseError,
+    MarquezTimeoutError,
     MarquezUnavailableError,
+    UnaddressableJobError,
     UnknownJobError,
+    UnwalkableLineageError,
 )
 from backfill_orchestrator.lineage.graph import (
     JobInfo,
@@ -17,7 +20,8 @@ from backfill_orchestrator.lineage.graph import (
     job_node_id,
     parse_lineage_response,
 )
-from backfill_orchestrator.lineage.source import InMemoryLineage, LineageSource
+from backfill_orchestrator.lineage.nodeid import is_addressable, marquez_reads_job_as, split_node_id
+from backfill_orchestrator.lineage.source import InMemoryLineage, LineageSource, lookup_node_id
 from backfill_orchestrator.lineage.walk import DEFAULT_QUERY_DEPTH, fetch_downstream
 
 __all__ = [
@@ -35,9 +39,16 @@ __all__ = [
     "MalformedLineageError",
     "MarquezClient",
     "MarquezResponseError",
+    "MarquezTimeoutError",
     "MarquezUnavailableError",
+    "UnaddressableJobError",
     "UnknownJobError",
+    "UnwalkableLineageError",
     "fetch_downstream",
+    "is_addressable",
     "job_node_id",
+    "lookup_node_id",
+    "marquez_reads_job_as",
     "parse_lineage_response",
+    "split_node_id",
 ]

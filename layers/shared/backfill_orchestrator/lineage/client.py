@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 import requests
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import OutOfTimeError, retrying_session
 from backfill_orchestrator.lineage.errors import (
     InvalidMarquezUrlError,
     MarquezResponseError,
+    MarquezTimeoutError,
     MarquezUnavailableError,
     UnknownJobError,
 )
@@ -26,9 +27,9 @@ from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import (
     LineageGraph,
     MalformedLineageError,
-    job_node_id,
     parse_lineage_response,
 )
+from backfill_orchestrator.lineage.source import lookup_node_id
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +69,12 @@ class MarquezClient:
 
     def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
         url = self.base_url + LINEAGE_PATH
-        params = {"nodeId": job_node_id(job.namespace, job.name), "depth": str(depth)}
+        params = {"nodeId": lookup_node_id(job), "depth": str(depth)}
         log.debug("GET %s nodeId=%s depth=%d", url, params["nodeId"], depth)
         try:
             response = self._session.get(url, params=params, headers=self._headers)
+        except OutOfTimeError as error:
+            raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
         except requests.exceptions.RetryError as error:
             raise MarquezUnavailableError(self.base_url, f"still failing after retries ({_reason(error)})") from None
         except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.lineage.errors import UnknownJobError
-from backfill_orchestrator.lineage.graph import LineageGraph, parse_lineage_response
+from backfill_orchestrator.lineage.errors import UnaddressableJobError, UnknownJobError
+from backfill_orchestrator.lineage.graph import LineageGraph, job_node_id, parse_lineage_response
+from backfill_orchestrator.lineage.nodeid import is_addressable
 
 
 class LineageSource(Protocol):
@@ -17,8 +18,17 @@ class LineageSource(Protocol):
         """The lineage around `job`, `depth` job hops deep (both directions, as Marquez answers).
 
         Jobs whose consumers the answer shows in full are marked complete in the graph.
-        Raises UnknownJobError when the job does not exist."""
+        Raises UnknownJobError when the job does not exist, UnaddressableJobError when a source
+        that asks by node id (Marquez) cannot name it."""
         ...
+
+
+def lookup_node_id(job: JobRef) -> str:
+    """The node id to ask Marquez about `job`; UnaddressableJobError when Marquez would read it
+    as another job (it would answer 404, or worse another job's lineage)."""
+    if not is_addressable(job.namespace, job.name):
+        raise UnaddressableJobError([job])
+    return job_node_id(job.namespace, job.name)
 
 
 class InMemoryLineage:

@@ -10,7 +10,12 @@ from collections import deque
 from collections.abc import Sequence
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.lineage.errors import LineageChangedError, UnknownJobError
+from backfill_orchestrator.lineage.errors import (
+    LineageChangedError,
+    UnaddressableJobError,
+    UnknownJobError,
+    UnwalkableLineageError,
+)
 from backfill_orchestrator.lineage.graph import JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource
 
@@ -29,9 +34,10 @@ def fetch_downstream(
     (its consumers known), so the caller can also tell where `max_depth` cut the walk.
 
     Exclusions are the caller's business: this walks through every job. `max_depth=0` only
-    checks that the roots exist and reads their data. Raises UnknownJobError naming every
-    unknown root, LineageChangedError if a job vanishes while
-    walking; other lineage errors pass through."""
+    checks that the roots exist and reads their data. Raises UnaddressableJobError naming every
+    root Marquez cannot look up by node id, else UnknownJobError naming every unknown root;
+    UnwalkableLineageError when a job whose consumers are needed cannot be looked up;
+    LineageChangedError if a job vanishes while walking; other lineage errors pass through."""
     if query_depth < 1:
         raise ValueError("query_depth must be at least 1")
     graph = LineageGraph()
@@ -45,11 +51,16 @@ def fetch_downstream(
         graph.merge(source.lineage(job, depth=depth))
 
     unknown: list[JobRef] = []
+    unaddressable: list[JobRef] = []
     for root in roots:
         try:
             ensure(root, 0)
+        except UnaddressableJobError:
+            unaddressable.append(root)
         except UnknownJobError:
             unknown.append(root)
+    if unaddressable:
+        raise UnaddressableJobError(unaddressable)
     if unknown:
         raise UnknownJobError(unknown)
     if max_depth == 0:
@@ -68,6 +79,8 @@ def fetch_downstream(
             job = JobRef(namespace=key[0], name=key[1])
             try:
                 ensure(job, hops)
+            except UnaddressableJobError:
+                raise UnwalkableLineageError(job, hops=hops) from None
             except UnknownJobError:
                 raise LineageChangedError(job) from None
         if hops == max_depth:

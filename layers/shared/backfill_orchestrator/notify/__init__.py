@@ -1,6 +1,8 @@
 """Notifications shared by every component: Slack (Block Kit, one thread per backfill) and
-PagerDuty Events v2 (dedup_key = backfill id). See `notifier.Notifier`."""
+PagerDuty Events v2 (dedup_key = backfill id). Build with `build_notifier`; see
+`notifier.Notifier` for the rules."""
 
+from backfill_orchestrator.notify.factory import build_notifier
 from backfill_orchestrator.notify.messages import (
     already_known_message,
     backfill_message,
@@ -31,6 +33,7 @@ __all__ = [
     "SlackWebhook",
     "already_known_message",
     "backfill_message",
+    "build_notifier",
     "rejection_message",
     "status_message",
 ]

@@ -1,21 +1,48 @@
-"""Slack messages (Block Kit) for every stage of a backfill. Builders only: no I/O.
+"""Slack messages (Block Kit, slack_sdk's model classes) for every stage of a backfill.
+Builders only: no I/O, and they never raise (a message that cannot be built becomes a short
+text, so formatting can never fail a backfill).
 
-Block Kit limits respected here: header text <= 150 characters, section text <= 3000,
-at most 10 section fields of <= 2000 each, at most 50 blocks."""
+Safety: every user-supplied string (names, owners, S3 keys, error details, step ids) is
+escaped the way Slack asks (& < >) wherever Slack parses mrkdwn, the fallback `text`
+included, so `<!channel>` or `<https://x|label>` in a config stays text. Plain-text objects
+(the header, button labels) are not parsed by Slack and stay as written. Every text is
+clipped to its Block Kit limit (counted in UTF-16 units, as Slack counts), a button whose
+URL would be longer than Slack allows is left out, and there are never more than 50 blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+import logging
+import re
+from collections.abc import Callable, Sequence
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
 
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.plan import Plan
 
-MAX_SECTION = 3000
-MAX_HEADER = 150
+log = logging.getLogger(__name__)
+
+MAX_SECTION = SectionBlock.text_max_length  # 3000
+MAX_HEADER = HeaderBlock.text_max_length  # 150
+MAX_FIELD = 2000
+MAX_FIELDS = SectionBlock.fields_max_length  # 10
+MAX_BUTTON_TEXT = ButtonElement.text_max_length  # 75
+MAX_URL = ButtonElement.url_max_length  # 3000
+MAX_TEXT = 3000  # the fallback text; Slack truncates past 40,000 and advises far less
 MAX_LISTED_ERRORS = 20
+ERROR_LINE = (MAX_SECTION - 100) // MAX_LISTED_ERRORS - 1  # 20 lines and the "…and N more" fit one section
 STATE_EMOJI = {
     "RECEIVED": ":inbox_tray:",
     "REJECTED": ":no_entry:",
@@ -25,43 +52,77 @@ STATE_EMOJI = {
     "SUCCEEDED": ":white_check_mark:",
     "FAILED": ":x:",
 }
+_PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
 
 
 def escape(text: str) -> str:
-    """Slack mrkdwn control characters; user text must not become links or mentions."""
+    """Slack's escaping for mrkdwn and `text`: user text must not become links or mentions."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most `limit` UTF-16 units, ending in … when cut, never inside an &amp; entity."""
+    if len(text) <= limit // 2 or _utf16_length(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    while _utf16_length(cut) > limit - 1:
+        cut = cut[: -max(1, (_utf16_length(cut) - limit + 2) // 2)]
+    return _PARTIAL_ENTITY.sub("", cut) + "…"
 
 
-def _header(text: str) -> dict[str, Any]:
-    return {"type": "header", "text": {"type": "plain_text", "text": _clip(text, MAX_HEADER), "emoji": True}}
+def _header(text: str) -> HeaderBlock:
+    return HeaderBlock(text=PlainTextObject(text=_clip(text, MAX_HEADER), emoji=True))
 
 
-def _section(markdown: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(markdown, MAX_SECTION)}}
+def _section(markdown: str) -> SectionBlock:
+    return SectionBlock(text=MarkdownTextObject(text=_clip(markdown, MAX_SECTION)))
 
 
-def _fields(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    return {
-        "type": "section",
-        "fields": [{"type": "mrkdwn", "text": _clip(f"*{label}*\n{value}", 2000)} for label, value in pairs[:10]],
-    }
+def _fields(pairs: Sequence[tuple[str, str]]) -> SectionBlock:
+    return SectionBlock(
+        fields=[MarkdownTextObject(text=_clip(f"*{label}*\n{value}", MAX_FIELD)) for label, value in pairs[:MAX_FIELDS]]
+    )
 
 
-def _context(markdown: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(markdown, MAX_SECTION)}]}
+def _context(markdown: str) -> ContextBlock:
+    return ContextBlock(elements=[MarkdownTextObject(text=_clip(markdown, MAX_SECTION))])
 
 
-def _link_buttons(links: Sequence[tuple[str, str | None]]) -> dict[str, Any] | None:
-    buttons = [
-        {"type": "button", "text": {"type": "plain_text", "text": label}, "url": url, "action_id": f"link-{index}"}
-        for index, (label, url) in enumerate(links)
-        if url
-    ]
-    return {"type": "actions", "elements": buttons} if buttons else None
+def _link_buttons(links: Sequence[tuple[str, str | None]]) -> ActionsBlock | None:
+    """Buttons for the links that Slack can take; a longer URL cannot be clipped, so it is left out."""
+    buttons = []
+    for index, (label, url) in enumerate(links):
+        if not url:
+            continue
+        if len(url) > MAX_URL:
+            log.warning("%s link left out of the Slack message: %d characters, Slack allows %d", label, len(url), MAX_URL)
+            continue
+        buttons.append(ButtonElement(text=_clip(label, MAX_BUTTON_TEXT), url=url, action_id=f"link-{index}"))
+    return ActionsBlock(elements=buttons) if buttons else None
+
+
+def _message(text: str, blocks: Sequence[Block | None]) -> SlackMessage:
+    """`text` is already escaped; at most 50 blocks, as Slack allows."""
+    return SlackMessage(text=_clip(text, MAX_TEXT), blocks=tuple(block for block in blocks if block is not None)[:50])
+
+
+def _never_raises(builder: Callable[..., SlackMessage]) -> Callable[..., SlackMessage]:
+    @functools.wraps(builder)
+    def build(**kwargs: object) -> SlackMessage:
+        try:
+            return builder(**kwargs)
+        except Exception as error:  # a message is never worth failing a backfill over
+            log.exception("could not build the %s Slack message", builder.__name__)
+            subject = kwargs.get("backfill_id") or kwargs.get("source_uri") or "a backfill"
+            state = kwargs.get("state") or ("REJECTED" if builder.__name__ == "rejection_message" else "update")
+            summary = f"{subject}: {state} (details could not be formatted: {type(error).__name__})"
+            return SlackMessage(text=_clip(escape(summary), MAX_TEXT))
+
+    return build
 
 
 def plan_lines(plan: Plan, *, limit: int = MAX_SECTION) -> str:
@@ -69,18 +130,19 @@ def plan_lines(plan: Plan, *, limit: int = MAX_SECTION) -> str:
     lines: list[str] = []
     for wave in plan.waves:
         steps = ", ".join(f"`{escape(step.id)}`" for step in wave.steps)
-        lines.append(f"*Wave {wave.index + 1}:* {steps}")
+        lines.append(_clip(f"*Wave {wave.index + 1}:* {steps}", limit - 40))
     text = "\n".join(lines) or "_no steps: nothing downstream to rerun_"
-    if len(text) > limit:
+    if _utf16_length(text) > limit:
         kept: list[str] = []
         for line in lines:
-            if len("\n".join([*kept, line])) > limit - 40:
+            if _utf16_length("\n".join([*kept, line])) > limit - 40:
                 break
             kept.append(line)
         text = "\n".join(kept) + f"\n…and {len(lines) - len(kept)} more waves"
     return text
 
 
+@_never_raises
 def backfill_message(
     *,
     config: BackfillConfig,
@@ -98,9 +160,9 @@ def backfill_message(
     title = f"Backfill {config.name}{dry}: {state}"
     dates = compact_dates(config.days)
     pairs = [
-        ("Backfill id", f"`{backfill_id}`"),
+        ("Backfill id", f"`{escape(backfill_id)}`"),
         ("Owner", escape(config.owner)),
-        ("Mode", config.mode),
+        ("Mode", escape(config.mode)),
         ("Dates", f"{escape(dates)} ({len(config.days)} days)"),
     ]
     if config.hours is not None:
@@ -108,58 +170,56 @@ def backfill_message(
     if config.feeds is not None:
         pairs.append(("Feeds", escape(", ".join(config.feeds))))
     if config.jobs:
-        pairs.append(("Jobs", escape(", ".join(str(job) for job in config.jobs))[:1900]))
-    blocks: list[dict[str, Any]] = [_header(f"{emoji} {title}".strip()), _fields(pairs)]
+        pairs.append(("Jobs", escape(", ".join(str(job) for job in config.jobs))))
+    blocks: list[Block | None] = [_header(f"{emoji} {title}".strip()), _fields(pairs)]
     if note:
         blocks.append(_section(escape(note)))
     if plan is not None:
-        steps = len(plan.steps)
-        blocks.append(_section(f"*Plan:* {len(plan.waves)} waves, {steps} steps\n{plan_lines(plan, limit=MAX_SECTION - 60)}"))
+        summary = f"*Plan:* {len(plan.waves)} waves, {len(plan.steps)} steps\n"
+        blocks.append(_section(summary + plan_lines(plan, limit=MAX_SECTION - len(summary))))
         if plan.warnings:
-            warnings = "\n".join(f":warning: {escape(w.message)}" for w in plan.warnings[:10])
-            blocks.append(_context(warnings))
+            blocks.append(_context("\n".join(f":warning: {escape(w.message)}" for w in plan.warnings[:10])))
     if plan_uri:
         blocks.append(_context(f"Plan: `{escape(plan_uri)}`"))
-    buttons = _link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url)])
-    if buttons:
-        blocks.append(buttons)
-    return SlackMessage(text=f"{title} ({backfill_id}, {dates})", blocks=blocks)
+    blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url)]))
+    return _message(escape(f"{title} ({backfill_id}, {dates})"), blocks)
 
 
+@_never_raises
 def rejection_message(*, source_uri: str, issues: Sequence[ConfigIssue], name: str | None = None) -> SlackMessage:
     """An invalid config: every located error (the first MAX_LISTED_ERRORS)."""
-    shown = [f"• `{escape(issue.location)}`: {escape(issue.message)}" for issue in issues[:MAX_LISTED_ERRORS]]
+    shown = [
+        _clip(f"• `{escape(issue.location)}`: {escape(issue.message)}", ERROR_LINE)
+        for issue in issues[:MAX_LISTED_ERRORS]
+    ]
     if len(issues) > MAX_LISTED_ERRORS:
         shown.append(f"…and {len(issues) - MAX_LISTED_ERRORS} more (see the result file)")
     title = f"Backfill config rejected{f': {name}' if name else ''}"
+    count = f"{len(issues)} error{'s' if len(issues) != 1 else ''}"
     blocks = [
         _header(f"{STATE_EMOJI['REJECTED']} {title}"),
-        _section(f"`{escape(source_uri)}` has {len(issues)} error{'s' if len(issues) != 1 else ''}:"),
-        _section("\n".join(shown)),
+        _section(f"`{escape(source_uri)}` has {count}:"),
+        _section("\n".join(shown) or "_no details_"),
         _context("Nothing was triggered. Fix the file and upload it again."),
     ]
-    return SlackMessage(text=f"{title}: {source_uri} has {len(issues)} errors", blocks=blocks)
+    return _message(escape(f"{title}: {source_uri} has {count}"), blocks)
 
 
+@_never_raises
 def already_known_message(*, backfill_id: str, state: str, source_uri: str, run_url: str | None) -> SlackMessage:
     text = (
-        f"`{escape(source_uri)}` is the same config as backfill `{backfill_id}`, which is already known "
-        f"(status *{state}*). Nothing new was triggered; to run it again, change its `name`."
+        f"`{escape(source_uri)}` is the same config as backfill `{escape(backfill_id)}`, which is already known "
+        f"(status *{escape(state)}*). Nothing new was triggered; to run it again, change its `name`."
     )
-    blocks = [_section(f"{STATE_EMOJI.get(state, '')} {text}".strip())]
-    buttons = _link_buttons([("Airflow run", run_url)])
-    if buttons:
-        blocks.append(buttons)
-    return SlackMessage(text=f"Already known: {backfill_id} ({state})", blocks=blocks)
+    blocks = [_section(f"{STATE_EMOJI.get(state, '')} {text}".strip()), _link_buttons([("Airflow run", run_url)])]
+    return _message(escape(f"Already known: {backfill_id} ({state})"), blocks)
 
 
+@_never_raises
 def status_message(*, backfill_id: str, state: str, detail: str | None = None, run_url: str | None = None) -> SlackMessage:
     """A later update in the backfill's thread (DAG progress, success, failure)."""
-    line = f"{STATE_EMOJI.get(state, '')} `{backfill_id}` is *{state}*".strip()
+    line = f"{STATE_EMOJI.get(state, '')} `{escape(backfill_id)}` is *{escape(state)}*".strip()
     if detail:
         line += f": {escape(detail)}"
-    blocks = [_section(line)]
-    buttons = _link_buttons([("Airflow run", run_url)])
-    if buttons:
-        blocks.append(buttons)
-    return SlackMessage(text=f"{backfill_id}: {state}{f' ({detail})' if detail else ''}"[:3000], blocks=blocks)
+    blocks = [_section(line), _link_buttons([("Airflow run", run_url)])]
+    return _message(escape(f"{backfill_id}: {state}{f' ({detail})' if detail else ''}"), blocks)

@@ -4,13 +4,16 @@
     notifier.page(backfill_id, summary=..., enabled=config.notify.pagerduty)
     notifier.resolve(backfill_id, enabled=...)
 
-Notifications never fail a backfill: a Slack or PagerDuty error is logged (without
-secrets), counted in metrics (`SlackFailures`, `PagerDutyFailures`) and reported as False.
+Notifications never fail a backfill: whatever goes wrong in Slack or PagerDuty handling
+(a refusal, an outage, an answer we did not expect, a bug) is logged without secrets,
+counted in metrics (`SlackFailures`, `PagerDutyFailures`) and reported as False.
+Build one with `notify.factory.build_notifier`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient, PagerDutyError, Severity
@@ -58,8 +61,10 @@ class Notifier:
             return True
         except (SlackError, StatusStoreError) as error:
             logger.warning("Slack notification not sent: %s", error)
-            self._count("SlackFailures")
-            return False
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("Slack notification not sent: unexpected %s", _describe(error))
+        self._count("SlackFailures")
+        return False
 
     def page(
         self,
@@ -75,8 +80,10 @@ class Notifier:
         """Open (or add to) the backfill's incident. `enabled` is the config's notify.pagerduty."""
         if self._pagerduty is None or not enabled:
             return False
-        try:
-            self._pagerduty.trigger(
+        pagerduty = self._pagerduty
+        return self._pagerduty_call(
+            "trigger",
+            lambda: pagerduty.trigger(
                 dedup_key=backfill_id,
                 summary=summary,
                 severity=severity,
@@ -85,28 +92,34 @@ class Notifier:
                 event_class="system_failure",
                 custom_details={"backfill_id": backfill_id, **(details or {})},
                 links=links,
-            )
-        except PagerDutyError as error:
-            logger.error("PagerDuty trigger not sent: %s", error)
-            self._count("PagerDutyFailures")
-            return False
-        self._mark_incident(backfill_id, open_=True)
-        return True
+            ),
+            backfill_id=backfill_id,
+            incident_open=True,
+        )
 
     def resolve(self, backfill_id: str, *, enabled: bool = True) -> bool:
         """Resolve the backfill's incident (a no-op for PagerDuty when none is open)."""
         if self._pagerduty is None or not enabled:
             return False
-        try:
-            self._pagerduty.resolve(dedup_key=backfill_id)
-        except PagerDutyError as error:
-            logger.error("PagerDuty resolve not sent: %s", error)
-            self._count("PagerDutyFailures")
-            return False
-        self._mark_incident(backfill_id, open_=False)
-        return True
+        pagerduty = self._pagerduty
+        return self._pagerduty_call(
+            "resolve", lambda: pagerduty.resolve(dedup_key=backfill_id), backfill_id=backfill_id, incident_open=False
+        )
 
     # -- internals ---------------------------------------------------------------------
+    def _pagerduty_call(self, action: str, send: Callable[[], None], *, backfill_id: str, incident_open: bool) -> bool:
+        try:
+            send()
+        except PagerDutyError as error:
+            logger.error("PagerDuty %s not sent: %s", action, error)
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("PagerDuty %s not sent: unexpected %s", action, _describe(error))
+        else:
+            self._mark_incident(backfill_id, open_=incident_open)
+            return True
+        self._count("PagerDutyFailures")
+        return False
+
     def _thread(self, backfill_id: str | None) -> tuple[str | None, str | None]:
         if not backfill_id or self._store is None or not self._slack.supports_threads:  # type: ignore[union-attr]
             return None, None
@@ -124,5 +137,19 @@ class Notifier:
             logger.warning("could not record the PagerDuty incident state: %s", error)
 
     def _count(self, name: str) -> None:
-        if self._metrics is not None:
+        if self._metrics is None:
+            return
+        try:
             self._metrics.add_metric(name=name, unit="Count", value=1)
+        except Exception as error:  # noqa: BLE001 - a metric is not worth a backfill either
+            logger.error("could not count %s: %s", name, type(error).__name__)
+
+
+def _describe(error: Exception) -> str:
+    """The type and where it was raised, not the message: a foreign exception (urllib,
+    botocore) may quote a URL or body that holds a secret."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {frame.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno}" if frame else ""
+    return f"{type(error).__name__}{where}"

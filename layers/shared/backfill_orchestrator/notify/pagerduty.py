@@ -1,5 +1,12 @@
 """PagerDuty Events API v2: `trigger` an incident, `resolve` it later with the same
-`dedup_key` (the backfill id), so repeated failures collapse into one incident."""
+`dedup_key` (the backfill id), so repeated failures collapse into one incident.
+
+Hand-written on the shared retrying `requests` session rather than PagerDuty's own client
+(`pagerduty`, successor of the deprecated `pdpyras`): its EventsApiV2Client refuses any
+base URL that is not https (so it cannot be pointed at a local or proxied endpoint), always
+posts to `<base>/v2/enqueue` (PAGERDUTY_EVENTS_URL is the whole URL), retries 429 without
+limit by default, and brings a second HTTP stack (httpx2, httpcore2, anyio) into the layer
+for one POST."""
 
 from __future__ import annotations
 
@@ -68,7 +75,7 @@ class PagerDutyClient:
         action = event["event_action"]
         try:
             response = self._session.post(self._url, json=body)
-        except requests.RequestException as error:
+        except Exception as error:  # requests' errors may quote the request; say only what kind
             raise PagerDutyError(f"PagerDuty unreachable ({action}): {type(error).__name__}") from None
         if response.status_code != 202:
             raise PagerDutyError(f"PagerDuty refused {action}: {response.status_code} {response.text[:300]}")

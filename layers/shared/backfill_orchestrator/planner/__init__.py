@@ -15,7 +15,9 @@ from backfill_orchestrator.planner.errors import (
     NotPlannableError,
     PlanRefusedError,
     StepConflictError,
+    UnaddressableRootJobError,
     UnknownRootJobError,
+    UnreadableDownstreamError,
 )
 from backfill_orchestrator.planner.render import render_plan_text
 
@@ -31,7 +33,9 @@ __all__ = [
     "PlanRefusedError",
     "StepConflictError",
     "StepTarget",
+    "UnaddressableRootJobError",
     "UnknownRootJobError",
+    "UnreadableDownstreamError",
     "build_plan",
     "render_plan_text",
 ]

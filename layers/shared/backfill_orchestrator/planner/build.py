@@ -21,7 +21,12 @@ from datetime import UTC, date, datetime
 
 from backfill_orchestrator.config.model import BackfillConfig, JobRef
 from backfill_orchestrator.contracts.plan import Plan
-from backfill_orchestrator.lineage.errors import UnknownJobError
+from backfill_orchestrator.lineage.errors import (
+    UnaddressableJobError,
+    UnknownJobError,
+    UnwalkableLineageError,
+    unaddressable_reason,
+)
 from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource
@@ -31,7 +36,9 @@ from backfill_orchestrator.planner.errors import (
     LineageCycleError,
     NotPlannableError,
     StepConflictError,
+    UnaddressableRootJobError,
     UnknownRootJobError,
+    UnreadableDownstreamError,
 )
 from backfill_orchestrator.planner.order import CycleFoundError, waves
 
@@ -49,8 +56,9 @@ def build_plan(
 ) -> Plan:
     """The plan for a batch config. Pure given the lineage source.
 
-    Raises PlanRefusedError (UnknownRootJobError, LineageCycleError, StepConflictError,
-    NotPlannableError); lineage errors (MarquezUnavailableError, ...) pass through."""
+    Raises PlanRefusedError (UnknownRootJobError, UnaddressableRootJobError,
+    UnreadableDownstreamError, LineageCycleError, StepConflictError, NotPlannableError);
+    lineage errors (MarquezUnavailableError, ...) pass through."""
     with paused_gc():
         return _build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog, today=today, now=now)
 
@@ -77,6 +85,14 @@ def _build_plan(
         graph = fetch_downstream(lineage, config.jobs, max_depth=max_depth)
     except UnknownJobError as error:
         raise UnknownRootJobError(error.jobs) from None
+    except UnaddressableJobError as error:
+        raise UnaddressableRootJobError(
+            error.jobs,
+            locations=[f"jobs[{config.jobs.index(job)}]" for job in error.jobs],
+            reasons=[unaddressable_reason(job) for job in error.jobs],
+        ) from None
+    except UnwalkableLineageError as error:
+        raise UnreadableDownstreamError(error.job, hops=error.hops, reason=str(error)) from None
 
     excluded = {job.key for job in downstream.exclude} if downstream.enabled else set()
     reached = _reach(graph, roots, max_depth, blocked=())  # everything within max_depth

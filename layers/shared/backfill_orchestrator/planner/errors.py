@@ -20,6 +20,31 @@ class UnknownRootJobError(PlanRefusedError):
         super().__init__(f"unknown root job{plural}: Marquez has no job {names} (namespace/name); check jobs in the config")
 
 
+class UnaddressableRootJobError(PlanRefusedError):
+    """A root job Marquez cannot look up by node id (its namespace has a plain ':'): asking would
+    read another job's lineage or a misleading 404. `location` is the first root's `jobs[i]`."""
+
+    def __init__(self, jobs: Sequence[JobRef], *, locations: Sequence[str], reasons: Sequence[str]):
+        self.jobs = list(jobs)
+        self.locations = list(locations)
+        self.location = self.locations[0]
+        located = "; ".join(f"{location}: {reason}" for location, reason in zip(self.locations, reasons, strict=True))
+        super().__init__(f"{located}. Start the backfill from jobs whose namespace Marquez can address")
+
+
+class UnreadableDownstreamError(PlanRefusedError):
+    """The lineage reaches a job Marquez cannot look up by node id and what lies beyond it is
+    needed: a plan would silently stop at that job, so none is made."""
+
+    def __init__(self, job: JobRef, *, hops: int, reason: str):
+        self.jobs = [job]
+        self.hops = hops
+        super().__init__(
+            f"{reason}. No plan is made rather than one that silently stops at {job}: set "
+            f"downstream.max_depth to {hops - 1} to stop before it, or give its namespace a name Marquez can address"
+        )
+
+
 class LineageCycleError(PlanRefusedError):
     """The steps' dependencies go round: no order runs each after everything it reads."""
 

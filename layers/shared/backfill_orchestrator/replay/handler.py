@@ -1,10 +1,12 @@
 """The replay Lambda's entry points (functions/replay/app.py puts them behind powertools'
 BatchProcessor). Powertools Logger (JSON, also for the package's loggers), Tracer, Metrics
 (EMF): ReplayTasksDone, ReplayTasksAlreadyDone, ReplayTasksContinued, ReplayTasksBusy,
-ReplayTasksInvalid, ReplayTasksFailed, ReplayBatchCalls, SlackFailures, PagerDutyFailures."""
+ReplayTasksInvalid, ReplayTasksFailed, ReplayBatchCalls, SlackFailures, PagerDutyFailures.
+Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -13,12 +15,13 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from backfill_orchestrator import redaction
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.replay.runner import DEFAULT_REMAINING_SECONDS
 from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.wiring import ReplayWiring
 from backfill_orchestrator.replay.worker import ReplayWorker
-from backfill_orchestrator.settings import DeploymentSettings
+from backfill_orchestrator.settings import CommonSettings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-replay"))
 tracer = Tracer()
@@ -33,7 +36,7 @@ def wiring() -> ReplayWiring:
     global _wiring
     if _wiring is None:
         _wiring = ReplayWiring(
-            DeploymentSettings.from_env(),
+            CommonSettings.from_env(),
             ReplaySettings.from_env(),
             s3_client=boto3.client("s3", config=AWS_CLIENT_CONFIG),
             sqs_client=boto3.client("sqs", config=AWS_CLIENT_CONFIG),
@@ -75,7 +78,14 @@ def direct_invocation(event: Any, context: Any) -> dict[str, Any]:
 
 
 def lambda_entry(function):  # noqa: ANN001, ANN201 - a decorator
-    """Powertools logging, tracing and metrics around the Lambda handler."""
-    function = metrics.log_metrics(function)
-    function = tracer.capture_lambda_handler(capture_response=False)(function)
-    return logger.inject_lambda_context(clear_state=True)(function)
+    """Powertools logging, tracing and metrics around the Lambda handler; secrets redacted
+    from every log handler present at each invocation."""
+
+    @functools.wraps(function)
+    def redacted(event: Any, context: Any) -> Any:
+        redaction.install(logger)
+        return function(event, context)
+
+    wrapped = metrics.log_metrics(redacted)
+    wrapped = tracer.capture_lambda_handler(capture_response=False)(wrapped)
+    return logger.inject_lambda_context(clear_state=True)(wrapped)

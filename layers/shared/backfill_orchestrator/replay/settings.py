@@ -1,6 +1,6 @@
-"""The replay function's own deployment settings (environment variables), on top of the
-shared `DeploymentSettings` (status table, REPLAY_TARGETS allowlist, REPLAY_TASKS_QUEUE_URL,
-Slack, PagerDuty).
+"""The replay function's own deployment settings (environment variables), on top of
+`CommonSettings` (status table, REPLAY_TARGETS allowlist, REPLAY_TASKS_QUEUE_URL, Slack,
+PagerDuty).
 
 Required: REPLAY_ARCHIVE_BUCKET, IDEMPOTENCY_TABLE.
 Optional: REPLAY_ARCHIVE_LAYOUT (default `{feed}/{yyyy}/{mm}/{dd}/{hh}/`),
@@ -10,13 +10,12 @@ REPLAY_MAX_MESSAGE_BYTES (default 262144; at most 1048576)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from backfill_orchestrator.replay.layout import DEFAULT_LAYOUT, ArchiveLayout, ArchiveLayoutError
 from backfill_orchestrator.replay.sender import DEFAULT_MAX_BATCH_BYTES
-from backfill_orchestrator.settings import SettingsError
+from backfill_orchestrator.settings.environment import EnvironmentReader
 
 SQS_HARD_MAX_MESSAGE_BYTES = 1024 * 1024
 
@@ -33,46 +32,23 @@ class ReplaySettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplaySettings:
         """Raises SettingsError naming every bad or missing variable."""
-        env = os.environ if environ is None else environ
-        problems: list[str] = []
-
-        def get(name: str) -> str | None:
-            return env.get(name, "").strip() or None
-
-        def required(name: str) -> str:
-            value = get(name)
-            if value is None:
-                problems.append(f"{name}: required")
-            return value or ""
-
-        def whole(name: str, default: int, low: int, high: int) -> int:
-            text = get(name)
-            if text is None:
-                return default
-            try:
-                value = int(text)
-            except ValueError:
-                value = low - 1
-            if not low <= value <= high:
-                problems.append(f"{name}: expected a whole number from {low} to {high}, got {text!r}")
-                return default
-            return value
-
-        bucket = required("REPLAY_ARCHIVE_BUCKET")
-        table = required("IDEMPOTENCY_TABLE")
+        env = EnvironmentReader(environ)
+        bucket = env.required("REPLAY_ARCHIVE_BUCKET")
+        table = env.required("IDEMPOTENCY_TABLE")
         try:
-            layout = ArchiveLayout.parse(get("REPLAY_ARCHIVE_LAYOUT") or DEFAULT_LAYOUT)
+            layout = ArchiveLayout.parse(env.get("REPLAY_ARCHIVE_LAYOUT") or DEFAULT_LAYOUT)
         except ArchiveLayoutError as error:
-            problems.append(f"REPLAY_ARCHIVE_LAYOUT: {error}")
+            env.problems.append(f"REPLAY_ARCHIVE_LAYOUT: {error}")
             layout = ArchiveLayout(DEFAULT_LAYOUT)
         settings = cls(
             archive_bucket=bucket,
             archive_layout=layout,
             idempotency_table=table,
-            max_receive_count=whole("REPLAY_MAX_RECEIVE_COUNT", 5, 1, 1000),
-            max_concurrency=whole("REPLAY_MAX_CONCURRENCY", 5, 2, 1000),
-            max_message_bytes=whole("REPLAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_BATCH_BYTES, 1024, SQS_HARD_MAX_MESSAGE_BYTES),
+            max_receive_count=env.whole("REPLAY_MAX_RECEIVE_COUNT", 5, low=1, high=1000),
+            max_concurrency=env.whole("REPLAY_MAX_CONCURRENCY", 5, low=2, high=1000),
+            max_message_bytes=env.whole(
+                "REPLAY_MAX_MESSAGE_BYTES", DEFAULT_MAX_BATCH_BYTES, low=1024, high=SQS_HARD_MAX_MESSAGE_BYTES
+            ),
         )
-        if problems:
-            raise SettingsError(problems)
+        env.check()
         return settings

@@ -1,7 +1,7 @@
-"""Wiring: settings + AWS clients -> a ReplayWorker. Clients, HTTP sessions and the secrets
-cache live as long as the Lambda container; the worker (with its Notifier) is built per
-invocation so rotated Slack/PagerDuty secrets apply once the cache expires. Slack and
-PagerDuty are built exactly as the trigger builds them (`NotifierWiring`)."""
+"""Wiring: settings + AWS clients -> a ReplayWorker. Clients and the secrets cache live as
+long as the Lambda container; the worker (with its Notifier) is built per invocation so
+rotated Slack/PagerDuty secrets apply once the cache expires. Slack and PagerDuty come from
+`notify.build_notifier`, as for the trigger and the DAG."""
 
 from __future__ import annotations
 
@@ -9,23 +9,22 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.notify import build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.notify.wiring import NotifierWiring
 from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext
 from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.secrets import SecretReader
-from backfill_orchestrator.settings import DeploymentSettings, SettingsError
+from backfill_orchestrator.settings import CommonSettings, SettingsError
 from backfill_orchestrator.status import StatusStore
 
 
 class ReplayWiring:
     def __init__(
         self,
-        settings: DeploymentSettings,
+        settings: CommonSettings,
         replay: ReplaySettings,
         *,
         s3_client: Any,
@@ -40,22 +39,20 @@ class ReplayWiring:
         self._s3 = s3_client
         self._sqs = sqs_client
         self._dynamodb = dynamodb_client
-        self._notifications = NotifierWiring(
-            settings,
-            secrets=SecretReader(
-                provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
-            ),
-            slack_session=retrying_session(),
-            pagerduty_session=retrying_session(),
+        self._secrets = SecretReader(
+            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
 
     def worker(self, *, metrics: MetricsSink) -> ReplayWorker:
         status = StatusStore(table_name=self.settings.status_table, dynamodb_client=self._dynamodb)
+        notifier = build_notifier(
+            settings=self.settings.notify, secrets=self._secrets, metrics=metrics, status_store=status, source="backfill-replay"
+        )
         context = ReplayContext(
             s3=self._s3,
             sqs=self._sqs,
             ledger=TaskLedger(table_name=self.replay.idempotency_table, dynamodb_client=self._dynamodb),
-            progress=ReplayProgress(status_store=status, notifier=self._notifications.notifier(status=status, metrics=metrics)),
+            progress=ReplayProgress(status_store=status, notifier=notifier),
             archive_bucket=self.replay.archive_bucket,
             layout=self.replay.archive_layout,
             targets=self.settings.replay_targets,

@@ -4,6 +4,7 @@ from backfill_orchestrator.status.model import ALLOWED_FROM, TERMINAL_STATES, Ba
 from backfill_orchestrator.status.store import (
     RecordExistsError,
     RecordNotFoundError,
+    StatusItemTooLargeError,
     StatusStore,
     StatusStoreError,
     TransitionRejectedError,
@@ -15,6 +16,7 @@ __all__ = [
     "BackfillState",
     "RecordExistsError",
     "RecordNotFoundError",
+    "StatusItemTooLargeError",
     "StatusRecord",
     "StatusStore",
     "StatusStoreError",

@@ -47,8 +47,10 @@ class StatusRecord:
     source_uri: str | None = None
     uploads: frozenset[str] = frozenset()
     lease_until: int = 0
+    lease_holder: str | None = None  # the Lambda request id of the attempt holding the lease
     attempts: int = 0
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)  # the first MAX_RECORD_ERRORS
+    errors_total: int | None = None  # how many errors there were in all (see the result file)
     reason: str | None = None
     retryable: bool = False
     config_uri: str | None = None
@@ -68,6 +70,8 @@ class StatusRecord:
     tasks_empty: int = 0  # tasks that found nothing archived under their prefix
     messages_sent: int = 0
     messages_failed: int = 0
+    # Batch progress, kept by the DAG: steps/dates done of total, current wave (status/watch.py).
+    progress: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the CLI and the outcome files)."""

@@ -18,7 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
-from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.errors import PolicyRefusal, ServiceError
+from backfill_orchestrator.status.limits import bounded
 from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, StatusRecord
 
 # Attributes a caller may set along with a transition (the rest are managed here).
@@ -26,7 +27,7 @@ SETTABLE = frozenset(
     {
         "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
         "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
-        "pagerduty_open", "tasks_total",
+        "pagerduty_open", "tasks_total", "progress",
     }
 )  # fmt: skip
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
@@ -35,6 +36,20 @@ PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent
 
 class StatusStoreError(ServiceError, RuntimeError):
     """DynamoDB failed (throttled past botocore's retries, unreachable, no permission)."""
+
+
+class StatusItemTooLargeError(PolicyRefusal, ValueError):
+    """DynamoDB refused the write as over its 400 KB item limit: the same write can never
+    succeed, so it is a refusal (no retry, no page), not an outage."""
+
+    location = "<root>"
+
+    def __init__(self, backfill_id: str, doing: str):
+        self.backfill_id = backfill_id
+        super().__init__(
+            f"the status record of {backfill_id} would exceed DynamoDB's 400 KB item limit ({doing}); "
+            "split the backfill into smaller configs"
+        )
 
 
 class RecordExistsError(Exception):
@@ -64,7 +79,7 @@ class TransitionRejectedError(Exception):
 # Placeholders for the attributes this module manages itself (some are reserved words).
 _MANAGED_NAMES = {
     f"#{name}": name
-    for name in ("state", "version", "updated_at", "history", "retryable", "lease_until", "attempts")
+    for name in ("state", "version", "updated_at", "history", "retryable", "lease_until", "lease_holder", "attempts")
 }
 
 
@@ -121,10 +136,12 @@ class StatusStore:
         state: BackfillState = BackfillState.RECEIVED,
         upload_id: str | None = None,
         lease_seconds: int = 0,
+        lease_holder: str | None = None,
         detail: str | None = None,
         attributes: Mapping[str, Any] | None = None,
     ) -> StatusRecord:
-        """Create the record if none exists; raises RecordExistsError(existing) otherwise."""
+        """Create the record if none exists; raises RecordExistsError(existing) otherwise.
+        `lease_holder` is the attempt's Lambda request id (see `reclaim`)."""
         now = self._clock()
         attrs = self._checked(attributes)
         item: dict[str, Any] = {
@@ -137,6 +154,7 @@ class StatusStore:
             "updated_at": now.isoformat(),
             "list_month": now.isoformat()[:7],  # the by_month listing index (status/listing.py)
             "lease_until": int(now.timestamp()) + lease_seconds,
+            "lease_holder": lease_holder,
             "history": [self._history_entry(state, now, detail)],
         }
         if upload_id:
@@ -152,6 +170,8 @@ class StatusStore:
             if self._is_condition_failure(error):
                 existing = error.response.get("Item") or self._get_item_or_fail(backfill_id)
                 raise RecordExistsError(record_from_item(existing)) from None
+            if self._is_too_large(error):
+                raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
         except BotoCoreError as error:
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
@@ -178,6 +198,9 @@ class StatusStore:
         if expected_version is not None:
             condition += " AND #version = :expected"
             values[":expected"] = {"N": str(expected_version)}
+        if target is not BackfillState.FAILED:
+            # Only a trigger's own FAILED may be taken over by a retry; any later state ends that.
+            attributes = {"retryable": False, **(attributes or {})}
         return self._update(
             backfill_id,
             target,
@@ -188,34 +211,63 @@ class StatusStore:
             on_conflict=lambda current: TransitionRejectedError(backfill_id, target, current),
         )
 
-    def reclaim(self, backfill_id: str, *, lease_seconds: int, detail: str) -> StatusRecord | None:
-        """Take the record back to RECEIVED for another processing attempt, when that is
-        safe: it FAILED with `retryable`, or it is RECEIVED/PLANNED and the previous
-        attempt's lease ran out (that invocation died). None when not reclaimable."""
+    def reclaim(
+        self,
+        backfill_id: str,
+        *,
+        lease_seconds: int,
+        detail: str,
+        holder: str | None = None,
+        current: StatusRecord | None = None,
+    ) -> StatusRecord | None:
+        """Take the record over for another processing attempt, when that is safe; None when not.
+
+        - FAILED with `retryable` (the earlier attempt recorded its failure): back to RECEIVED.
+        - RECEIVED or PLANNED whose attempt cannot still be running: its lease ran out, or it
+          is held by `holder` itself. Lambda retries an async event with the same request id,
+          and only after the previous attempt ended, so a lease held by our own request id
+          belongs to a dead attempt. The state is kept (a PLANNED record keeps its plan, and
+          the DAG's own transitions from PLANNED stay valid while we take over).
+
+        `current` is the record as last read (read here when not given); the write is
+        conditional on its state, so a concurrent change makes this return None."""
         now = self._clock()
-        values = {
-            ":failed": {"S": str(BackfillState.FAILED)},
-            ":received": {"S": str(BackfillState.RECEIVED)},
-            ":planned": {"S": str(BackfillState.PLANNED)},
-            ":true": {"BOOL": True},
-            ":now": {"N": str(int(now.timestamp()))},
+        record = current or self.get(backfill_id)
+        if record is None:
+            return None
+        values: dict[str, Any] = {
             ":lease": {"N": str(int(now.timestamp()) + lease_seconds)},
             ":one": {"N": "1"},
+            ":seen": {"S": str(record.state)},
         }
-        condition = (
-            "(#state = :failed AND #retryable = :true) OR "
-            "(#state IN (:received, :planned) AND #lease_until < :now)"
-        )
+        if record.state is BackfillState.FAILED:
+            target = BackfillState.RECEIVED
+            condition = "#state = :seen AND #retryable = :true"
+            values[":true"] = {"BOOL": True}
+        elif record.state in (BackfillState.RECEIVED, BackfillState.PLANNED):
+            target = record.state
+            condition = "#state = :seen AND (#lease_until < :now"
+            values[":now"] = {"N": str(int(now.timestamp()))}
+            if holder:
+                condition += " OR #lease_holder = :holder"
+                values[":holder"] = {"S": holder}
+            condition += ")"
+        else:
+            return None
+        extra = ["#lease_until = :lease", "#attempts = #attempts + :one"]
+        if holder:
+            extra.append("#lease_holder = :new_holder")
+            values[":new_holder"] = {"S": holder}
         try:
             return self._update(
                 backfill_id,
-                BackfillState.RECEIVED,
+                target,
                 condition=condition,
                 values=values,
                 detail=detail,
-                extra_set=["#lease_until = :lease", "#attempts = #attempts + :one"],
+                extra_set=extra,
                 attributes={"reason": None, "retryable": False},
-                on_conflict=lambda current: TransitionRejectedError(backfill_id, BackfillState.RECEIVED, current),
+                on_conflict=lambda now_record: TransitionRejectedError(backfill_id, target, now_record),
             )
         except TransitionRejectedError:
             return None
@@ -376,6 +428,8 @@ class StatusStore:
                 if old is None and self.get(backfill_id) is None:
                     raise RecordNotFoundError(backfill_id) from None
                 raise on_conflict(record_from_item(old) if old else self.get(backfill_id)) from None
+            if self._is_too_large(error):
+                raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
         except BotoCoreError as error:
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
@@ -387,7 +441,7 @@ class StatusStore:
         unknown = set(attrs) - SETTABLE
         if unknown:
             raise ValueError(f"not settable on a status record: {', '.join(sorted(unknown))}")
-        return attrs
+        return bounded(attrs)
 
     @staticmethod
     def _set_clauses(attrs: Mapping[str, Any]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
@@ -411,6 +465,11 @@ class StatusStore:
     @staticmethod
     def _key(backfill_id: str) -> dict[str, Any]:
         return {"backfill_id": {"S": backfill_id}}
+
+    @staticmethod
+    def _is_too_large(error: ClientError) -> bool:
+        details = error.response.get("Error", {})
+        return details.get("Code") == "ValidationException" and "size" in str(details.get("Message", "")).lower()
 
     @staticmethod
     def _is_condition_failure(error: ClientError) -> bool:

@@ -1,4 +1,9 @@
-"""S3 `ObjectCreated` notifications to the uploads they announce.
+"""Upload events to the uploads they announce, through powertools' event source data classes.
+
+Two routes reach the trigger, one per deployment (`UploadEventSource` in the template):
+- an S3 event notification (`Records[]`, each an `ObjectCreated:*` record; `S3EventRecord`);
+- an S3 -> EventBridge "Object Created" event (`S3EventBridgeNotificationEvent`).
+Either may come back redriven from the on-failure queue wrapped as `requestPayload`.
 
 An upload is identified by bucket, key and the object version (or, in an unversioned bucket,
 the event's `sequencer`): a redelivered event has the same identity, a re-upload a new one."""
@@ -10,13 +15,23 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
-from backfill_orchestrator.errors import UserError
+from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificationEvent
+from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventRecord
+
+from backfill_orchestrator.errors import ServiceError
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+EVENTBRIDGE_SOURCE = "aws.s3"
+EVENTBRIDGE_DETAIL_TYPE = "Object Created"
+S3_TEST_EVENT = "s3:TestEvent"  # sent once when a notification is configured; announces nothing
 
 
-class MalformedEventError(UserError, ValueError):
-    """An event record that is not an S3 ObjectCreated notification we can act on."""
+class MalformedEventError(ServiceError, ValueError):
+    """An event (or one of its records) that announces no upload we can act on: the deployment
+    routes something it should not. Raised so the event lands on the on-failure queue, where
+    an alarm fires; redelivering it cannot help."""
+
+    retryable = False
 
 
 @dataclass(frozen=True)
@@ -45,40 +60,80 @@ class Upload:
         return next((suffix for suffix in CONFIG_SUFFIXES if lowered.endswith(suffix)), "")
 
 
+def event_records(event: Any) -> list[Any]:
+    """The records of an event, each announcing one upload: an S3 notification's `Records`,
+    or an EventBridge event as its own single record. An S3 test event has none."""
+    if isinstance(event, dict) and "requestPayload" in event:  # a Lambda destination record, redriven
+        event = event["requestPayload"]
+    if not isinstance(event, dict):
+        raise MalformedEventError(f"the event is a {type(event).__name__}, not an object")
+    if isinstance(event.get("Records"), list):
+        return list(event["Records"])
+    if "detail-type" in event and "source" in event:
+        return [event]
+    if event.get("Event") == S3_TEST_EVENT:
+        return []
+    raise MalformedEventError(
+        "neither an S3 notification (no Records list) nor an EventBridge event (no source/detail-type); "
+        f"keys: {sorted(event)[:10]}"
+    )
+
+
 def upload_from_record(record: Any) -> Upload:
-    """One `Records[]` entry to an Upload; raises MalformedEventError."""
+    """One record (an S3 notification record or an EventBridge event) to an Upload; raises
+    MalformedEventError naming what is wrong."""
     if not isinstance(record, dict):
         raise MalformedEventError("event record is not an object")
+    if "detail-type" in record:
+        return _upload_from_eventbridge(S3EventBridgeNotificationEvent(record))
+    return _upload_from_s3_record(S3EventRecord(record))
+
+
+def _upload_from_s3_record(record: S3EventRecord) -> Upload:
     if record.get("eventSource") != "aws:s3":
         raise MalformedEventError(f"not an S3 event record (eventSource {record.get('eventSource')!r})")
     if not str(record.get("eventName", "")).startswith("ObjectCreated:"):
         raise MalformedEventError(f"not an ObjectCreated event ({record.get('eventName')!r})")
-    s3 = record.get("s3")
     try:
-        bucket = s3["bucket"]["name"]
-        obj = s3["object"]
-        # Keys arrive URL-encoded with '+' for spaces.
-        key = unquote_plus(obj["key"])
-    except (TypeError, KeyError) as error:
+        bucket = record.s3.bucket.name
+        obj = record.s3.get_object
+        # Notification keys arrive URL-encoded with '+' for spaces (the data class leaves them so).
+        key = unquote_plus(obj.key)
+    except (TypeError, KeyError, AttributeError) as error:
         raise MalformedEventError(f"S3 event record without {error}") from None
-    if not isinstance(bucket, str) or not bucket or not key:
-        raise MalformedEventError("S3 event record without a bucket name or key")
-    size = obj.get("size")
+    return _upload(bucket, key, size=obj.get("size"), version_id=obj.version_id, sequencer=obj.get("sequencer"),
+                   etag=obj.etag)  # fmt: skip
+
+
+def _upload_from_eventbridge(event: S3EventBridgeNotificationEvent) -> Upload:
+    if event.get("source") != EVENTBRIDGE_SOURCE or event.get("detail-type") != EVENTBRIDGE_DETAIL_TYPE:
+        raise MalformedEventError(
+            f"not an S3 'Object Created' EventBridge event (source {event.get('source')!r}, "
+            f"detail-type {event.get('detail-type')!r})"
+        )
+    try:
+        detail = event.detail
+        bucket = detail.bucket.name
+        obj = detail.object
+        key = obj.key  # the data class decodes it
+    except (TypeError, KeyError, AttributeError) as error:
+        raise MalformedEventError(f"EventBridge S3 event without {error}") from None
+    return _upload(bucket, key, size=obj.size, version_id=obj.get("version-id"), sequencer=obj.get("sequencer"),
+                   etag=obj.etag)  # fmt: skip
+
+
+def _upload(bucket: Any, key: Any, *, size: Any, version_id: Any, sequencer: Any, etag: Any) -> Upload:
+    if not isinstance(bucket, str) or not bucket or not isinstance(key, str) or not key:
+        raise MalformedEventError("S3 event without a bucket name or key")
     return Upload(
         bucket=bucket,
         key=key,
         size=int(size) if isinstance(size, int | str) and str(size).isdigit() else None,
-        version_id=obj.get("versionId") or None,
-        sequencer=obj.get("sequencer") or None,
-        etag=obj.get("eTag") or None,
+        version_id=_text(version_id),
+        sequencer=_text(sequencer),
+        etag=_text(etag),
     )
 
 
-def event_records(event: Any) -> list[Any]:
-    """The `Records` of a Lambda event (an S3 notification; or the same event redriven from
-    the on-failure SQS queue, whose body wraps it as `requestPayload`)."""
-    if isinstance(event, dict) and "requestPayload" in event:  # Lambda destination record
-        event = event["requestPayload"]
-    if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
-        raise MalformedEventError("not an S3 notification (no Records list)")
-    return event["Records"]
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

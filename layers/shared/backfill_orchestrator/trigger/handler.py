@@ -3,7 +3,8 @@
 Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
-AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures."""
+AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
+Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
+from backfill_orchestrator import redaction
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
 from backfill_orchestrator.trigger.wiring import TriggerWiring
@@ -24,6 +27,12 @@ logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-trig
 tracer = Tracer()
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
 copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
+
+# Kept back from the external calls' budget for recording an outcome when they run out of
+# time: the FAILED write, the result file, the page and the Slack message.
+FINISH_RESERVE_SECONDS = 20
+END_MARGIN_SECONDS = 2  # every HTTP call, telling included, ends this long before Lambda's deadline
+LEASE_MARGIN_SECONDS = 5  # the lease outlives the invocation by this much
 
 _wiring: TriggerWiring | None = None
 
@@ -54,8 +63,16 @@ def reset() -> None:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    redaction.install(logger)  # every invocation: covers handlers added since (the runtime's)
     service = wiring().service(metrics=metrics, logger=logger)
-    remaining_ms = context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000
-    # The lease outlives this invocation by a little, so a retry never overlaps it.
-    results = service.handle_event(event, lease_seconds=remaining_ms // 1000 + 5)
+    remaining = (context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000) / 1000
+    # The lease covers the whole invocation, so a duplicate delivery (another request id) never
+    # overlaps it; Lambda's own retries (same request id) take a dead attempt over at once.
+    with deadline_scope(Deadline.after(remaining - END_MARGIN_SECONDS)):  # Slack/PagerDuty too
+        results = service.handle_event(
+            event,
+            lease_seconds=int(remaining) + LEASE_MARGIN_SECONDS,
+            request_id=getattr(context, "aws_request_id", None),
+            deadline=Deadline.after(remaining - FINISH_RESERVE_SECONDS),  # Marquez/Airflow, while a mode runs
+        )
     return {"results": [asdict(result) for result in results]}

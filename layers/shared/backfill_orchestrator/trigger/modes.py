@@ -44,7 +44,7 @@ class ModeServices:
 class ModeRequest:
     config: BackfillConfig
     backfill_id: str
-    record: StatusRecord  # as claimed (RECEIVED); may carry a plan_uri from an earlier attempt
+    record: StatusRecord  # as claimed: RECEIVED, or PLANNED when a dead attempt is taken over; may carry a plan_uri
     body: bytes
     upload: Upload
 
@@ -81,25 +81,31 @@ def refusal_issues(config: BackfillConfig, error: PlanRefusedError) -> list[Conf
 
 
 def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
-    config, backfill_id = request.config, request.backfill_id
+    config, backfill_id, record = request.config, request.backfill_id, request.record
     plan = None
-    if request.record.plan_uri:
+    if record.plan_uri:
         # A retry: a run may already point at this plan, so keep it rather than re-plan.
-        plan = services.storage.load_plan(request.record.plan_uri)
-    if plan is None:
-        try:
-            plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=services.catalog())
-        except PlanRefusedError as error:
-            return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
-    stored = services.storage.store_backfill(
-        backfill_id, config_body=request.body, extension=request.upload.extension, plan=plan
-    )
-    services.status.transition(
-        backfill_id,
-        BackfillState.PLANNED,
-        detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps" + (" (dry run)" if config.dry_run else ""),
-        attributes={"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)},
-    )
+        plan = services.storage.load_plan(record.plan_uri)
+    if plan is not None and record.state is BackfillState.PLANNED and record.config_uri and record.plan_uri:
+        # Taking over a dead attempt that got as far as PLANNED: config and plan are stored.
+        stored = StoredBackfill(record.config_uri, record.plan_uri)
+    else:
+        if plan is None:
+            try:
+                plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=services.catalog())
+            except PlanRefusedError as error:
+                return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
+        stored = services.storage.store_backfill(
+            backfill_id, config_body=request.body, extension=request.upload.extension, plan=plan
+        )
+    if record.state is not BackfillState.PLANNED:
+        services.status.transition(
+            backfill_id,
+            BackfillState.PLANNED,
+            detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps" + (" (dry run)" if config.dry_run else ""),
+            # The store keeps the first steps of the summary; the plan document has them all.
+            attributes={"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)},
+        )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
 
@@ -135,7 +141,8 @@ def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
     assert config.replay is not None  # plan_replay checked it
     detail = f"{len(tasks)} replay tasks to {config.replay.target}"
-    services.status.transition(backfill_id, BackfillState.PLANNED, detail=detail + (" (dry run)" if config.dry_run else ""))
+    if request.record.state is not BackfillState.PLANNED:  # PLANNED: a dead attempt taken over
+        services.status.transition(backfill_id, BackfillState.PLANNED, detail=detail + (" (dry run)" if config.dry_run else ""))
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED)
     # The count is recorded before any task is queued, so whichever task finishes last sees it.

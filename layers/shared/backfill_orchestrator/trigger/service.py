@@ -7,10 +7,13 @@ Per upload:
 2. read (size limit first) and validate -> invalid: REJECTED record keyed
    `rejected-<upload id>`, result file with the located errors, Slack; no page;
 3. claim the backfill id: a new id -> RECEIVED; the same upload again -> duplicate (nothing),
-   unless the earlier attempt FAILED retryably or died (lease over) -> it is taken over;
-   another upload of the same config -> "already known" (result file + Slack);
-4. the mode's runner plans/stores/triggers; the service records REJECTED/FAILED, writes the
-   result file and notifies; a system failure -> FAILED (retryable), page, raise.
+   unless the earlier attempt FAILED retryably or cannot still be running (its lease ran out,
+   or it is held by our own Lambda request id: a Lambda retry of a dead attempt) -> it is
+   taken over; another upload of the same config -> "already known" (result file + Slack);
+4. the mode's runner plans/stores/triggers within the attempt's deadline; the service records
+   REJECTED/FAILED, writes the result file and notifies; a system failure -> FAILED
+   (retryable), result file, page, raise. An outcome that cannot be recorded (status write or
+   result file failing) also raises, so Lambda's retries (then the on-failure queue) follow.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -26,7 +29,6 @@ from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
 
-from backfill_orchestrator.airflow_api import AirflowApiError
 from backfill_orchestrator.config import (
     BackfillConfig,
     ConfigIssue,
@@ -38,7 +40,8 @@ from backfill_orchestrator.config import (
 )
 from backfill_orchestrator.config.errors import ROOT
 from backfill_orchestrator.contracts import ResultFile
-from backfill_orchestrator.lineage import LineageError
+from backfill_orchestrator.deadline import Deadline, deadline_scope
+from backfill_orchestrator.errors import BackfillError, PolicyRefusal, UserError
 from backfill_orchestrator.notify import (
     Notifier,
     already_known_message,
@@ -47,11 +50,13 @@ from backfill_orchestrator.notify import (
     status_message,
 )
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.planner import CatalogError
-from backfill_orchestrator.replay.dispatch import QueueTasksError
-from backfill_orchestrator.secrets import SecretFormatError, SecretUnavailableError
 from backfill_orchestrator.settings import DeploymentSettings
-from backfill_orchestrator.status import BackfillState, RecordExistsError, StatusRecord, StatusStoreError
+from backfill_orchestrator.status import (
+    BackfillState,
+    RecordExistsError,
+    StatusRecord,
+    TransitionRejectedError,
+)
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
     Upload,
@@ -65,13 +70,14 @@ from backfill_orchestrator.trigger.modes import (
     ModeServices,
     plan_summary,
 )
-from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, StorageError
+from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
-_EXPECTED_FAILURES = (
-    AirflowApiError, LineageError, StorageError, StatusStoreError, CatalogError, SecretUnavailableError, SecretFormatError,
-    QueueTasksError,
-)  # fmt: skip
+MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the log line)
+_STATE_OUTCOMES = {
+    "PLANNED": "dry_run", "TRIGGERED": "accepted", "RUNNING": "accepted", "SUCCEEDED": "accepted",
+    "REJECTED": "rejected", "FAILED": "failed",
+}  # fmt: skip
 
 
 class Disposition(StrEnum):
@@ -102,8 +108,20 @@ class TriggerFailedError(RuntimeError):
 
     def __init__(self, failures: list[UploadResult]):
         self.failures = failures
-        lines = "; ".join(f"{f.source_uri}: {f.detail}" for f in failures)
-        super().__init__(f"{len(failures)} upload(s) failed and will be retried: {lines}")
+        lines = "; ".join(f"{f.source_uri}: {(f.detail or '')[:MAX_DETAIL]}" for f in failures[:10])
+        more = f"; and {len(failures) - 10} more" if len(failures) > 10 else ""
+        super().__init__(f"{len(failures)} upload(s) failed and will be retried: {lines}{more}")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One invocation's claim on the uploads it handles."""
+
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    # Lambda's aws_request_id: the same for Lambda's retries of one event, which start only
+    # after the previous attempt ended; None (tests, scripts) takes over by lease only.
+    request_id: str | None = None
+    deadline: Deadline | None = None  # for Marquez/Airflow calls; None: no budget
 
 
 @dataclass(kw_only=True)
@@ -121,10 +139,19 @@ class TriggerService:
         return self.services.settings
 
     # -- event ---------------------------------------------------------------------------
-    def handle_event(self, event: Any, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> list[UploadResult]:
+    def handle_event(
+        self,
+        event: Any,
+        *,
+        lease_seconds: int = DEFAULT_LEASE_SECONDS,
+        request_id: str | None = None,
+        deadline: Deadline | None = None,
+    ) -> list[UploadResult]:
         """Handle every record; raise TriggerFailedError afterwards if any failed, or
         MalformedEventError if the event (or a record) announces no upload, so that it lands
-        on the on-failure queue rather than vanish."""
+        on the on-failure queue rather than vanish. `request_id` and `deadline` come from the
+        Lambda context (see handler.py)."""
+        attempt = Attempt(lease_seconds=lease_seconds, request_id=request_id, deadline=deadline)
         try:
             records = event_records(event)
         except MalformedEventError as error:
@@ -142,18 +169,21 @@ class TriggerService:
                 malformed.append(f"record {index}: {error}")
                 continue
             try:
-                results.append(self.handle_upload(upload, lease_seconds=lease_seconds))
-            except Exception as error:  # a bug or an outage before any record existed
-                self.logger.exception("upload %s failed before it could be recorded", upload.uri)
+                results.append(self.handle_upload(upload, attempt=attempt))
+            except Exception as error:  # a bug, or an outage before the outcome could be recorded
+                reason = f"{type(error).__name__}: {error}"[:2000]
+                self.logger.error("upload %s failed before its outcome was recorded: %s", upload.uri, reason,
+                                  exc_info=not isinstance(error, BackfillError))  # fmt: skip
                 self._count("Failed")
+                self._write_result(
+                    upload, self._result_document(upload, Disposition.FAILED, None, None, reason=reason, retrying=True)
+                )
                 self.notifier.page(
                     f"upload-{upload.upload_id}",
                     summary=f"Backfill trigger could not process {upload.uri}: {type(error).__name__}",
-                    details={"source": upload.uri, "error": str(error)[:1000]},
+                    details={"source": upload.uri, "error": reason[:1000]},
                 )
-                results.append(
-                    UploadResult(upload.uri, Disposition.FAILED, detail=f"{type(error).__name__}: {error}", retry=True)
-                )
+                results.append(UploadResult(upload.uri, Disposition.FAILED, detail=reason, retry=True))
         failures = [r for r in results if r.retry]
         if failures:
             raise TriggerFailedError(failures)
@@ -162,7 +192,8 @@ class TriggerService:
         return results
 
     # -- one upload ----------------------------------------------------------------------
-    def handle_upload(self, upload: Upload, *, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> UploadResult:
+    def handle_upload(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
+        attempt = attempt or Attempt()
         storage = self.services.storage
         if not storage.is_incoming_config(upload):
             self.logger.info("ignoring %s: not a .yaml/.yml/.json under %s", upload.uri, storage.incoming_prefix)
@@ -175,25 +206,26 @@ class TriggerService:
             return UploadResult(upload.uri, Disposition.IGNORED, detail=str(error))
         except ConfigTooLargeError as error:
             self._count("Received")
-            return self._reject_invalid(upload, [ConfigIssue(ROOT, str(error))], lease_seconds)
+            return self._reject_invalid(upload, [ConfigIssue(ROOT, str(error))], attempt)
         self._count("Received")
         try:
             config = parse_config(body, source=upload.key, policy=policy)
         except InvalidConfigError as error:
-            return self._reject_invalid(upload, error.issues, lease_seconds)
+            return self._reject_invalid(upload, error.issues, attempt)
         backfill_id = compute_backfill_id(config)
         with self._log_context(backfill_id):
-            return self._handle_valid(upload, config, body, backfill_id, lease_seconds)
+            return self._handle_valid(upload, config, body, backfill_id, attempt)
 
     def _handle_valid(
-        self, upload: Upload, config: BackfillConfig, body: bytes, backfill_id: str, lease_seconds: int
+        self, upload: Upload, config: BackfillConfig, body: bytes, backfill_id: str, attempt: Attempt
     ) -> UploadResult:
         status = self.services.status
         try:
             record = status.create(
                 backfill_id,
                 upload_id=upload.upload_id,
-                lease_seconds=lease_seconds,
+                lease_seconds=attempt.lease_seconds,
+                lease_holder=attempt.request_id,
                 detail=f"from {upload.uri}",
                 attributes={
                     "name": config.name,
@@ -205,12 +237,17 @@ class TriggerService:
             )
         except RecordExistsError as exists:
             if upload.upload_id in exists.existing.uploads:
-                reclaimed = status.reclaim(backfill_id, lease_seconds=lease_seconds, detail=f"retry of {upload.uri}")
+                reclaimed = status.reclaim(
+                    backfill_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
+                    current=exists.existing, detail=f"retry of {upload.uri}: taking over",
+                )  # fmt: skip
                 if reclaimed is None:
+                    if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
+                        return self._report_again(upload, config, backfill_id, attempt)
                     self.logger.info("duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state)
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
-                self.logger.info("taking over %s (attempt %d)", backfill_id, reclaimed.attempts)
+                self.logger.info("taking over %s (attempt %d, %s)", backfill_id, reclaimed.attempts, reclaimed.state)
                 record = reclaimed
             elif status.add_upload(backfill_id, upload.upload_id):
                 return self._already_known(upload, exists.existing)
@@ -221,7 +258,11 @@ class TriggerService:
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
         request = ModeRequest(config=config, backfill_id=backfill_id, record=record, body=body, upload=upload)
         try:
-            outcome = MODE_RUNNERS[config.mode](request, self.services)
+            with deadline_scope(attempt.deadline):
+                outcome = MODE_RUNNERS[config.mode](request, self.services)
+        except (UserError, PolicyRefusal) as error:  # deterministic (e.g. a record too large): the same input fails again
+            location, message = getattr(error, "location", None) or ROOT, str(error)[:2000]
+            outcome = ModeOutcome(BackfillState.REJECTED, issues=[ConfigIssue(location, message)], reason=message)
         except Exception as error:
             return self._system_failure(upload, config, backfill_id, error)
         return self._finish(upload, config, backfill_id, record, outcome)
@@ -233,16 +274,16 @@ class TriggerService:
         status = self.services.status
         channel = config.notify.slack_channel
         if outcome.state is BackfillState.REJECTED:
-            status.transition(
-                backfill_id,
-                BackfillState.REJECTED,
-                detail=outcome.reason,
-                attributes={"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason},
-            )
+            attributes = {"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason}
+            try:
+                status.transition(backfill_id, BackfillState.REJECTED, detail=outcome.reason, attributes=attributes)
+            except TransitionRejectedError:  # refused after PLANNED: REJECTED cannot follow, FAILED (final) can
+                status.transition(backfill_id, BackfillState.FAILED, detail=outcome.reason,
+                                  attributes={**attributes, "retryable": False})  # fmt: skip
             self._count("Rejected")
-            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
+            written = self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
             self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name), channel=channel)
-            return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason)
+            return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason, retry=not written)
 
         if outcome.state is BackfillState.FAILED:  # a refusal by the mode, not an outage: no page
             status.transition(
@@ -250,19 +291,19 @@ class TriggerService:
                 attributes={"reason": outcome.reason, "retryable": False},
             )  # fmt: skip
             self._count("Failed")
-            self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
+            written = self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
             self.notifier.slack(
                 backfill_id,
                 backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
                 channel=channel,
             )
-            return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason)
+            return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason, retry=not written)
 
         dry_run = outcome.state is BackfillState.PLANNED
         disposition = Disposition.DRY_RUN if dry_run else Disposition.ACCEPTED
         self._count("DryRuns" if dry_run else "Triggered")
         run_id = outcome.run.run.run_id if outcome.run else None
-        self._write_result(
+        written = self._write_result(
             upload,
             self._result_document(
                 upload, disposition, backfill_id, str(outcome.state),
@@ -291,46 +332,111 @@ class TriggerService:
         if record.pagerduty_open:  # an earlier attempt paged; this one succeeded
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         self.logger.info("%s: %s", backfill_id, disposition)
-        return UploadResult(upload.uri, disposition, backfill_id, str(outcome.state))
+        return UploadResult(upload.uri, disposition, backfill_id, str(outcome.state), retry=not written)
 
     def _system_failure(self, upload: Upload, config: BackfillConfig, backfill_id: str, error: Exception) -> UploadResult:
+        """Record FAILED (retryable), tell the user (result file), page, tell Slack; the caller
+        raises. If even FAILED cannot be written, the record keeps this attempt's lease and
+        request id, so Lambda's retry (same request id) takes it over."""
         reason = f"{type(error).__name__}: {error}"[:2000]
-        self.logger.error("backfill %s failed: %s", backfill_id, reason, exc_info=not _is_expected(error))
+        self.logger.error("backfill %s failed: %s", backfill_id, reason, exc_info=not isinstance(error, BackfillError))
         self._count("Failed")
+        unrecorded = None
         try:
             self.services.status.transition(
                 backfill_id, BackfillState.FAILED, detail=reason[:500],
                 attributes={"reason": reason, "retryable": True},
             )  # fmt: skip
         except Exception as store_error:  # the table itself may be what failed
-            self.logger.error("could not record FAILED for %s: %s", backfill_id, store_error)
-        self.notifier.page(
-            backfill_id,
-            summary=f"Backfill {backfill_id} failed to start: {reason}"[:1024],
-            enabled=config.notify.pagerduty,
-            details={"source": upload.uri, "owner": config.owner, "reason": reason},
-        )
-        self.notifier.slack(
-            backfill_id,
-            status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason} (it will be retried automatically)"),
-            channel=config.notify.slack_channel,
-        )
+            unrecorded = f"{type(store_error).__name__}: {store_error}"[:500]
+            self.logger.error("could not record FAILED for %s: %s", backfill_id, unrecorded)
         self._write_result(
             upload,
             self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True),
         )
+        details = {"source": upload.uri, "owner": config.owner, "reason": reason}
+        if unrecorded:
+            details["status_write_error"] = unrecorded
+        self.notifier.page(
+            backfill_id,
+            summary=f"Backfill {backfill_id} failed to start: {reason}"[:1024],
+            enabled=config.notify.pagerduty,
+            details=details,
+        )
+        self.notifier.slack(
+            backfill_id,
+            status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason[:500]} (it will be retried automatically)"),
+            channel=config.notify.slack_channel,
+        )
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
-    def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], lease_seconds: int) -> UploadResult:
-        """An invalid config has no backfill id: its record is keyed by the upload."""
+    def _report_again(self, upload: Upload, config: BackfillConfig, backfill_id: str, attempt: Attempt) -> UploadResult:
+        """Lambda's retry of our own attempt (same request id) finds the record past the
+        point of takeover: that attempt recorded a state and then died or raised, or the DAG
+        run it started (late) moved the record on. Make sure the run is recorded and the user
+        has a result file; the record is the source of truth."""
+        record = self.services.status.get(backfill_id)
+        if record is None:  # cannot happen after RecordExistsError; be explicit anyway
+            raise LookupError(f"status record {backfill_id} vanished")
+        if config.mode == "batch" and not config.dry_run and record.dag_run_id is None:
+            record = self._record_found_run(record, attempt)
+        if record.pagerduty_open and record.state is not BackfillState.FAILED:
+            self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
+        reported = self.services.storage.read_result(upload)
+        # Reported already: its outcome stands (the DAG may have moved the state on since).
+        if (
+            reported is not None
+            and reported.backfill_id == backfill_id
+            and (reported.outcome != "failed" or reported.state == record.state)
+        ):
+            self._count("Duplicates")
+            return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
+        disposition = Disposition(_STATE_OUTCOMES.get(str(record.state), "accepted"))
+        self.logger.info("retry of %s: writing the result its earlier attempt did not (%s)", upload.uri, record.state)
+        written = self._write_result(
+            upload,
+            self._result_document(
+                upload, disposition, backfill_id, str(record.state),
+                errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors] or None,
+                config_uri=record.config_uri, plan_uri=record.plan_uri,
+                plan=record.plan_summary, dag_id=record.dag_id, dag_run_id=record.dag_run_id,
+                dag_run_url=record.dag_run_url, reason=record.reason,
+            ),
+        )  # fmt: skip
+        return UploadResult(upload.uri, disposition, backfill_id, str(record.state), "result written by a retry", retry=not written)
+
+    def _record_found_run(self, record: StatusRecord, attempt: Attempt) -> StatusRecord:
+        """The DAG moved the record on before TRIGGERED was recorded: read the run back by its
+        id (the backfill id) and record its id and link."""
+        airflow, dag_id = self.services.airflow(), self.settings.backfill_dag_id
+        with deadline_scope(attempt.deadline):
+            run = airflow.get_dag_run(dag_id, record.backfill_id)
+        if run is None or run.conf.get("backfill_id") != record.backfill_id:
+            return record
+        attributes = {"dag_id": dag_id, "dag_run_id": run.run_id, "dag_run_url": airflow.run_url(dag_id, run.run_id)}
+        self.services.status.annotate(record.backfill_id, attributes)
+        self.logger.info("recorded DAG run %s/%s found by a retry", dag_id, run.run_id)
+        return replace(record, **attributes)
+
+    def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], attempt: Attempt) -> UploadResult:
+        """An invalid config has no backfill id: its record is keyed by the upload. The record
+        keeps the first errors and their count; the result file has them all."""
         record_id = f"rejected-{upload.upload_id[:16]}"
         with self._log_context(record_id):
             status = self.services.status
+            document = self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id)
             try:
-                status.create(record_id, upload_id=upload.upload_id, lease_seconds=lease_seconds, detail=f"from {upload.uri}",
+                status.create(record_id, upload_id=upload.upload_id, lease_seconds=attempt.lease_seconds,
+                              lease_holder=attempt.request_id, detail=f"from {upload.uri}",
                               attributes={"source_uri": upload.uri})  # fmt: skip
             except RecordExistsError as exists:
-                if status.reclaim(record_id, lease_seconds=lease_seconds, detail="retry") is None:
+                reclaimed = status.reclaim(record_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
+                                           current=exists.existing, detail="retry")  # fmt: skip
+                if reclaimed is None:
+                    ours = attempt.request_id and exists.existing.lease_holder == attempt.request_id
+                    if ours and exists.existing.state is BackfillState.REJECTED and not self._reported(upload, record_id, "REJECTED"):
+                        written = self._write_result(upload, document)  # our dead attempt recorded REJECTED, not the file
+                        return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", "result written by a retry", retry=not written)
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, None, str(exists.existing.state))
             status.transition(
@@ -341,9 +447,13 @@ class TriggerService:
             )
             self._count("Rejected")
             self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
-            self._write_result(upload, self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id))
+            written = self._write_result(upload, document)
             self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues))
-            return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors")
+            return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors", retry=not written)
+
+    def _reported(self, upload: Upload, status_id: str, state: str) -> bool:
+        reported = self.services.storage.read_result(upload)
+        return reported is not None and reported.status_id == status_id and reported.state == state
 
     def _already_known(self, upload: Upload, existing: StatusRecord) -> UploadResult:
         self._count("AlreadyKnown")
@@ -371,7 +481,7 @@ class TriggerService:
         upload: Upload,
         disposition: Disposition,
         backfill_id: str | None,
-        state: str,
+        state: str | None,  # None: the failure came before any state was recorded
         *,
         errors: list[ConfigIssue] | None = None,
         status_id: str | None = None,
@@ -388,18 +498,22 @@ class TriggerService:
             status_id=record_id,
             errors=[issue.as_dict() for issue in errors] if errors else None,
             retrying="a system failure; the trigger retries automatically and on-call is paged" if retrying else None,
-            status_command=f"backfill status {record_id}",
+            status_command=f"backfill status {record_id}" if record_id else None,
             written_at=self.clock(),
             **fields,
         )
 
-    def _write_result(self, upload: Upload, document: ResultFile) -> None:
+    def _write_result(self, upload: Upload, document: ResultFile) -> bool:
+        """False when it could not be written: the caller raises (retry=True) so that Lambda's
+        retry, which finds the recorded state, writes it (`_report_again`)."""
         try:
             uri = self.services.storage.write_result(upload, document)
             self.logger.info("result written to %s", uri)
         except Exception as error:  # the backfill's own outcome stands; say so loudly
-            self.logger.error("could not write the result file for %s: %s", upload.uri, error)
+            self.logger.error("could not write the result file for %s: %s", upload.uri, str(error)[:500])
             self._count("ResultWriteFailures")
+            return False
+        return True
 
     def _lineage_url(self, config: BackfillConfig) -> str | None:
         if not config.jobs:
@@ -417,6 +531,3 @@ class TriggerService:
         self.metrics.add_metric(name=name, unit="Count", value=1)
 
 
-def _is_expected(error: Exception) -> bool:
-    """Outages we name and explain need no traceback in the log; bugs do."""
-    return isinstance(error, _EXPECTED_FAILURES)

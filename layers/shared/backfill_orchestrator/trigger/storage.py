@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from backfill_orchestrator.contracts import ResultFile
+from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
 from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.trigger.events import Upload
@@ -100,6 +100,24 @@ class TriggerStorage:
         key = self.result_key(upload)
         self._put(key, result.to_json().encode(), "application/json")
         return f"s3://{self.bucket}/{key}"
+
+    def read_result(self, upload: Upload) -> ResultFile | None:
+        """The outcome document written for `upload`'s path, or None (a retry checks that its
+        dead attempt's outcome reached the user); one that is not a valid result file counts
+        as none."""
+        key = self.result_key(upload)
+        try:
+            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
+        try:
+            return ResultFile.from_json(body, source=f"s3://{self.bucket}/{key}")
+        except InvalidDocumentError:
+            return None
 
     # -- backfills ---------------------------------------------------------------------
     def backfill_key(self, backfill_id: str, name: str) -> str:

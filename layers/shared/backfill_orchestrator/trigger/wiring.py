@@ -17,9 +17,8 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
-from backfill_orchestrator.notify import Notifier
+from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.notify.wiring import NotifierWiring
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
@@ -28,7 +27,6 @@ from backfill_orchestrator.trigger.modes import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
 
-log = logging.getLogger(__name__)
 CATALOG_MAX_AGE_SECONDS = 60
 
 
@@ -55,13 +53,9 @@ class TriggerWiring:
             provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
         # One session per service so retry/backoff state and connections are reused.
-        self._sessions = {name: session_factory() for name in ("airflow", "marquez", "slack", "pagerduty")}
+        self._sessions = {name: session_factory() for name in ("airflow", "marquez", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
-        self._notifications = NotifierWiring(
-            settings, secrets=self._secrets, slack_session=self._sessions["slack"],
-            pagerduty_session=self._sessions["pagerduty"],
-        )  # fmt: skip
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
         settings = self.settings
@@ -142,6 +136,12 @@ class TriggerWiring:
         return self._catalog[1]
 
     def notifier(self, *, status: StatusStore, metrics: MetricsSink) -> Notifier:
-        """Slack and PagerDuty as this deployment configures them (`NotifierWiring`, which the
-        replay function uses too)."""
-        return self._notifications.notifier(status=status, metrics=metrics)
+        """Slack and PagerDuty as this deployment configures them (`notify.build_notifier`)."""
+        return build_notifier(
+            settings=self.settings.notify,
+            secrets=self._secrets,
+            metrics=metrics,
+            status_store=status,
+            source="backfill-trigger",
+            pagerduty_session=self._sessions["pagerduty"],
+        )

@@ -15,9 +15,9 @@ from urllib.parse import unquote
 
 from pyspark import StorageLevel
 
-from spark_jobs.scope import ALL, DAY, HOUR, Scope
-from spark_jobs.storage import HadoopFs
-from spark_jobs.tables import Table
+from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
+from spark_jobs.engine.storage import HadoopFs
+from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -14,11 +14,10 @@ from pyspark import StorageLevel
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.plan import Plan, PlanStep
-from spark_jobs.registry import Registry, Transform
-from spark_jobs.scope import Scope
-from spark_jobs.table_io import read_table, replace_partitions
-from spark_jobs.tables import Table
-from spark_jobs.transforms import FOOD_DELIVERY
+from spark_jobs.engine.registry import Registry, Transform
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.table_io import read_table, replace_partitions
+from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -143,7 +142,7 @@ def run_plan(
     spark: SparkSession,
     plan: Plan,
     warehouse: str,
-    registry: Registry = FOOD_DELIVERY,
+    registry: Registry,
     max_parallel: int | None = None,
     plan_uri: str = "",
 ) -> RunReport:
@@ -214,7 +213,7 @@ def pipeline_order(registry: Registry) -> list[Transform]:
     return ordered
 
 
-def run_everything(*, spark: SparkSession, warehouse: str, registry: Registry = FOOD_DELIVERY) -> dict[str, int]:
+def run_everything(*, spark: SparkSession, warehouse: str, registry: Registry) -> dict[str, int]:
     """Every transform over every day, rewriting each output table whole: the reference a
     backfill must reproduce. Returns rows written per table."""
     written: dict[str, int] = {}

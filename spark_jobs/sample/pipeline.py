@@ -1,8 +1,8 @@
 """The food delivery sample pipeline, for the demo, the tests and the benchmarks.
 
-    python -m spark_jobs.sample_pipeline generate --warehouse DIR --start 2021-05-01 --days 90
-    python -m spark_jobs.sample_pipeline break --warehouse DIR --days 2021-06-04,2021-06-10..2021-06-12
-    python -m spark_jobs.sample_pipeline run-clean --warehouse DIR
+    python -m spark_jobs.sample.pipeline generate --warehouse DIR --start 2021-05-01 --days 90
+    python -m spark_jobs.sample.pipeline break --warehouse DIR --days 2021-06-04,2021-06-10..2021-06-12
+    python -m spark_jobs.sample.pipeline run-clean --warehouse DIR
 
 `generate` replaces the raw layer (`raw/orders`, `raw/menu_items`); `run-clean` runs every
 transform over every day and rewrites the processed layer (the reference); `break` damages
@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from backfill_orchestrator.documents import has_scheme
-from spark_jobs import cli_args
-from spark_jobs.sample_data import (
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse
+from spark_jobs.sample.data import (
     FEEDS,
     GeneratorSettings,
     NothingToBreakError,
@@ -25,9 +27,7 @@ from spark_jobs.sample_data import (
     break_partitions,
     generate,
 )
-from spark_jobs.scope import Scope
-from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse
-from spark_jobs.tables import PROCESSED_TABLES, RAW_ORDERS
+from spark_jobs.sample.tables import PROCESSED_TABLES, RAW_ORDERS
 
 EXIT_OK, EXIT_USAGE = 0, 2
 _PROCESSED = {table.name: table for table in PROCESSED_TABLES}
@@ -83,8 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sample_pipeline: {error}", file=sys.stderr)
         return EXIT_USAGE
 
-    from spark_jobs.runner import run_everything  # pyspark only once the arguments are good
-    from spark_jobs.session import spark_session
+    from spark_jobs.engine.runner import run_everything  # pyspark only once the arguments are good
+    from spark_jobs.engine.session import spark_session
+    from spark_jobs.sample.transforms import FOOD_DELIVERY
 
     with spark_session(f"sample-pipeline-{args.command}") as spark:
         if args.command == "generate":
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = generate(spark=spark, warehouse=warehouse, settings=settings)
             print(f"generated {rows} raw orders: {args.days} days from {args.start}, feeds {','.join(args.feeds)}")
         elif args.command == "run-clean":
-            for table, rows in run_everything(spark=spark, warehouse=warehouse).items():
+            for table, rows in run_everything(spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY).items():
                 print(f"{table}: {rows} rows")
         else:
             table = RAW_ORDERS if args.layer == "raw" else _PROCESSED[args.table]

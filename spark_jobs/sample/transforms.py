@@ -10,8 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.registry import Input, Registry
-from spark_jobs.tables import (
+from spark_jobs.engine.registry import Input, Registry
+from spark_jobs.sample.tables import (
     DELIVERY_7_DAYS,
     MENU_ITEMS,
     ORDERS,

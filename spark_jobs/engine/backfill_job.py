@@ -1,14 +1,16 @@
 """The generic backfill job: run a plan's spark steps in one Spark application.
 
-    python -m spark_jobs.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
-    spark-submit spark_jobs/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
+    python -m spark_jobs.engine.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
+        [--registry MODULE:NAME]
+    spark-submit spark_jobs/engine/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
 
 PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
-REPORT, by default `run_report.json` next to the plan.
+REPORT, by default `run_report.json` next to the plan. The transforms come from the
+Registry MODULE:NAME, by default $BACKFILL_SPARK_REGISTRY or else the food delivery sample's.
 
 Exit codes: 0 every spark step succeeded; 1 a step failed or was blocked, or the report
-could not be written; 2 bad arguments or an unreadable, invalid or unrunnable plan (nothing
-is read or written then)."""
+could not be written; 2 bad arguments, a registry that cannot be loaded, or an unreadable,
+invalid or unrunnable plan (nothing is read or written then)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def _make_packages_importable() -> None:
     here = Path(__file__).resolve().parent
     if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
         sys.path.pop(0)
-    for package, root in (("spark_jobs", here.parent), ("backfill_orchestrator", here.parent / "layers" / "shared")):
+    checkout = here.parent.parent  # spark_jobs/engine/ -> the repository root
+    for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
         if importlib.util.find_spec(package) is None and root.is_dir():
             sys.path.insert(0, str(root))
 
@@ -31,20 +34,24 @@ def _make_packages_importable() -> None:
 _make_packages_importable()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
 from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
 from backfill_orchestrator.plan import Plan  # noqa: E402
-from spark_jobs.cli_args import positive  # noqa: E402
-from spark_jobs.registry import Registry  # noqa: E402
-from spark_jobs.runner import check_plan, run_plan  # noqa: E402
-from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
-from spark_jobs.transforms import FOOD_DELIVERY  # noqa: E402
+from spark_jobs.engine.cli_args import positive  # noqa: E402
+from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
+from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
+from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
+# The demo's pipeline; a deployment running its own transforms names their Registry instead,
+# with --registry or, where the arguments are not its to choose (EMR), this variable.
+DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
+REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
 
 
 class InvalidPlanError(ValueError):
@@ -80,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-parallel", type=positive, default=None, help="most steps of one wave run at once (default: all)"
     )
+    parser.add_argument(
+        "--registry", default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY, metavar="MODULE:NAME",
+        help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
+    )
     return parser
 
 
@@ -95,7 +106,7 @@ def _summary(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: Registry = FOOD_DELIVERY) -> int:
+def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse: 0 for --help, 2 for usage errors
@@ -106,13 +117,17 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, registry: 
 
         s3_client = boto3.client("s3")
     try:
+        registry = load_registry(args.registry)
         warehouse = resolve_warehouse(args.warehouse)
         plan = load_plan(args.plan, registry=registry, s3_client=s3_client)
+    except RegistryNotFoundError as error:
+        print(f"backfill_job: --registry {error}", file=sys.stderr)
+        return EXIT_USAGE
     except (InvalidPlanError, WarehouseNotFoundError) as error:
         print(f"backfill_job: {error}", file=sys.stderr)
         return EXIT_USAGE
 
-    from spark_jobs.session import spark_session  # pyspark only once there is something to run
+    from spark_jobs.engine.session import spark_session  # pyspark only once there is something to run
 
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
         report = run_plan(

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Literal
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from spark_jobs.scope import Scope
-from spark_jobs.storage import HadoopFs
-from spark_jobs.table_io import list_partitions, partition_path, read_table, replace_partitions
-from spark_jobs.tables import MENU_ITEMS, RAW_ORDERS, Table
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import HadoopFs
+from spark_jobs.engine.table_io import list_partitions, partition_path, read_table, replace_partitions
+from spark_jobs.engine.tables import Table
+from spark_jobs.sample.tables import MENU_ITEMS, RAW_ORDERS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -7,13 +7,15 @@ step's scope only."""
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from pyspark.sql import DataFrame
 
-from spark_jobs.tables import Table
+from backfill_orchestrator.errors import UserError
+from spark_jobs.engine.tables import Table
 
 TransformFunction = Callable[..., DataFrame]
 
@@ -84,3 +86,26 @@ class Registry:
     @property
     def names(self) -> list[str]:
         return sorted(self._transforms)
+
+
+class RegistryNotFoundError(UserError):
+    """`--registry module:NAME` does not name an importable Registry."""
+
+
+def load_registry(reference: str) -> Registry:
+    """The Registry at `package.module:NAME`, imported only now: the engine imports no pipeline
+    it was not asked to run."""
+    module, colon, name = reference.partition(":")
+    if not (module and colon and name):
+        raise RegistryNotFoundError(f"{reference!r}: expected module:NAME, e.g. spark_jobs.sample.transforms:FOOD_DELIVERY")
+    try:
+        found = pkgutil.resolve_name(reference)
+    except ImportError as error:
+        raise RegistryNotFoundError(f"{reference}: cannot import {module} ({error})") from None
+    except AttributeError:
+        raise RegistryNotFoundError(f"{reference}: module {module} has no {name}") from None
+    except ValueError:
+        raise RegistryNotFoundError(f"{reference!r}: not a module:NAME reference") from None
+    if not isinstance(found, Registry):
+        raise RegistryNotFoundError(f"{reference}: names an object of type {type(found).__name__}, not a Registry")
+    return found

@@ -1,6 +1,6 @@
 """Reconcile raw and processed orders; write a backfill config for what does not match.
 
-    python -m spark_jobs.reconcile --warehouse DIR --out FILE [--days 2021-05-01..2021-05-31]
+    python -m spark_jobs.sample.reconcile --warehouse DIR --out FILE [--days 2021-05-01..2021-05-31]
         [--name NAME] [--owner OWNER] [--namespace food_delivery]
 
 FILE may be a path or s3://bucket/key (e.g. the config bucket's incoming/ prefix). The config
@@ -21,16 +21,16 @@ from typing import Any
 
 from backfill_orchestrator.config import InvalidConfigError, parse_config
 from backfill_orchestrator.documents import DocumentError, is_s3, write_bytes
-from spark_jobs import cli_args
-from spark_jobs.reconciliation import (
+from spark_jobs.engine import cli_args
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse
+from spark_jobs.sample.reconciliation import (
     MissingRawLayerError,
     backfill_config,
     covered_partitions,
     find_mismatches,
     render_yaml,
 )
-from spark_jobs.scope import Scope
-from spark_jobs.storage import WarehouseNotFoundError, resolve_warehouse
 
 EXIT_OK, EXIT_ERROR = 0, 2
 DEFAULT_OWNER = "@data-platform"
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
         print(f"reconcile: {error}", file=sys.stderr)
         return EXIT_ERROR
 
-    from spark_jobs.session import spark_session  # pyspark only once the arguments are good
+    from spark_jobs.engine.session import spark_session  # pyspark only once the arguments are good
 
     with spark_session("reconcile") as spark:
         try:
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
         print(f"... and {len(mismatches) - SHOWN_MISMATCHES} more")
 
     document = backfill_config(mismatches, name=name, owner=args.owner, namespace=args.namespace, checked_on=today)
-    text = render_yaml(document, header=f"Written by spark_jobs.reconcile on {today.isoformat()}.")
+    text = render_yaml(document, header=f"Written by spark_jobs.sample.reconcile on {today.isoformat()}.")
     try:
         config = parse_config(text, fmt="yaml", source=args.out)
     except InvalidConfigError as error:  # e.g. a --name or --owner the config rules refuse

@@ -15,10 +15,10 @@ import yaml
 from pyspark.sql import functions as F
 
 from backfill_orchestrator.config.model import merge_intervals
-from spark_jobs.scope import ALL, DAY, FEED, HOUR, Scope
-from spark_jobs.storage import HadoopFs
-from spark_jobs.table_io import read_table
-from spark_jobs.tables import ORDERS, RAW_ORDERS
+from spark_jobs.engine.scope import ALL, DAY, FEED, HOUR, Scope
+from spark_jobs.engine.storage import HadoopFs
+from spark_jobs.engine.table_io import read_table
+from spark_jobs.sample.tables import ORDERS, RAW_ORDERS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -6,9 +6,6 @@ and the processed layer `processed/<table>` in Parquet."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from pyspark.sql.types import (
     DateType,
     IntegerType,
@@ -19,24 +16,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.scope import DAY, FEED, HOUR
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    location: str  # relative to the warehouse root
-    format: Literal["json", "parquet"]
-    schema: StructType  # data columns followed by partition columns
-    partition_columns: tuple[str, ...] = ()
-
-    def uri(self, warehouse: str) -> str:
-        return f"{warehouse.rstrip('/')}/{self.location}"
-
-    @property
-    def read_options(self) -> dict[str, str]:
-        # Raw JSON that does not parse fails the step instead of becoming rows of nulls.
-        return {"mode": "FAILFAST"} if self.format == "json" else {}
+from spark_jobs.engine.scope import DAY, FEED, HOUR
+from spark_jobs.engine.tables import Table
 
 
 def _fields(*specs: tuple[str, object]) -> list[StructField]:

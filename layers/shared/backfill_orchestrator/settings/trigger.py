@@ -1,0 +1,129 @@
+"""The trigger function's deployment settings: the common ones (status table, Slack,
+PagerDuty, replay) plus the config bucket and its prefixes, Marquez, Airflow/MWAA, the job
+catalog and the namespace allowlist. One set of variable names is documented once
+(docs/trigger.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from backfill_orchestrator.config import ConfigPolicy
+from backfill_orchestrator.settings.common import CommonSettings
+from backfill_orchestrator.settings.environment import EnvironmentReader
+
+AirflowApiVersion = Literal["v2", "v1"]
+
+DEFAULT_DAG_ID = "backfill"
+# MWAA's Path is at most 64 characters: "/dags/" + dag_id + "/dagRuns/" + a 33-character
+# backfill id leaves 16 characters for the DAG id.
+MAX_DAG_ID_LENGTH = 16
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentSettings(CommonSettings):
+    """Non-secret deployment config. Secrets are referenced by their Secrets Manager id only."""
+
+    config_bucket: str
+    incoming_prefix: str = "incoming/"
+    results_prefix: str = "results/"
+    backfills_prefix: str = "backfills/"
+    marquez_url: str
+    marquez_web_url: str | None = None
+    marquez_api_key_secret_id: str | None = None
+    airflow_url: str | None = None
+    airflow_ui_url: str | None = None
+    mwaa_environment: str | None = None
+    airflow_api_version: AirflowApiVersion = "v2"
+    airflow_secret_id: str | None = None
+    backfill_dag_id: str = DEFAULT_DAG_ID
+    job_catalog_uri: str | None = None
+    allowed_namespaces: frozenset[str] | None = None
+
+    # -- derived ---------------------------------------------------------------------
+    @property
+    def uses_mwaa(self) -> bool:
+        return self.mwaa_environment is not None
+
+    @property
+    def lineage_web_url(self) -> str:
+        """Where people look at lineage (Marquez web); defaults to the API's URL."""
+        return self.marquez_web_url or self.marquez_url
+
+    def config_policy(self) -> ConfigPolicy:
+        return ConfigPolicy(
+            allowed_namespaces=self.allowed_namespaces,
+            replay_targets=frozenset(self.replay_targets) if self.replay_targets else None,
+        )
+
+    # -- loading ---------------------------------------------------------------------
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DeploymentSettings:
+        """Read the settings; raises SettingsError naming every bad or missing variable.
+
+        Required: CONFIG_BUCKET, STATUS_TABLE, MARQUEZ_URL and exactly one of AIRFLOW_URL /
+        MWAA_ENVIRONMENT (AIRFLOW_SECRET_ID too for AIRFLOW_URL). Optional: INCOMING_PREFIX,
+        RESULTS_PREFIX, BACKFILLS_PREFIX, MARQUEZ_WEB_URL, MARQUEZ_API_KEY_SECRET_ID,
+        AIRFLOW_UI_URL, AIRFLOW_API_VERSION (v2|v1), BACKFILL_DAG_ID, SLACK_API_URL,
+        SLACK_SECRET_ID, SLACK_CHANNEL, PAGERDUTY_EVENTS_URL, PAGERDUTY_SECRET_ID,
+        JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), REPLAY_TARGETS (JSON object
+        name -> SQS queue URL), REPLAY_TASKS_QUEUE_URL, SECRETS_MAX_AGE_SECONDS. Empty values
+        count as unset."""
+        env = EnvironmentReader(environ)
+        problems = env.problems
+        common = CommonSettings.read_fields(env)
+        config_bucket = env.required("CONFIG_BUCKET")
+        marquez_url = env.url("MARQUEZ_URL")
+        if marquez_url is None:
+            problems.append("MARQUEZ_URL: required")
+        airflow_url = env.url("AIRFLOW_URL")
+        mwaa_environment = env.get("MWAA_ENVIRONMENT")
+        if (airflow_url is None) == (mwaa_environment is None):
+            problems.append("AIRFLOW_URL / MWAA_ENVIRONMENT: set exactly one (the Airflow REST API or an MWAA environment)")
+        airflow_secret_id = env.get("AIRFLOW_SECRET_ID")
+        if airflow_url is not None and airflow_secret_id is None:
+            problems.append("AIRFLOW_SECRET_ID: required with AIRFLOW_URL (the API user's credentials)")
+        api_version = env.get("AIRFLOW_API_VERSION") or "v2"
+        if api_version not in ("v2", "v1"):
+            problems.append(f"AIRFLOW_API_VERSION: expected v2 (Airflow 3) or v1 (Airflow 2), got {api_version!r}")
+        dag_id = env.get("BACKFILL_DAG_ID") or DEFAULT_DAG_ID
+        if len(dag_id) > MAX_DAG_ID_LENGTH:
+            problems.append(
+                f"BACKFILL_DAG_ID: at most {MAX_DAG_ID_LENGTH} characters so that "
+                f"/dags/<dag_id>/dagRuns/<backfill id> fits MWAA's 64-character Path, got {dag_id!r}"
+            )
+        namespaces_text = env.get("ALLOWED_NAMESPACES")
+        allowed = (
+            frozenset(part.strip() for part in namespaces_text.split(",") if part.strip())
+            if namespaces_text
+            else None
+        )
+
+        settings = cls(
+            **common,
+            config_bucket=config_bucket,
+            incoming_prefix=env.prefix("INCOMING_PREFIX", "incoming/"),
+            results_prefix=env.prefix("RESULTS_PREFIX", "results/"),
+            backfills_prefix=env.prefix("BACKFILLS_PREFIX", "backfills/"),
+            marquez_url=marquez_url or "",
+            marquez_web_url=env.url("MARQUEZ_WEB_URL"),
+            marquez_api_key_secret_id=env.get("MARQUEZ_API_KEY_SECRET_ID"),
+            airflow_url=airflow_url,
+            airflow_ui_url=env.url("AIRFLOW_UI_URL"),
+            mwaa_environment=mwaa_environment,
+            airflow_api_version=api_version,  # type: ignore[arg-type]
+            airflow_secret_id=airflow_secret_id,
+            backfill_dag_id=dag_id,
+            job_catalog_uri=env.get("JOB_CATALOG_URI"),
+            allowed_namespaces=allowed,
+        )
+        if len({settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix}) < 3:
+            problems.append("INCOMING_PREFIX / RESULTS_PREFIX / BACKFILLS_PREFIX: must be three different prefixes")
+        elif settings.results_prefix.startswith(settings.incoming_prefix) or settings.backfills_prefix.startswith(
+            settings.incoming_prefix
+        ):
+            # Results written under the incoming prefix would trigger the function again.
+            problems.append("RESULTS_PREFIX / BACKFILLS_PREFIX: must not lie under INCOMING_PREFIX")
+        env.check()
+        return settings

@@ -1,0 +1,72 @@
+"""The trigger's integration harness (tests/integration/test_trigger_flow.py) with fault
+proxies in front of Marquez and Airflow, production retry settings (AWS_CLIENT_CONFIG and
+`retrying_session`), and invocation through the real Lambda handler with a request id and
+a remaining time, as Lambda does it."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from typing import Any
+
+import boto3
+
+from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.status import StatusStore
+from backfill_orchestrator.trigger import handler as handler_module
+from backfill_orchestrator.trigger.wiring import TriggerWiring
+from tests.faults.toolkit import FaultProxy, LambdaContext
+from tests.integration.test_trigger_flow import TABLE, TriggerHarness
+
+
+class FaultHarness(TriggerHarness):
+    def __init__(self, stack: ExitStack, **kwargs: Any):
+        self.marquez_proxy = stack.enter_context(FaultProxy())
+        self.airflow_proxy = stack.enter_context(FaultProxy())
+        self.pagerduty_proxy = stack.enter_context(FaultProxy())
+        env = {
+            "MARQUEZ_URL": self.marquez_proxy.url,
+            "AIRFLOW_URL": self.airflow_proxy.url,
+            "PAGERDUTY_EVENTS_URL": f"{self.pagerduty_proxy.url}/v2/enqueue",
+            **kwargs.pop("env", {}),
+        }
+        super().__init__(stack, env=env, **kwargs)
+        self.marquez_proxy.upstream = f"http://127.0.0.1:{self.marquez_port}"
+        self.airflow_proxy.upstream = self.airflow.url
+        self.pagerduty_proxy.upstream = self.pagerduty.base_url
+        # The production retry policy for AWS and HTTP (the fault tests are about it).
+        self.s3 = boto3.client("s3", region_name="us-east-1", config=AWS_CLIENT_CONFIG)
+        self.dynamodb = boto3.client("dynamodb", region_name="us-east-1", config=AWS_CLIENT_CONFIG)
+        self.wiring = TriggerWiring(
+            self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
+            session_factory=retrying_session,
+        )  # fmt: skip
+        self.status = StatusStore(table_name=TABLE, dynamodb_client=self.dynamodb)
+
+    def invoke_lambda(self, event: dict[str, Any], *, request_id: str, remaining_seconds: float = 300.0) -> dict[str, Any]:
+        """Run the Lambda handler as Lambda would: this harness's wiring stands for the
+        container's, `request_id` is the invocation's (Lambda's retries of an event reuse it)."""
+        handler_module._wiring = self.wiring
+        handler_module.metrics.clear_metrics()
+        try:
+            return handler_module.handler(event, LambdaContext(request_id=request_id, remaining_seconds=remaining_seconds))
+        finally:
+            handler_module.reset()
+
+    def result_or_none(self, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any] | None:
+        relative = key.removeprefix("incoming/")
+        try:
+            body = self.s3.get_object(Bucket=self.bucket, Key=f"results/{relative}.result.json")["Body"].read()
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        return json.loads(body)
+
+    def item_size(self, backfill_id: str) -> int:
+        """The stored item's size as DynamoDB counts it, near enough: names plus values."""
+        item = self.dynamodb.get_item(TableName=TABLE, Key={"backfill_id": {"S": backfill_id}})["Item"]
+        return sum(len(name) + len(json.dumps(value)) for name, value in item.items())
+
+    def only_record_id(self) -> str:
+        (item,) = self.dynamodb.scan(TableName=TABLE)["Items"]
+        return item["backfill_id"]["S"]

@@ -1,0 +1,205 @@
+"""Issue 12, class 1: an attempt that dies, or cannot record its outcome, is never dropped.
+
+Lambda retries a failed async invocation twice (about 1 and then 2 minutes later) with the
+same request id, and only after the previous attempt ended; S3 may also deliver an event
+twice, as another invocation (another request id) that may run concurrently. So a record
+whose lease our own request id holds belongs to a dead attempt and is taken over at once; a
+lease held by another request id is respected until it runs out."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from backfill_orchestrator.status import BackfillState, TransitionRejectedError
+from backfill_orchestrator.trigger import TriggerFailedError
+from tests.faults.harness import FaultHarness
+from tests.faults.toolkit import AwsFaults, SimulatedCrash, to_state
+from tests.integration.test_trigger_flow import VALID
+
+REQUEST = "8f5c1a2e-0000-4000-8000-000000000001"
+
+
+def dag_runs(harness: FaultHarness) -> list[tuple[str, str]]:
+    return list(harness.airflow.runs)
+
+
+def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigger_harness: FaultHarness, aws_faults: AwsFaults) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))  # e.g. out of memory
+
+    started = time.time()
+    with pytest.raises(SimulatedCrash):
+        harness.invoke_lambda(event, request_id=REQUEST, remaining_seconds=300)
+
+    backfill_id = harness.only_record_id()
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.PLANNED and record.lease_holder == REQUEST
+    assert started + 300 + 5 - 2 <= record.lease_until <= time.time() + 300 + 5  # remaining time + 5 s
+    assert dag_runs(harness) == [("backfill", backfill_id)]  # Airflow accepted it
+    assert harness.result_or_none() is None and harness.pagerduty.events == []
+    # The generic DAG starts meanwhile: RUNNING is refused from PLANNED (the takeover records
+    # TRIGGERED first, with the run's id and link; the DAG's later updates then apply).
+    with pytest.raises(TransitionRejectedError):
+        harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
+
+    # S3 delivers the event again as another invocation while the lease lasts: a duplicate.
+    duplicate = harness.invoke_lambda(event, request_id="another-request-id")
+    assert [r["disposition"] for r in duplicate["results"]] == ["duplicate"]
+    assert harness.status.get(backfill_id).version == record.version
+
+    # Lambda's retry (same request id) takes the dead attempt over at once.
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert dag_runs(harness) == [("backfill", backfill_id)]  # found by its run id, not triggered twice
+    assert [p["status"] for p in harness.airflow.trigger_posts()] == [200, 409]
+    assert [r["method"] for r in harness.airflow.requests if r["method"] == "GET"] == ["GET"]  # read back
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and record.attempts == 2
+    assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(f"/dags/backfill/runs/{backfill_id}")
+    assert [h["state"] for h in record.history] == ["RECEIVED", "PLANNED", "PLANNED", "TRIGGERED"]
+    assert "existed already" in record.history[-1]["detail"]
+    result = harness.result_file()
+    assert result["outcome"] == "accepted" and result["dag_run_id"] == backfill_id
+    assert harness.pagerduty.events == [] and len(harness.slack.messages) == 1
+    # The DAG's own updates apply from here.
+    harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
+    # Every later delivery is a duplicate.
+    assert harness.invoke_lambda(event, request_id="third")["results"][0]["disposition"] == "duplicate"
+
+
+def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_records_the_run(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.throttle(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+
+    with pytest.raises(TriggerFailedError) as raised:
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    backfill_id = raised.value.failures[0].backfill_id
+    # botocore's standard mode sent the TRIGGERED write 1 + 8 times first (AWS_CLIENT_CONFIG: max_attempts 8 retries).
+    assert aws_faults.attempts("UpdateItem", faulted=True) == 9
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.FAILED and record.retryable
+    assert "StatusStoreError" in record.reason and "ProvisionedThroughputExceeded" in record.reason
+    assert dag_runs(harness) == [("backfill", backfill_id)]
+    assert harness.result_file()["outcome"] == "failed" and harness.result_file()["retrying"]
+    assert [(e["event_action"], e["dedup_key"]) for e in harness.pagerduty.events] == [("trigger", backfill_id)]
+
+    aws_faults.clear()  # DynamoDB recovers; Lambda retries a minute later
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert dag_runs(harness) == [("backfill", backfill_id)]
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id and not record.retryable
+    assert harness.result_file()["outcome"] == "accepted"
+    assert harness.pagerduty.incidents == {backfill_id: "resolved"}
+
+
+def test_throttled_failed_write_too_the_attempt_raises_and_its_retry_takes_over(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.throttle(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED", "FAILED"))
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    backfill_id = harness.only_record_id()
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.PLANNED and record.lease_holder == REQUEST  # nothing recorded the failure
+    result = harness.result_file()
+    assert result["outcome"] == "failed" and result["retrying"]  # ... but the user is told, and it is retried:
+    (page,) = harness.pagerduty.events
+    assert page["event_action"] == "trigger" and "status_write_error" in page["payload"]["custom_details"]
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)  # inside the lease: only the same request id may take over
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert dag_runs(harness) == [("backfill", backfill_id)]
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and record.attempts == 2
+    assert harness.result_file()["outcome"] == "accepted"
+    assert harness.pagerduty.incidents == {backfill_id: "resolved"}
+
+
+def test_the_dag_finishing_before_the_retry_still_gets_the_user_a_result_file(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+    with pytest.raises(SimulatedCrash):
+        harness.invoke_lambda(event, request_id=REQUEST)
+    backfill_id = harness.only_record_id()
+    harness.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="2 steps succeeded")  # the DAG, from PLANNED
+
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    result = harness.result_file()
+    assert result["outcome"] == "accepted" and result["state"] == "SUCCEEDED"
+    assert dag_runs(harness) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    record = harness.status.get(backfill_id)  # the run, read back by its id, is on the record
+    assert record.state is BackfillState.SUCCEEDED and record.dag_run_id == backfill_id and record.dag_run_url
+    assert result["dag_run_url"] == record.dag_run_url
+    # Once written, the same retry again is a plain duplicate.
+    assert harness.invoke_lambda(event, request_id=REQUEST)["results"][0]["disposition"] == "duplicate"
+
+
+def test_a_result_file_that_cannot_be_written_raises_and_the_retry_writes_it(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    results_key = lambda params: params.get("Key", "").startswith("results/")  # noqa: E731
+    aws_faults.throttle(harness.s3, "PutObject", when=results_key)
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    backfill_id = harness.only_record_id()
+    assert harness.status.get(backfill_id).state is BackfillState.TRIGGERED
+    assert harness.result_or_none() is None
+    assert dag_runs(harness) == [("backfill", backfill_id)]
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    result = harness.result_file()
+    assert result["outcome"] == "accepted" and result["state"] == "TRIGGERED" and result["dag_run_id"] == backfill_id
+    assert len(harness.airflow.trigger_posts()) == 1 and len(harness.slack.messages) == 1
+
+
+def test_a_claim_that_cannot_be_written_raises_with_a_result_file_and_the_retry_starts_afresh(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.throttle(harness.dynamodb, "PutItem")
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert harness.dynamodb.scan(TableName="backfill-status-test")["Items"] == []
+    result = harness.result_file()
+    assert result["outcome"] == "failed" and result["state"] is None and result["retrying"]
+    assert "ProvisionedThroughputExceeded" in result["reason"] and "status_command" not in result
+    (page,) = harness.pagerduty.events
+    assert page["event_action"] == "trigger" and page["dedup_key"].startswith("upload-")
+    assert harness.airflow.requests == []
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert len(harness.airflow.runs) == 1 and harness.result_file()["outcome"] == "accepted"
