@@ -40,7 +40,7 @@ PROBE = textwrap.dedent(
 
     # The Spark job's modules ship in the wheel (they need pyspark to import, which the
     # cluster provides); what they take from the package imports without it.
-    for module in ("spark_jobs.backfill_job", "spark_jobs.runner", "spark_jobs.transforms"):
+    for module in ("spark_jobs.engine.backfill_job", "spark_jobs.engine.runner", "spark_jobs.sample.transforms"):
         assert importlib.util.find_spec(module) is not None, module
     from backfill_orchestrator.contracts import InvalidDocumentError
 
