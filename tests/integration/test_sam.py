@@ -44,7 +44,8 @@ def test_config_bucket_is_encrypted_versioned_private_and_tls_only(template: dic
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
     assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
-    (statement,) = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    statements = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (statement,) = [s for s in statements if s.get("Sid") == "DenyInsecureTransport"]
     assert statement["Effect"] == "Deny" and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
