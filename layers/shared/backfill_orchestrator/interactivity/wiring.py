@@ -114,7 +114,9 @@ def build_service(
         signing_secret=lambda: secrets.slack_signing_secret(settings.signing_secret_id).get_secret_value(),
         replay_guard=ReplayGuard(dynamodb_client=dynamodb_client, table_name=settings.requests_table),
         policy=policy.get,
-        backfill_facts=partial(read_backfill_facts, dynamodb_client=dynamodb_client, table_name=settings.status_table),
+        backfill_facts=lambda backfill_id: read_backfill_facts(
+            dynamodb_client=dynamodb_client, table_name=settings.status_table, backfill_id=backfill_id
+        ),
         write_control=partial(
             write_control_document, bucket=settings.config_bucket, prefix=settings.control_prefix, s3_client=s3_client
         ),
