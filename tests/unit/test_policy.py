@@ -303,3 +303,11 @@ def test_actions_need_a_permission_over_the_jobs_and_the_right_state(policy) -> 
     # No policy: the state machine still applies, nothing else does.
     assert check_action(None, principal=viewer, action="retry", backfill=running, now=NOW).rule == "state"
     assert check_action(None, principal=viewer, action="cancel", backfill=running, now=NOW).outcome == "allowed"
+
+
+def test_documented_policies_are_valid() -> None:
+    example = parse_policy((REPO_ROOT / "examples" / "policy.yaml").read_bytes(), source="examples/policy.yaml")
+    assert [grant.name for grant in example.grants] == ["data-eng", "analytics-owners", "platform-admins"]
+    readme = (REPO_ROOT / "README.md").read_text()
+    snippet = readme.split("### Policy and approvals", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert parse_policy(snippet, source="README.md").approval.max_partitions == 2000
