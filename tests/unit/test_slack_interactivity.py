@@ -19,6 +19,7 @@ from backfill_local.slack_signing import (
     http_api_event,
     sign,
 )
+from backfill_orchestrator.identity import SlackGroupResolver
 from backfill_orchestrator.interactivity import handler as interactivity_handler
 from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.interactivity.payload import parse_interaction, request_from_http_event
@@ -45,12 +46,12 @@ class FakeLambdaContext:
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, *, policy: str = POLICY_YAML) -> None:
         self.s3 = boto3.client("s3", region_name="us-east-1")
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         secrets = boto3.client("secretsmanager", region_name="us-east-1")
         self.s3.create_bucket(Bucket=BUCKET)
-        self.s3.put_object(Bucket=BUCKET, Key="policy/policy.yaml", Body=POLICY_YAML.encode())
+        self.s3.put_object(Bucket=BUCKET, Key="policy/policy.yaml", Body=policy.encode())
         create_table(self.dynamodb, "StatusTable", table_name="status")
         create_table(self.dynamodb, "SlackRequestsTable", table_name="slack-requests")
         secrets.create_secret(Name="slack-signing", SecretString=json.dumps({"signing_secret": TEST_SIGNING_SECRET}))
@@ -208,3 +209,36 @@ def test_the_committed_example_event_is_signed_and_accepted(mocked_aws: None, mo
     (document,) = harness.control_documents()
     assert document["backfill_id"] == "orders-outage-june-81a4673a" and document["requested_by"] == "slack:U0BOB"
     assert replies and replies[0]["replace_original"] is True
+
+
+class FakeSlackGroups:
+    """usergroups.users.list as slack_sdk's WebClient answers it (a dict-like response)."""
+
+    def __init__(self, members: dict[str, list[str]]):
+        self.members = members
+        self.calls: list[str] = []
+
+    def usergroups_users_list(self, *, usergroup: str) -> dict[str, Any]:
+        self.calls.append(usergroup)
+        if usergroup not in self.members:
+            raise RuntimeError("no_such_subteam")
+        return {"ok": True, "users": self.members[usergroup]}
+
+
+def test_slack_user_groups_grant_actions_to_their_members(mocked_aws: None) -> None:
+    policy = POLICY_YAML.replace("downstream_outside_scope:", """  - name: on-call
+    slack_groups: [S0ONCALL, S0GONE]
+    permissions: [cancel]
+    jobs: ["food_delivery/*"]
+downstream_outside_scope:""")
+    harness = Harness(policy=policy)
+    slack = FakeSlackGroups({"S0ONCALL": ["U0ONCALL"]})
+    harness.service.slack_groups_of = SlackGroupResolver(client=slack).groups_of
+    harness.record(state="RUNNING")
+
+    assert harness.press(action="cancel", user="U0ONCALL")["statusCode"] == 200
+    assert harness.press(action="cancel", user="U0NOTON")["statusCode"] == 200
+    assert [doc["requested_by"] for doc in harness.control_documents()] == ["slack:U0ONCALL"]
+    assert harness.counts == ["SlackControlWritten", "SlackUnknownUser"]
+    # Members are cached; a group Slack cannot list contains nobody (asked again next time).
+    assert slack.calls.count("S0ONCALL") == 1 and slack.calls.count("S0GONE") == 2

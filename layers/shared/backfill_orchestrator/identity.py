@@ -34,6 +34,7 @@ class Principal:
     session: str | None = None
     principal_id: str | None = None  # as the event gave it
     slack_user: str | None = None
+    slack_groups: frozenset[str] = frozenset()  # the Slack user groups it belongs to (looked up)
 
     @property
     def display(self) -> str:
@@ -51,8 +52,37 @@ class Principal:
         return tuple(dict.fromkeys(names))
 
 
-def slack_principal(user_id: str) -> Principal:
-    return Principal(name=f"slack:{user_id}", slack_user=user_id)
+def slack_principal(user_id: str, *, groups: frozenset[str] = frozenset()) -> Principal:
+    return Principal(name=f"slack:{user_id}", slack_user=user_id, slack_groups=groups)
+
+
+@dataclass
+class SlackGroupResolver:
+    """Which of the given Slack user groups a user is in, through `usergroups.users.list`
+    (a slack_sdk WebClient with a bot token that has `usergroups:read`), each group's members
+    cached for `max_age` seconds. A group Slack will not list counts as not containing the user
+    (logged): membership is never assumed."""
+
+    client: Any
+    max_age: float = 300
+    clock: Callable[[], float] = time.monotonic
+    _members: dict[str, tuple[float, frozenset[str]]] = field(default_factory=dict)
+
+    def groups_of(self, user_id: str, group_ids: frozenset[str]) -> frozenset[str]:
+        return frozenset(group for group in group_ids if user_id in self._members_of(group))
+
+    def _members_of(self, group_id: str) -> frozenset[str]:
+        now = self.clock()
+        cached = self._members.get(group_id)
+        if cached is not None and now - cached[0] <= self.max_age:
+            return cached[1]
+        try:
+            members = frozenset(self.client.usergroups_users_list(usergroup=group_id)["users"])
+        except Exception as error:  # SlackApiError, network errors: fail closed
+            logger.warning("Slack user group %s could not be listed: %s", group_id, error)
+            return frozenset()
+        self._members[group_id] = (now, members)
+        return members
 
 
 @dataclass

@@ -32,7 +32,14 @@ from backfill_orchestrator.interactivity.errors import (
 )
 from backfill_orchestrator.interactivity.payload import Interaction, SlackRequest, parse_interaction
 from backfill_orchestrator.interactivity.verify import ReplayGuard, verify_signature
-from backfill_orchestrator.policy import BackfillFacts, Policy, check_action, grants_of, person_of
+from backfill_orchestrator.policy import (
+    BackfillFacts,
+    Policy,
+    check_action,
+    grants_of,
+    person_of,
+    slack_groups_named,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +65,8 @@ class InteractivityService:
     respond: Callable[[str, dict[str, Any]], None]  # best effort POST to a response_url
     count: Callable[[str], None]
     clock: Callable[[], datetime] = _utc_now
+    # (user id, groups the policy names) -> the ones the user is in; None: groups are not looked up
+    slack_groups_of: Callable[[str, frozenset[str]], frozenset[str]] | None = None
 
     def handle(self, request: SlackRequest) -> dict[str, Any]:
         """The HTTP response for API Gateway: 200 when Slack's request was handled (acted on
@@ -94,7 +103,13 @@ class InteractivityService:
         policy = self.policy()
         if policy is None:
             raise UnknownSlackUserError("this deployment has no policy, so no Slack user may act on backfills")
-        principal = slack_principal(interaction.user_id)
+        named_groups = slack_groups_named(policy)
+        groups = (
+            self.slack_groups_of(interaction.user_id, named_groups)
+            if named_groups and self.slack_groups_of is not None
+            else frozenset()
+        )
+        principal = slack_principal(interaction.user_id, groups=groups)
         if person_of(policy, principal) is None and not grants_of(policy, principal):
             raise UnknownSlackUserError(f"Slack user {interaction.user_id} is not in the deployment's policy")
         facts = self.backfill_facts(interaction.backfill_id)

@@ -4,7 +4,8 @@ Environment: CONFIG_BUCKET, STATUS_TABLE, SLACK_SIGNING_SECRET_ID, SLACK_REQUEST
 (required); CONTROL_PREFIX (default control/), POLICY_URI (s3://... or ssm:/...; empty: no
 policy, every press is refused), POLICY_CACHE_SECONDS (default 60), SECRETS_MAX_AGE_SECONDS
 (default 300), SLACK_RESPONSE_URL_PREFIX (default https://hooks.slack.com/: the only place
-replies are posted to)."""
+replies are posted to), SLACK_SECRET_ID (optional: a bot token with usergroups:read, for
+policies that grant to Slack user groups) and SLACK_API_URL (default https://slack.com/api/)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
 from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.identity import SlackGroupResolver
 from backfill_orchestrator.interactivity.control import write_control_document
 from backfill_orchestrator.interactivity.facts import read_backfill_facts
 from backfill_orchestrator.interactivity.service import InteractivityService
@@ -26,6 +29,7 @@ from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.secrets import SecretReader
 
 DEFAULT_RESPONSE_URL_PREFIX = "https://hooks.slack.com/"
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 RESPONSE_TIMEOUT_SECONDS = 2
 
 
@@ -44,6 +48,8 @@ class InteractivitySettings:
     policy_cache_seconds: int = 60
     secrets_max_age_seconds: int = 300
     response_url_prefix: str = DEFAULT_RESPONSE_URL_PREFIX
+    slack_secret_id: str | None = None
+    slack_api_url: str = DEFAULT_SLACK_API_URL
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> InteractivitySettings:
@@ -80,6 +86,8 @@ class InteractivitySettings:
             policy_cache_seconds=seconds("POLICY_CACHE_SECONDS", 60),
             secrets_max_age_seconds=seconds("SECRETS_MAX_AGE_SECONDS", 300),
             response_url_prefix=get("SLACK_RESPONSE_URL_PREFIX") or DEFAULT_RESPONSE_URL_PREFIX,
+            slack_secret_id=get("SLACK_SECRET_ID"),
+            slack_api_url=get("SLACK_API_URL") or DEFAULT_SLACK_API_URL,
         )
         if problems:
             raise InteractivitySettingsError("invalid interactivity settings:\n" + "\n".join(f"  {p}" for p in problems))
@@ -94,6 +102,25 @@ def post_response(url: str, body: dict[str, Any], *, allowed_prefix: str) -> Non
     response = WebhookClient(url, timeout=RESPONSE_TIMEOUT_SECONDS).send_dict(body)
     if response.status_code != 200:
         raise RuntimeError(f"response_url answered {response.status_code}")
+
+
+def _group_lookup(settings: InteractivitySettings, secrets: SecretReader) -> Callable[[str, frozenset[str]], frozenset[str]]:
+    """Slack user groups through a bot token, built on first use (a policy without groups never
+    reads the secret). A webhook-only Slack secret cannot list groups: nobody is in any."""
+    resolver: SlackGroupResolver | None = None
+
+    def groups_of(user_id: str, group_ids: frozenset[str]) -> frozenset[str]:
+        nonlocal resolver
+        if resolver is None:
+            token = secrets.slack(settings.slack_secret_id or "").bot_token
+            if token is None:
+                raise InteractivitySettingsError("SLACK_SECRET_ID: the policy names Slack user groups; a bot token is needed")
+            api_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
+            client = WebClient(token=token.get_secret_value(), base_url=api_url, timeout=RESPONSE_TIMEOUT_SECONDS)
+            resolver = SlackGroupResolver(client=client)
+        return resolver.groups_of(user_id, group_ids)
+
+    return groups_of
 
 
 def build_service(
@@ -122,4 +149,5 @@ def build_service(
         ),
         respond=partial(post_response, allowed_prefix=settings.response_url_prefix),
         count=count,
+        slack_groups_of=_group_lookup(settings, secrets) if settings.slack_secret_id else None,
     )

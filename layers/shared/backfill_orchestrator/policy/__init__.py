@@ -16,6 +16,7 @@ from backfill_orchestrator.policy.evaluate import (
     jobs_of_plan,
     needs_approval,
     person_of,
+    slack_groups_named,
 )
 from backfill_orchestrator.policy.model import Policy
 from backfill_orchestrator.policy.parse import parse_policy
@@ -42,4 +43,5 @@ __all__ = [
     "parse_policy",
     "person_of",
     "read_policy",
+    "slack_groups_named",
 ]

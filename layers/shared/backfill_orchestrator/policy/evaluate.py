@@ -135,8 +135,14 @@ def grants_of(policy: Policy, principal: Principal) -> list[Grant]:
         for grant in policy.grants
         if (person is not None and person in grant.members)
         or (principal.slack_user is not None and principal.slack_user in grant.slack_users)
+        or not principal.slack_groups.isdisjoint(grant.slack_groups)
         or any(fnmatchcase(candidate, glob) for glob in grant.aws for candidate in principal.match_names)
     ]
+
+
+def slack_groups_named(policy: Policy) -> frozenset[str]:
+    """The Slack user groups the policy grants anything to (the only ones worth looking up)."""
+    return frozenset(group for grant in policy.grants for group in grant.slack_groups)
 
 
 def _with(grants: Iterable[Grant], permission: Permission) -> list[Grant]:

@@ -11,6 +11,7 @@ backfills, and which backfills need a second person's approval before they run.
         members: [jane]                   # people
         aws: ["role/data-eng"]            # IAM role/user names (globs), as identity.py resolves them
         slack_users: [U0456EFGH]          # Slack user ids not listed under people
+        slack_groups: [S0789IJKL]         # Slack user groups (needs a bot token with usergroups:read)
         permissions: [submit, approve, cancel, retry]
         jobs: ["food_delivery/*"]         # namespace/name globs: the jobs this grant covers
     downstream_outside_scope: approve     # approve (its owners approve) | refuse
@@ -34,8 +35,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 Permission = Literal["submit", "approve", "cancel", "retry", "admin"]
 ACTION_PERMISSIONS: tuple[Permission, ...] = ("submit", "approve", "cancel", "retry", "admin")
 SLACK_USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
+SLACK_GROUP_PATTERN = r"^S[A-Z0-9]{2,20}$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _SLACK_USER = re.compile(SLACK_USER_PATTERN)
+_SLACK_GROUP = re.compile(SLACK_GROUP_PATTERN)
 _NAME = re.compile(NAME_PATTERN)
 
 
@@ -50,6 +53,7 @@ def _check(pattern: re.Pattern[str], what: str):
 
 Name = Annotated[str, _check(_NAME, "a name of letters, digits, '.', '_' and '-' (at most 64)")]
 SlackUser = Annotated[str, _check(_SLACK_USER, "a Slack user id such as U0123ABCD")]
+SlackGroup = Annotated[str, _check(_SLACK_GROUP, "a Slack user group id such as S0123ABCD")]
 Glob = Annotated[str, Field(min_length=1, max_length=512)]
 JOB_GLOB_PATTERN = r"^[^/\s]+/\S+$"
 JobGlob = Annotated[
@@ -73,6 +77,9 @@ class Grant(_PolicyModel):
     members: list[Name] = Field(default_factory=list, description="people (keys of `people`)")
     aws: list[Glob] = Field(default_factory=list, description="IAM role/user names (globs)")
     slack_users: list[SlackUser] = Field(default_factory=list)
+    slack_groups: list[SlackGroup] = Field(
+        default_factory=list, description="Slack user group ids (members looked up with usergroups.users.list)"
+    )
     permissions: Annotated[list[Permission], Field(min_length=1)]
     jobs: list[JobGlob] = Field(
         default_factory=lambda: ["*/*"], description="namespace/name globs of the jobs the grant covers"

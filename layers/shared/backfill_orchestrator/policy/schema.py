@@ -10,7 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from backfill_orchestrator.policy.model import JOB_GLOB_PATTERN, NAME_PATTERN, SLACK_USER_PATTERN, Policy
+from backfill_orchestrator.policy.model import (
+    JOB_GLOB_PATTERN,
+    NAME_PATTERN,
+    SLACK_GROUP_PATTERN,
+    SLACK_USER_PATTERN,
+    Policy,
+)
 
 SCHEMA_ID = "https://backfill-orchestrator.example/schemas/policy-v1.json"
 
@@ -24,6 +30,7 @@ def policy_json_schema() -> dict[str, Any]:
     grant["name"]["pattern"] = NAME_PATTERN
     grant["members"]["items"]["pattern"] = NAME_PATTERN
     grant["slack_users"]["items"]["pattern"] = SLACK_USER_PATTERN
+    grant["slack_groups"]["items"]["pattern"] = SLACK_GROUP_PATTERN
     grant["jobs"]["items"]["pattern"] = JOB_GLOB_PATTERN
     grant["permissions"]["uniqueItems"] = True
     return {
