@@ -311,3 +311,21 @@ def test_documented_policies_are_valid() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     snippet = readme.split("### Policy and approvals", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert parse_policy(snippet, source="README.md").approval.max_partitions == 2000
+
+
+def test_a_submission_combines_scope_and_thresholds(policy) -> None:
+    from backfill_orchestrator.policy import decide_submission
+
+    plan = _plan()  # a downstream job in analytics_prod: outside data-eng's scope, and production
+    decision = decide_submission(policy, principal=JANE_ROLE, plan=plan)  # nobody owns analytics_prod
+    assert decision.refused and decision.location == "downstream analytics_prod/revenue"
+    assert decision.issues[0].message.endswith("and no grant may approve it (policy rule: downstream_outside_scope: approve)")
+    owned = policy.model_copy(update={"grants": [*policy.grants, policy.grants[1].model_copy(
+        update={"name": "prod-owners", "jobs": ["analytics_prod/*"]})]})  # fmt: skip
+    decision = decide_submission(owned, principal=JANE_ROLE, plan=plan)
+    assert decision.outcome == "needs_approval" and decision.approvers == ("prod-owners",)
+    assert [issue.location for issue in decision.issues] == ["downstream analytics_prod/revenue", "plan"]
+    assert decision.issues[1].message == "production namespaces: analytics_prod (approval.production_namespaces): needs approval"
+    refused = decide_submission(policy, principal=None, plan=plan)
+    assert refused.refused and refused.issues[0].location == "<root>"
+    assert decide_submission(None, principal=None, plan=plan).outcome == "allowed"

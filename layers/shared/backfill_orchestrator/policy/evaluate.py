@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from backfill_orchestrator.config.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
 from backfill_orchestrator.plan.model import Plan
 from backfill_orchestrator.policy.errors import PolicyDeniedError
@@ -38,6 +39,7 @@ class Decision:
     rule: str | None = None  # the policy rule that refused or asked for approval
     location: str | None = None  # where: `jobs[0]`, `downstream food_delivery/x`
     approvers: tuple[str, ...] = ()  # needs_approval: grants whose members may approve
+    issues: tuple[ConfigIssue, ...] = ()  # the reasons, located, for result files and messages
 
     @property
     def refused(self) -> bool:
@@ -49,6 +51,10 @@ class Decision:
 
 
 ALLOWED = Decision("allowed")
+
+
+def _refused(reason: str, *, rule: str) -> Decision:
+    return Decision("refused", (reason,), rule=rule, issues=(ConfigIssue(ROOT, f"{reason} (policy rule: {rule})"),))
 
 
 @dataclass(frozen=True)
@@ -167,13 +173,12 @@ def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Se
     if policy is None:
         return ALLOWED
     if principal is None:
-        return Decision("refused", ("the uploader's identity is unknown; the policy allows only named principals",),
-                        rule="grants")  # fmt: skip
+        return _refused("the uploader's identity is unknown; the policy allows only named principals", rule="grants")
     submitters = _with(grants_of(policy, principal), "submit")
     if not submitters:
-        return Decision("refused", (f"no grant gives {principal.display} the submit permission",), rule="grants")
+        return _refused(f"no grant gives {principal.display} the submit permission", rule="grants")
     refusals: list[tuple[str, str, str]] = []  # (location, reason, rule)
-    approvals: list[str] = []
+    approvals: list[tuple[str, str]] = []
     approvers: dict[str, None] = {}
     for job in jobs:
         if any(_covers(grant, job.key) for grant in submitters):
@@ -189,16 +194,19 @@ def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Se
         elif not owners:
             refusals.append((job.location, f"{outside}, and no grant may approve it", rule))
         else:
-            approvals.append(f"{job.location}: {outside}; its owners must approve ({', '.join(owners)})")
+            approvals.append((job.location, f"{outside}; its owners must approve ({', '.join(owners)})"))
             approvers.update(dict.fromkeys(owners))
     if refusals:
         location, _, rule = refusals[0]
         return Decision(
-            "refused", tuple(f"{where}: {why}" for where, why, _ in refusals), rule=rule, location=location
-        )
+            "refused", tuple(f"{where}: {why}" for where, why, _ in refusals), rule=rule, location=location,
+            issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why, rule in refusals),
+        )  # fmt: skip
     if approvals:
-        return Decision("needs_approval", tuple(approvals), rule="downstream_outside_scope: approve",
-                        approvers=tuple(approvers))  # fmt: skip
+        rule = "downstream_outside_scope: approve"
+        return Decision("needs_approval", tuple(f"{where}: {why}" for where, why in approvals), rule=rule,
+                        approvers=tuple(approvers),
+                        issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why in approvals))  # fmt: skip
     return ALLOWED
 
 
@@ -225,6 +233,33 @@ def needs_approval(policy: Policy | None, facts: PlanFacts) -> list[str]:
     if production:
         reasons.append(f"production namespaces: {', '.join(production)} (approval.production_namespaces)")
     return reasons
+
+
+def decide_submission(
+    policy: Policy | None,
+    *,
+    principal: Principal | None,
+    plan: Plan,
+    estimated_cost_usd: float | None = None,
+    estimated_bytes: int | None = None,
+) -> Decision:
+    """`check_submit` over every job of the plan, then the approval thresholds: refused,
+    needs_approval (scope and threshold reasons together, owners named), or allowed."""
+    scope = check_submit(policy, principal=principal, jobs=jobs_of_plan(plan))
+    if scope.refused:
+        return scope
+    facts = PlanFacts.from_plan(plan, estimated_cost_usd=estimated_cost_usd, estimated_bytes=estimated_bytes)
+    thresholds = needs_approval(policy, facts)
+    if not thresholds:
+        return scope
+    issues = tuple(ConfigIssue("plan", f"{reason}: needs approval") for reason in thresholds)
+    return Decision(
+        "needs_approval",
+        scope.reasons + tuple(thresholds),
+        rule=scope.rule or "approval",
+        approvers=scope.approvers,
+        issues=scope.issues + issues,
+    )
 
 
 def approval_expires_at(policy: Policy | None, requested_at: datetime) -> datetime | None:
