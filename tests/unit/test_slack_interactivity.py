@@ -242,3 +242,12 @@ downstream_outside_scope:""")
     assert harness.counts == ["SlackControlWritten", "SlackUnknownUser"]
     # Members are cached; a group Slack cannot list contains nobody (asked again next time).
     assert slack.calls.count("S0ONCALL") == 1 and slack.calls.count("S0GONE") == 2
+
+
+def test_a_broken_status_record_or_a_failing_service_writes_nothing(harness: Harness) -> None:
+    harness.dynamodb.update_item(TableName="status", Key={"backfill_id": {"S": BACKFILL}},
+                                 UpdateExpression="SET approval_requested_at = :v",
+                                 ExpressionAttributeValues={":v": {"S": "yesterday"}})  # fmt: skip
+    assert harness.press()["statusCode"] == 503
+    assert harness.control_documents() == [] and harness.counts == ["SlackServiceFailures"]
+    assert "nothing changed" in harness.replies[0][1]["text"]

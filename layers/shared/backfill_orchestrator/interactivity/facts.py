@@ -7,7 +7,7 @@ approve) and `root_jobs` (namespace/name of the config's jobs)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,16 +22,25 @@ class StatusReadError(ServiceError):
     """The status table could not be read."""
 
 
+def _instant(value: Any, backfill_id: str) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        instant = datetime.fromisoformat(value)
+    except ValueError:
+        raise StatusReadError(f"status of {backfill_id}: approval_requested_at is not ISO 8601: {value[:40]!r}") from None
+    return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+
+
 def facts_from_item(item: dict[str, Any]) -> BackfillFacts:
     data = plain_from_item(item)
-    requested_at = data.get("approval_requested_at")
     submitted_by = data.get("submitted_by")
     return BackfillFacts(
         backfill_id=str(data["backfill_id"]),
         state=str(data.get("state", "")),
         submitter=principal_from_display(submitted_by) if isinstance(submitted_by, str) and submitted_by else None,
         jobs=tuple(str(job) for job in data.get("root_jobs") or ()),
-        approval_requested_at=datetime.fromisoformat(requested_at) if isinstance(requested_at, str) else None,
+        approval_requested_at=_instant(data.get("approval_requested_at"), str(data["backfill_id"])),
         approvers=tuple(str(name) for name in data.get("approvers") or ()),
     )
 

@@ -30,7 +30,7 @@ from backfill_orchestrator.secrets import SecretReader
 
 DEFAULT_RESPONSE_URL_PREFIX = "https://hooks.slack.com/"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-RESPONSE_TIMEOUT_SECONDS = 2
+RESPONSE_TIMEOUT_SECONDS = 1  # a reply must not push the acknowledgement past Slack's 3 s
 
 
 class InteractivitySettingsError(ServiceError, ValueError):
