@@ -306,7 +306,7 @@ def test_actions_need_a_permission_over_the_jobs_and_the_right_state(policy) -> 
 
 
 def test_documented_policies_are_valid() -> None:
-    example = parse_policy((REPO_ROOT / "examples" / "policy.yaml").read_bytes(), source="examples/policy.yaml")
+    example = parse_policy((REPO_ROOT / "examples" / "policies" / "data-platform.yaml").read_bytes(), source="examples/policies/data-platform.yaml")
     assert [grant.name for grant in example.grants] == ["data-eng", "analytics-owners", "platform-admins"]
     readme = (REPO_ROOT / "README.md").read_text()
     snippet = readme.split("### Policy and approvals", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
