@@ -176,6 +176,8 @@ else:
     raise AssertionError("an invalid config validated")
 import app
 assert callable(app.handler)
+from backfill_orchestrator.interactivity.handler import handler as slack_handler  # slack_sdk is in the layer
+assert callable(slack_handler)
 print("layer ok", pydantic_core.__version__)
 """
     result = subprocess.run(
