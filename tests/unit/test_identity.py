@@ -63,7 +63,7 @@ def test_iam_failure_leaves_the_id_unresolved() -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [{}, {"userIdentity": {}}, {"userIdentity": {"principalId": "  "}}, "not a record"],
+    [{}, {"userIdentity": {}}, {"userIdentity": {"principalId": "  "}}, "not a record", {"detail": {}}],
 )
 def test_records_without_an_uploader(record: Any) -> None:
     assert principal_from_s3_record(record) is None
@@ -80,3 +80,9 @@ def test_record_and_display_round_trip() -> None:
     ):
         back = principal_from_display(principal.display)
         assert (back.name, back.session, back.slack_user) == (principal.name, principal.session, principal.slack_user)
+
+
+def test_eventbridge_events_name_only_the_requesting_account() -> None:
+    event = {"detail-type": "Object Created", "source": "aws.s3", "detail": {"requester": "123456789012"}}
+    principal = principal_from_s3_record(event)
+    assert principal.display == "requester/123456789012" and principal.principal_id == "123456789012"

@@ -132,7 +132,15 @@ def principal_from_id(principal_id: str, *, resolver: IamNameResolver | None = N
 
 
 def principal_from_s3_record(record: Any, *, resolver: IamNameResolver | None = None) -> Principal | None:
-    """The uploader of one S3 event record; None when the record names nobody."""
+    """The uploader of one S3 notification record, or of an S3 -> EventBridge "Object Created"
+    event; None when it names nobody. EventBridge events carry only `detail.requester` (the
+    account id, or the AWS service, that made the request), not the principal: that one is
+    `requester/<account id>`, and a policy can only grant to the whole account."""
+    if isinstance(record, dict) and isinstance(record.get("detail"), dict) and "userIdentity" not in record:
+        requester = record["detail"].get("requester")
+        if isinstance(requester, str) and requester.strip():
+            return Principal(name=f"requester/{requester.strip()}", principal_id=requester.strip())
+        return None
     identity = record.get("userIdentity") if isinstance(record, dict) else None
     principal_id = identity.get("principalId") if isinstance(identity, dict) else None
     if not isinstance(principal_id, str) or not principal_id.strip():
