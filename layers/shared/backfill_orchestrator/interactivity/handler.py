@@ -15,7 +15,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
+from backfill_orchestrator import identity
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.interactivity import service as service_module
 from backfill_orchestrator.interactivity.errors import MalformedInteractionError
 from backfill_orchestrator.interactivity.payload import request_from_http_event
 from backfill_orchestrator.interactivity.service import InteractivityService
@@ -23,7 +25,9 @@ from backfill_orchestrator.interactivity.wiring import InteractivitySettings, bu
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-slack-interactivity"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
-copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
+# Only this function's own package loggers: reconfiguring the whole `backfill_orchestrator` tree
+# would take it from another handler imported in the same process (tests import them all).
+copy_config_to_registered_loggers(source_logger=logger, include={service_module.logger.name, identity.logger.name})
 
 _service: InteractivityService | None = None
 
