@@ -3,10 +3,13 @@
 Two ways in: from a Marquez lineage response already in memory (the decoded JSON; timed: parse
 into a lineage graph + plan), and through the Marquez double over HTTP (timed: client, frontier
 re-queries, the double serving them, JSON, parse, plan). The baseline beside each is
-`json.loads` of the same response text: what merely decoding the answer costs. Planning must be
-linear: `growth` is the time per job at 50,000 over the time per job at 1,000 (1.0 = linear;
-bigger graphs also pay for CPU cache misses, so json.loads alone grows too: compare).
-Times are CPU seconds of this process (best of 2-3), not wall time: see `best_of`.
+`json.loads` of the same response text: what merely decoding the answer costs, the floor for
+anything that reads it. Each repetition times json.loads and the plan back to back (the machine
+is shared: load drifts, so they are measured side by side), and the figures are medians over
+repetitions (`REPEATS`: at least 20 for the small sizes). `vs_json_50000` is plan time over
+json.loads time at 50,000 jobs; `growth_50k_10k` the time per job at 50,000 over that at 10,000
+(1.0 = linear; bigger graphs also pay for CPU cache misses, so json.loads alone grows too:
+`json_growth_50k_10k`). Times are CPU seconds of this process, not wall time.
 
     .venv/bin/python benchmarks/planner.py
 """
@@ -16,7 +19,9 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import random
+import statistics
 import sys
 import time
 from datetime import UTC, date, datetime
@@ -65,16 +70,16 @@ CONFIG = parse_config({
 })
 
 
-def best_of(runs: int, action) -> tuple[float, object]:
-    """Least CPU time of this process over `runs` (the double's threads included). CPU, not
-    wall time: the machine is shared, and wall time swings with everyone else's load."""
-    best, result = math.inf, None
-    for _ in range(runs):
-        gc.collect()
-        started = time.process_time()
-        result = action()
-        best = min(best, time.process_time() - started)
-    return best, result
+REPEATS = {1_000: 30, 10_000: 20, 50_000: 7}
+
+
+def cpu_seconds(action) -> tuple[float, object]:
+    """CPU time of this process (the double's threads included) for one call. CPU, not wall
+    time: the machine is shared, and wall time swings with everyone else's load."""
+    gc.collect()
+    started = time.process_time()
+    result = action()
+    return time.process_time() - started, result
 
 
 def decode(text: str) -> object:
@@ -82,51 +87,62 @@ def decode(text: str) -> object:
         return json.loads(text)
 
 
-def measure(size: int, ident: str) -> tuple[int, float, float, float, int, int]:
+def measure(size: int, ident: str) -> dict:
     store, catalog = generated_store(size)
     payload = store.lineage(f"job:{NAMESPACE}:root", 1000)
     text = json.dumps(payload)
-    runs = 3 if size <= 10_000 else 2
-
-    decode_s, _ = best_of(runs, lambda: decode(text))
 
     def in_memory():
         source = InMemoryLineage.from_response(payload)
         return build_plan(CONFIG, backfill_id=ident, lineage=source, catalog=catalog, today=TODAY, now=NOW)
 
-    memory_s, plan = best_of(runs, in_memory)
+    decode_times, plan_times, ratios = [], [], []
+    for _ in range(REPEATS[size]):
+        decode_s, decoded = cpu_seconds(lambda: decode(text))
+        decoded = None  # freed outside both timings, and not held while planning  # noqa: F841
+        plan_s, plan = cpu_seconds(in_memory)
+        decode_times.append(decode_s)
+        plan_times.append(plan_s)
+        ratios.append(plan_s / decode_s)
     assert len(plan.steps) == size, (len(plan.steps), size)
 
     with MarquezDouble(store=store) as double:
         client = MarquezClient(double.url)
-
-        def over_http():
-            return build_plan(CONFIG, backfill_id=ident, lineage=client, catalog=catalog, today=TODAY, now=NOW)
-
-        http_s, http_plan = best_of(1, over_http)
+        http_s, http_plan = cpu_seconds(
+            lambda: build_plan(CONFIG, backfill_id=ident, lineage=client, catalog=catalog, today=TODAY, now=NOW)
+        )
         queries = len(double.lineage_requests())
     assert http_plan.waves == plan.waves, "HTTP and in-memory plans differ"
-    return (size, decode_s, memory_s, http_s, queries, len(plan.waves))
+    return {
+        "size": size, "repeats": REPEATS[size], "json": statistics.median(decode_times), "plan": statistics.median(plan_times),
+        "vs_json": statistics.median(ratios), "http": http_s, "queries": queries, "waves": len(plan.waves),
+    }  # fmt: skip
 
 
 def main() -> int:
     ident = backfill_id(CONFIG)
-    rows = [measure(size, ident) for size in SIZES]
-    base_per_job = rows[0][2] / rows[0][0]
-    base_decode = rows[0][1] / rows[0][0]
-    print(f"{'jobs':>7} {'json.loads s':>12} {'plan s':>8} {'plan/json':>9} {'us/job':>7} {'per-job vs 1k':>13} {'json vs 1k':>10}"
-          f" {'http s':>7} {'http/plan':>9} {'queries':>7} {'waves':>5}")
-    for size, decode_s, memory_s, http_s, queries, waves in rows:
-        per_job = memory_s / size
-        print(f"{size:>7} {decode_s:>12.3f} {memory_s:>8.3f} {memory_s / decode_s:>9.2f} {per_job * 1e6:>7.1f}"
-              f" {per_job / base_per_job:>13.2f} {(decode_s / size) / base_decode:>10.2f} {http_s:>7.3f} {http_s / memory_s:>9.2f} {queries:>7} {waves:>5}")
-    by_size = {size: (memory_s, http_s) for size, _, memory_s, http_s, _, _ in rows}
-    growth = (by_size[50_000][0] / 50_000) / (by_size[1_000][0] / 1_000)
-    http_growth = (by_size[50_000][1] / 50_000) / (by_size[1_000][1] / 1_000)
+    load_before = os.getloadavg()[0]
+    rows = {size: measure(size, ident) for size in SIZES}
+    print(f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs;"
+          " CPU seconds, medians over the repetitions")  # fmt: skip
+    print(f"{'jobs':>7} {'reps':>4} {'json.loads s':>12} {'plan s':>8} {'plan/json':>9} {'us/job':>7} {'per-job vs 10k':>14}"
+          f" {'json vs 10k':>11} {'http s':>7} {'queries':>7} {'waves':>5}")  # fmt: skip
+    base = rows[10_000]
+    for row in rows.values():
+        per_job = row["plan"] / row["size"]
+        print(f"{row['size']:>7} {row['repeats']:>4} {row['json']:>12.3f} {row['plan']:>8.3f} {row['vs_json']:>9.2f} {per_job * 1e6:>7.1f}"
+              f" {per_job / (base['plan'] / base['size']):>14.2f} {(row['json'] / row['size']) / (base['json'] / base['size']):>11.2f}"
+              f" {row['http']:>7.3f} {row['queries']:>7} {row['waves']:>5}")  # fmt: skip
+
+    def per_job(size: int, what: str) -> float:
+        return rows[size][what] / size
+
     print(
-        f"BENCH planner jobs_10000_s={by_size[10_000][0]:.3f} jobs_50000_s={by_size[50_000][0]:.3f} "
-        f"growth={growth:.2f} http_jobs_10000_s={by_size[10_000][1]:.3f} http_jobs_50000_s={by_size[50_000][1]:.3f} "
-        f"http_growth={http_growth:.2f}"
+        f"BENCH planner jobs_10000_s={rows[10_000]['plan']:.3f} jobs_50000_s={rows[50_000]['plan']:.3f} "
+        f"growth_50k_10k={per_job(50_000, 'plan') / per_job(10_000, 'plan'):.2f} vs_json_50000={rows[50_000]['vs_json']:.2f} "
+        f"json_growth_50k_10k={per_job(50_000, 'json') / per_job(10_000, 'json'):.2f} "
+        f"growth={per_job(50_000, 'plan') / per_job(1_000, 'plan'):.2f} "
+        f"http_jobs_10000_s={rows[10_000]['http']:.3f} http_jobs_50000_s={rows[50_000]['http']:.3f}"
     )
     return 0
 

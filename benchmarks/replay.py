@@ -1,9 +1,17 @@
-"""Replay benchmark: re-send an archived feed-hour to an SQS queue on a moto server
-(127.0.0.1), our way (the replay runner: S3 archive, SendMessageBatch of 10, a DynamoDB
-checkpoint per batch) side by side with the naive way in the same run (the same archive
-reader, then one `send_message` per message). SQS calls are counted with a botocore event
-hook on the client, not assumed. Each round uses fresh queues of `MESSAGES` (< 1,000: moto
-walks the queue on every send, so a filling queue would slow both sides).
+"""Replay benchmark: re-send archived feed-hours of `MESSAGES` messages to SQS on a moto server,
+three ways side by side in the same run, against the same server:
+
+- ours: the replay runner (lease, S3 archive, SendMessageBatch of 10, checkpoints, finish);
+- naive: the same archive reader, then one `send_message` per message;
+- bare batch: no archive, no ledger: a loop of `send_message_batch` calls over the same
+  messages, bodies and attributes built beforehand. What SQS (here moto) itself allows: the
+  ceiling for ours.
+
+The moto server runs in its own process (as SQS does not share our interpreter), so its CPU
+time is measured apart: `server_share` is the server's CPU seconds over ours' wall time.
+SQS calls are counted with a botocore event hook on the client, not assumed. Each round uses
+fresh queues (moto's work per message grows with the queue) and rotates who goes first (the
+machine is shared, load drifts); the figures are medians over rounds.
 
     .venv/bin/python benchmarks/replay.py
 """
@@ -13,6 +21,8 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -21,20 +31,53 @@ from collections import Counter
 from datetime import date
 
 import boto3
-from moto.server import ThreadedMotoServer
 
 from backfill_orchestrator.replay.archive import list_archive_keys, read_archive
 from backfill_orchestrator.replay.layout import ArchiveLayout
 from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.runner import ReplayContext, run_task
+from backfill_orchestrator.replay.sender import batches, build_messages
 from backfill_orchestrator.replay.task import ReplayTask
 
-MESSAGES = 100
-ROUNDS = 8
+MESSAGES = 1000
+ROUNDS = 5
 REGION = "us-east-1"
 BUCKET = "bench-archive"
 LAYOUT = ArchiveLayout.parse("{feed}/{yyyy}/{mm}/{dd}/{hh}/")
 MAX_BYTES = 256 * 1024
+
+
+def _serve(conn) -> None:  # noqa: ANN001 - a multiprocessing Connection
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    conn.send(server.get_host_and_port())
+    conn.recv()  # until told to stop
+    server.stop()
+
+
+class MotoProcess:
+    """A moto server in a child process on 127.0.0.1 (a free port), and its CPU time."""
+
+    def __enter__(self) -> MotoProcess:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child,), daemon=True)
+        self._process.start()
+        host, port = self._conn.recv()
+        self.endpoint = f"http://{host}:{port}"
+        return self
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self._process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def __exit__(self, *_exc) -> None:
+        self._conn.send("stop")
+        self._process.join(timeout=10)
 
 
 def clients(endpoint: str):
@@ -65,14 +108,37 @@ def write_archive(s3, task: ReplayTask) -> None:
         s3.put_object(Bucket=BUCKET, Key=f"{prefix}part-{part}.jsonl.gz", Body=gzip.compress(text))
 
 
-def naive(s3, sqs, task: ReplayTask, queue_url: str) -> int:
-    """The baseline: same reader, one SendMessage per message."""
+def archived(s3, task: ReplayTask):
     prefix = LAYOUT.prefix(feed=task.feed, day=task.day, hour=task.hour)
     keys = list_archive_keys(s3, bucket=BUCKET, prefix=prefix)
+    return read_archive(s3, bucket=BUCKET, keys=keys, max_line_bytes=MAX_BYTES)
+
+
+def naive(s3, sqs, task: ReplayTask, queue_url: str) -> int:
+    """One baseline: same reader, one SendMessage per message."""
     sent = 0
-    for item in read_archive(s3, bucket=BUCKET, keys=keys, max_line_bytes=MAX_BYTES):
+    for item in archived(s3, task):
         sqs.send_message(QueueUrl=queue_url, MessageBody=item.body)
         sent += 1
+    return sent
+
+
+def prepared_batches(s3, task: ReplayTask) -> list[list[dict]]:
+    """The ceiling's input, built before it is timed: the same messages, attributes and batches as ours."""
+    messages = build_messages(task, archived(s3, task), bucket=BUCKET, max_message_bytes=MAX_BYTES)
+    return [
+        [{"Id": str(i), "MessageBody": m.body, "MessageAttributes": m.attributes} for i, m in enumerate(batch.messages)]
+        for batch in batches(messages, max_bytes=MAX_BYTES)
+    ]
+
+
+def bare_batch(sqs, entries: list[list[dict]], queue_url: str) -> int:
+    """The ceiling: nothing but SendMessageBatch calls."""
+    sent = 0
+    for batch in entries:
+        response = sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
+        assert not response.get("Failed"), response["Failed"]
+        sent += len(response["Successful"])
     return sent
 
 
@@ -84,12 +150,9 @@ def count_and_delete(sqs, queue_url: str) -> int:
 
 
 def main() -> int:
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        s3, sqs, ddb = clients(f"http://{host}:{port}")
+    rows = []
+    with MotoProcess() as moto:
+        s3, sqs, ddb = clients(moto.endpoint)
         s3.create_bucket(Bucket=BUCKET)
         ddb.create_table(
             TableName="bench-idempotency",
@@ -98,60 +161,58 @@ def main() -> int:
             BillingMode="PAY_PER_REQUEST",
         )
         counter = CallCounter(sqs)
-        rows = []
+        ledger = TaskLedger(table_name="bench-idempotency", dynamodb_client=ddb)
         for round_ in range(ROUNDS):
             # A fresh backfill id per round: the ledger would (rightly) refuse to replay a task twice.
             task = ReplayTask(backfill_id=f"bench-{uuid.uuid4().hex[:8]}", target="bench", feed="orders",
                               day=date(2021, 6, 4), hour=round_)  # fmt: skip
             write_archive(s3, task)
-            ours_url = sqs.create_queue(QueueName=f"bench-ours-{round_}")["QueueUrl"]
-            naive_url = sqs.create_queue(QueueName=f"bench-naive-{round_}")["QueueUrl"]
+            urls = {way: sqs.create_queue(QueueName=f"bench-{way}-{round_}")["QueueUrl"] for way in ("ours", "naive", "bare")}
             ctx = ReplayContext(
-                s3=s3, sqs=sqs, ledger=TaskLedger(table_name="bench-idempotency", dynamodb_client=ddb), progress=None,
-                archive_bucket=BUCKET, layout=LAYOUT, targets={"bench": ours_url}, max_message_bytes=MAX_BYTES,
+                s3=s3, sqs=sqs, ledger=ledger, progress=None, archive_bucket=BUCKET, layout=LAYOUT,
+                targets={"bench": urls["ours"]}, max_message_bytes=MAX_BYTES,
             )  # fmt: skip
-            counter.take()
+            entries = prepared_batches(s3, task)
+            ways = {
+                "ours": lambda task=task, ctx=ctx: run_task(task, ctx).sent,
+                "naive": lambda task=task, url=urls["naive"]: naive(s3, sqs, task, url),
+                "bare": lambda entries=entries, url=urls["bare"]: bare_batch(sqs, entries, url),
+            }
+            order = list(ways)[round_ % 3:] + list(ways)[:round_ % 3]  # rotate who goes first
+            row = {}
+            for way in order:
+                counter.take()
+                server_before, started = moto.cpu_seconds(), time.perf_counter()
+                sent = ways[way]()
+                elapsed, server = time.perf_counter() - started, moto.cpu_seconds() - server_before
+                assert sent == MESSAGES, (way, sent)
+                row[way] = (MESSAGES / elapsed, server / elapsed, sum(counter.take().values()))
+            for way, url in urls.items():
+                assert count_and_delete(sqs, url) == MESSAGES, way
+            rows.append(row)
 
-            def ours(task=task, ctx=ctx):
-                started = time.perf_counter()
-                result = run_task(task, ctx)
-                return result.sent, time.perf_counter() - started, counter.take()
+    print(f"{MESSAGES} messages per task, {ROUNDS} rounds, moto server in its own process on 127.0.0.1 (fresh queues each round)")
+    print("msg/s per way; server = the moto process's CPU time over the way's wall time")
+    print(f"{'round':>5} {'ours':>6} {'naive':>6} {'bare':>6} {'ours/bare':>9} {'ours/naive':>10}"
+          f" {'server(ours)':>12} {'server(bare)':>12} {'calls ours':>10} {'calls naive':>11}")  # fmt: skip
+    for index, row in enumerate(rows, start=1):
+        ours, naive_, bare = row["ours"], row["naive"], row["bare"]
+        print(f"{index:>5} {ours[0]:>6.0f} {naive_[0]:>6.0f} {bare[0]:>6.0f} {ours[0] / bare[0]:>9.2f} {ours[0] / naive_[0]:>10.2f}"
+              f" {ours[1]:>12.0%} {bare[1]:>12.0%} {ours[2]:>10} {naive_[2]:>11}")  # fmt: skip
 
-            def baseline(task=task, naive_url=naive_url):
-                started = time.perf_counter()
-                sent = naive(s3, sqs, task, naive_url)
-                return sent, time.perf_counter() - started, counter.take()
+    def median(way: str, field: int) -> float:
+        return statistics.median(row[way][field] for row in rows)
 
-            # Alternate who goes first: the machine is shared, so load drifts during a run.
-            if round_ % 2:
-                naive_sent, naive_s, naive_calls = baseline()
-                ours_sent, ours_s, ours_calls = ours()
-            else:
-                ours_sent, ours_s, ours_calls = ours()
-                naive_sent, naive_s, naive_calls = baseline()
-            assert ours_sent == naive_sent == MESSAGES, (ours_sent, naive_sent)
-            assert count_and_delete(sqs, ours_url) == count_and_delete(sqs, naive_url) == MESSAGES
-            rows.append((MESSAGES / ours_s, MESSAGES / naive_s, sum(ours_calls.values()), sum(naive_calls.values()),
-                         ours_calls["SendMessageBatch"]))  # fmt: skip
-    finally:
-        server.stop()
-
-    print(f"{MESSAGES} messages per round, {ROUNDS} rounds, moto server on 127.0.0.1 (fresh queues each round)")
-    print("moto does the same work per message for SendMessage and for each SendMessageBatch entry, so the")
-    print("speed ratio here shows the round trips saved (less our DynamoDB checkpoint per batch), not AWS's.")
-    print(f"{'round':>5} {'ours msg/s':>10} {'naive msg/s':>11} {'ratio':>6} {'ours SQS calls':>14} {'naive SQS calls':>15}")
-    for index, (ours, base, ours_calls, naive_calls, _) in enumerate(rows, start=1):
-        print(f"{index:>5} {ours:>10.0f} {base:>11.0f} {ours / base:>6.2f} {ours_calls:>14} {naive_calls:>15}")
-    ours_rate = statistics.median(row[0] for row in rows)
-    naive_rate = statistics.median(row[1] for row in rows)
-    calls_per_msg = sum(row[2] for row in rows) / (MESSAGES * ROUNDS)
-    naive_calls_per_msg = sum(row[3] for row in rows) / (MESSAGES * ROUNDS)
-    batch_calls = sum(row[4] for row in rows)
-    print(f"median: ours {ours_rate:.0f} msg/s, naive {naive_rate:.0f} msg/s; SQS calls per message: ours "
-          f"{calls_per_msg:.3f} ({batch_calls} SendMessageBatch), naive {naive_calls_per_msg:.3f}")  # fmt: skip
+    ours_rate, naive_rate, bare_rate = median("ours", 0), median("naive", 0), median("bare", 0)
+    vs_bare = statistics.median(row["ours"][0] / row["bare"][0] for row in rows)
+    ratio = statistics.median(row["ours"][0] / row["naive"][0] for row in rows)
+    calls_per_msg = sum(row["ours"][2] for row in rows) / (MESSAGES * ROUNDS)
+    print(f"median: ours {ours_rate:.0f} msg/s, naive {naive_rate:.0f}, bare SendMessageBatch loop {bare_rate:.0f}; "
+          f"the server's CPU is {median('ours', 1):.0%} of ours' time and {median('bare', 1):.0%} of the bare loop's")  # fmt: skip
     print(
-        f"BENCH replay msgs_per_s={ours_rate:.0f} naive_msgs_per_s={naive_rate:.0f} "
-        f"ratio={ours_rate / naive_rate:.2f} calls_per_msg={calls_per_msg:.3f}"
+        f"BENCH replay msgs_per_s={ours_rate:.0f} naive_msgs_per_s={naive_rate:.0f} bare_batch_msgs_per_s={bare_rate:.0f} "
+        f"vs_bare_batch={vs_bare:.2f} ratio={ratio:.2f} calls_per_msg={calls_per_msg:.3f} "
+        f"server_share={median('ours', 1):.2f} bare_server_share={median('bare', 1):.2f}"
     )
     return 0
 

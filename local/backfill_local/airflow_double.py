@@ -13,7 +13,12 @@ Airflow's own pydantic models by tests/faults/test_doubles_match_services.py:
 - 404 for an unknown DAG; 409 (Airflow's unique-constraint detail) for an existing run id or
   an existing non-null logical date;
 - every run answer is a complete `DAGRunResponse`;
-- `GET /api/v2/dags/{dag_id}/dagRuns/{run_id}` -> the run or 404.
+- `GET /api/v2/dags/{dag_id}/dagRuns/{run_id}` -> the run or 404;
+- `PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}` with `DAGRunPatchBody` (`state` queued |
+  success | failed, `note`) -> the patched run (how a backfill is cancelled);
+- `GET /api/v2/dags/{dag_id}/dagRuns?logical_date_gte=&logical_date_lte=&state=&limit=&offset=`
+  -> `{"dag_runs": [...], "total_entries": n}` (`DAGRunCollectionResponse`);
+  `set_state()` moves a run on as the scheduler would.
 With `basic_auth_v1=True` it also serves Airflow 2's `/api/v1` with basic auth (unknown
 keys -> 400, as connexion answers; runs in Airflow 2's `DAGRun` shape). `fail_next(n, status)`
 injects failures.
@@ -34,8 +39,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
-from typing import Any
-from urllib.parse import unquote, urlparse
+from typing import Any, Literal
+from urllib.parse import parse_qs, unquote, urlparse
 
 import jwt
 from pydantic import (
@@ -79,6 +84,16 @@ class TriggerBody(BaseModel):
                 "Either both data_interval_start and data_interval_end must be provided or both must be None"
             )
         return self
+
+
+class PatchBody(BaseModel):
+    """Airflow 3.3.2's `DAGRunPatchBody` (a StrictBaseModel): `state` is one of the mutable
+    states, `note` at most 1000 characters; nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: Literal["queued", "success", "failed"] | None = None
+    note: str | None = Field(None, max_length=1000)
 
 
 def _now() -> str:
@@ -164,6 +179,16 @@ class AirflowDouble:
         """Every token issued so far stops working (answers 401)."""
         with self._lock:
             self._jwt_secret = secrets.token_hex(16)
+
+    def set_state(self, dag_id: str, run_id: str, state: str) -> None:
+        """Move a run on as the scheduler would (tests: queued -> running -> success)."""
+        with self._lock:
+            run = self.runs[(dag_id, run_id)]
+            run["state"] = state
+            if state == "running" and run["start_date"] is None:
+                run["start_date"] = _now()
+            if state in ("success", "failed"):
+                run["end_date"] = _now()
 
     def trigger_posts(self, dag_id: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -327,6 +352,46 @@ class AirflowDouble:
             return 404, {"detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"}
         return 200, (_v1_view(run) if version == "v1" else run)
 
+    def _patch_run(self, dag_id: str, run_id: str, raw_body: bytes) -> tuple[int, Any]:
+        """`PATCH .../dagRuns/{run_id}`: a new state (and note); the run's answer."""
+        try:
+            body = PatchBody.model_validate_json(raw_body or b"{}")
+        except ValidationError as error:
+            return 422, {"detail": _validation_detail(error)}
+        with self._lock:
+            run = self.runs.get((dag_id, run_id))
+            if run is None:
+                return 404, {"detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"}
+            if body.note is not None:
+                run["note"] = body.note or None
+            if body.state is not None:
+                run["state"] = body.state
+                run["end_date"] = _now() if body.state != "queued" else None
+            return 200, dict(run)
+
+    def _list_runs(self, dag_id: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        """`GET .../dagRuns`: logical_date_gte/lte, state (repeated), limit, offset."""
+        if dag_id not in self.dag_ids:
+            return 404, {"detail": f"The Dag with ID: `{dag_id}` was not found"}
+        bounds = {key: _parse_aware(query[key][0]) for key in ("logical_date_gte", "logical_date_lte") if key in query}
+        states = set(query.get("state", []))
+        limit = int(query.get("limit", ["50"])[0])
+        offset = int(query.get("offset", ["0"])[0])
+        with self._lock:
+            runs = [dict(run) for (d, _), run in self.runs.items() if d == dag_id]
+        chosen = []
+        for run in runs:
+            logical = _parse_aware(run["logical_date"])
+            if "logical_date_gte" in bounds and (logical is None or logical < bounds["logical_date_gte"]):
+                continue
+            if "logical_date_lte" in bounds and (logical is None or logical > bounds["logical_date_lte"]):
+                continue
+            if states and run["state"] not in states:
+                continue
+            chosen.append(run)
+        chosen.sort(key=lambda run: run["dag_run_id"])
+        return 200, {"dag_runs": chosen[offset: offset + limit], "total_entries": len(chosen)}
+
     def handle(self, method: str, raw_path: str, headers: Any, raw_body: bytes) -> tuple[int, Any]:
         path = urlparse(raw_path).path
         if method == "POST" and path == "/auth/token":
@@ -358,6 +423,10 @@ class AirflowDouble:
             return self._trigger(dag_id, body)
         if method == "GET" and run_id is not None:
             return self._get_run(version, dag_id, unquote(run_id))
+        if method == "GET" and run_id is None and version == "v2":
+            return self._list_runs(dag_id, parse_qs(urlparse(raw_path).query))
+        if method == "PATCH" and run_id is not None and version == "v2":
+            return self._patch_run(dag_id, unquote(run_id), raw_body)
         return 405, {"detail": "Method Not Allowed"}
 
     # -- server ------------------------------------------------------------------------
@@ -384,6 +453,9 @@ class AirflowDouble:
 
             def do_POST(self) -> None:  # noqa: N802
                 self._serve("POST")
+
+            def do_PATCH(self) -> None:  # noqa: N802
+                self._serve("PATCH")
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None

@@ -44,7 +44,8 @@ def test_config_bucket_is_encrypted_versioned_private_and_tls_only(template: dic
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
     assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
-    (statement,) = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    statements = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (statement,) = [s for s in statements if s.get("Sid") == "DenyInsecureTransport"]
     assert statement["Effect"] == "Deny" and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
@@ -175,6 +176,8 @@ else:
     raise AssertionError("an invalid config validated")
 import app
 assert callable(app.handler)
+from backfill_orchestrator.interactivity.handler import handler as slack_handler  # slack_sdk is in the layer
+assert callable(slack_handler)
 print("layer ok", pydantic_core.__version__)
 """
     result = subprocess.run(

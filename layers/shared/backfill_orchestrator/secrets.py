@@ -9,6 +9,7 @@ Accepted secret strings (JSON, or the bare value where noted):
 - PagerDuty: {"routing_key": "..."} or the bare routing key.
 - Airflow: {"username": "...", "password": "..."}.
 - Marquez: {"api_key": "..."} or the bare key.
+- Slack signing secret (interactivity): {"signing_secret": "..."} or the bare secret.
 """
 
 from __future__ import annotations
@@ -117,3 +118,7 @@ class SecretReader:
         username, password = self._field(secret_id, document, "username"), self._field(secret_id, document, "password")
         register_basic_credentials(username, password)
         return BasicCredentials(username=username, password=SecretStr(password))
+
+    def slack_signing_secret(self, secret_id: str) -> SecretStr:
+        document, raw = self._json_or_bare(secret_id)
+        return self._secret(raw if document is None else self._field(secret_id, document, "signing_secret"))

@@ -8,7 +8,9 @@ AirflowUnavailableError when none arrived after retries. Paths leave the version
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -89,6 +91,9 @@ def trigger_body(api_version: ApiVersion, *, run_id: str, conf: dict[str, Any]) 
     return body
 
 
+LIST_PAGE_SIZE = 100
+
+
 def dag_run_path(dag_id: str, run_id: str | None = None) -> str:
     path = f"/dags/{quote(dag_id, safe='')}/dagRuns"
     return path if run_id is None else f"{path}/{quote(run_id, safe='')}"
@@ -111,7 +116,9 @@ class AirflowClient(ABC):
         self._ui_url = ui_url.rstrip("/") if ui_url else None
 
     @abstractmethod
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]:
         """Send one request; (status, JSON body) for any answer, AirflowUnavailableError for none."""
 
     def trigger_dag_run(self, dag_id: str, *, run_id: str, conf: dict[str, Any]) -> TriggerResult:
@@ -147,6 +154,40 @@ class AirflowClient(ABC):
         if status == 404:
             return None
         raise self._error(status, body, f"reading {dag_id} run {run_id}")
+
+    def fail_dag_run(self, dag_id: str, run_id: str) -> DagRun | None:
+        """Mark the run failed: Airflow stops its running tasks (their `on_kill` runs) and
+        skips those not started. None when there is no such run; a run that has already
+        ended is left as it is (Airflow answers with its state)."""
+        status, body = self._request("PATCH", dag_run_path(dag_id, run_id), {"state": "failed"})
+        if status == 200:
+            return DagRun.from_api(body or {}, dag_id=dag_id, run_id=run_id)
+        if status == 404:
+            return None
+        raise self._error(status, body, f"failing {dag_id} run {run_id}")
+
+    def list_dag_runs(
+        self, dag_id: str, *, logical_date_gte: datetime, logical_date_lte: datetime, states: Sequence[str]
+    ) -> list[DagRun]:
+        """Runs of `dag_id` with a logical date in [gte, lte] and one of `states`, every page."""
+        runs: list[DagRun] = []
+        offset = 0
+        while True:
+            query = {
+                "logical_date_gte": logical_date_gte.isoformat(),
+                "logical_date_lte": logical_date_lte.isoformat(),
+                "state": list(states),
+                "limit": LIST_PAGE_SIZE,
+                "offset": offset,
+            }
+            status, body = self._request("GET", dag_run_path(dag_id), query=query)
+            if status != 200:
+                raise self._error(status, body, f"listing {dag_id} runs")
+            page = (body or {}).get("dag_runs") or []
+            runs += [DagRun.from_api(item, dag_id=dag_id, run_id=item.get("dag_run_id", "")) for item in page]
+            offset += len(page)
+            if not page or offset >= int((body or {}).get("total_entries") or 0):
+                return runs
 
     def run_url(self, dag_id: str, run_id: str) -> str | None:
         """The run's page in the Airflow UI, when the UI's URL is known."""

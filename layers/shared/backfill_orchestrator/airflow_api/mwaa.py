@@ -6,7 +6,7 @@ here with exponential backoff (botocore already retries throttling)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -48,7 +48,9 @@ class MwaaAirflowClient(AirflowClient):
         self._backoff = backoff_seconds
         self._sleep = sleep
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]:
         if len(path) > MAX_PATH_LENGTH:
             raise MwaaPathTooLongError(
                 f"MWAA Path {path!r} is {len(path)} characters; the limit is {MAX_PATH_LENGTH}"
@@ -56,6 +58,8 @@ class MwaaAirflowClient(AirflowClient):
         kwargs: dict[str, Any] = {"Name": self._environment, "Path": path, "Method": method}
         if body is not None:
             kwargs["Body"] = body
+        if query:
+            kwargs["QueryParameters"] = dict(query)
         last_problem = ""
         deadline = current_deadline()
         for attempt in range(self._attempts):

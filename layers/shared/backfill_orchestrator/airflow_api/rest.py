@@ -5,6 +5,7 @@ Retry-After) come from `backfill_orchestrator.http.retrying_session`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import requests
@@ -64,7 +65,9 @@ class RestAirflowClient(AirflowClient):
             raise AirflowUnavailableError(f"{url} answered without an access_token")
         return SecretStr(token)
 
-    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> requests.Response:
+    def _send(
+        self, method: str, url: str, body: dict[str, Any] | None, query: Mapping[str, Any] | None = None
+    ) -> requests.Response:
         headers = {"Accept": "application/json"}
         auth = None
         if self.api_version == "v2":
@@ -73,15 +76,17 @@ class RestAirflowClient(AirflowClient):
             headers["Authorization"] = f"Bearer {self._token.get_secret_value()}"
         else:
             auth = (self._username, self._password.get_secret_value())
-        return self._session.request(method, url, json=body, headers=headers, auth=auth)
+        return self._session.request(method, url, json=body, params=query, headers=headers, auth=auth)
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+    ) -> tuple[int, Any]:
         url = f"{self._base}/api/{self.api_version}{path}"
         try:
-            response = self._send(method, url, body)
+            response = self._send(method, url, body, query)
             if response.status_code == 401 and self.api_version == "v2":
                 self._token = None  # expired: one fresh token, one more try
-                response = self._send(method, url, body)
+                response = self._send(method, url, body, query)
         except OutOfTimeError as error:
             raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:

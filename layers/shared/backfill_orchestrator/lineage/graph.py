@@ -14,8 +14,9 @@ job at the boundary (d == depth) may have lost some."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from backfill_orchestrator.errors import ServiceError
@@ -54,10 +55,19 @@ class LineageGraph:
 
     def merge(self, other: LineageGraph) -> None:
         """Add what `other` knows. Complete answers are never replaced by partial ones."""
-        for key, info in other.jobs.items():
-            self.jobs.setdefault(key, info)
-        for key, readers in other.consumers.items():
-            self.consumers.setdefault(key, readers)
+        # What is known already wins; dict.update does the rest at C speed (answers are large).
+        if self.jobs:
+            jobs = dict(other.jobs)
+            jobs.update(self.jobs)
+            self.jobs.update(jobs)
+        else:
+            self.jobs.update(other.jobs)
+        if self.consumers:
+            consumers = dict(other.consumers)
+            consumers.update(self.consumers)
+            self.consumers.update(consumers)
+        else:
+            self.consumers.update(other.consumers)
 
 
 class MalformedLineageError(ServiceError, ValueError):
@@ -120,37 +130,50 @@ def parse_lineage_response(
 
 
 def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageGraph:
+    # One pass to tell jobs from datasets, one to read the edges: answers run to 100,000s of
+    # nodes, so the common shapes take the short path and anything unusual the checked one
+    # (`_job_info`, `_edge_ends`), which says where the answer is malformed.
     _require(isinstance(payload, dict) and isinstance(payload.get("graph"), list), "no 'graph' list in the response")
     nodes: list[Any] = payload["graph"]
 
     job_by_id: dict[str, JobInfo] = {}
+    key_by_id: dict[str, JobKey] = {}
     dataset_ids: set[str] = set()
+    job_nodes: list[tuple[int, Any]] = []
+    dataset_nodes: list[tuple[int, Any]] = []
     for index, node in enumerate(nodes):
         _require(isinstance(node, dict) and isinstance(node.get("id"), str), f"graph[{index}] has no id")
         kind = node.get("type")
         if kind == "JOB":
-            job_by_id[node["id"]] = _job_info(node, index)
+            info = _plain_job_info(node.get("data")) or _job_info(node, index)
+            job_by_id[node["id"]] = info
+            key_by_id[node["id"]] = info[:2]
+            job_nodes.append((index, node))
         elif kind == "DATASET":
             dataset_ids.add(node["id"])
+            dataset_nodes.append((index, node))
         # Other node types (none today) carry no job-to-job lineage.
 
-    # Dataset -> its readers and writers inside the response (ids of jobs).
+    # Dataset -> its readers and writers inside the response (ids of jobs). Writers and each
+    # job's inputs only serve the completeness walk: a whole graph (depth None) neither reads
+    # nor checks them (each edge is also listed, and checked, at its other end).
+    walk = depth is not None
     readers: dict[str, list[str]] = {}
     writers: dict[str, list[str]] = {}
     job_outputs: dict[str, list[str]] = {}
     job_datasets: dict[str, list[str]] = {}
-    for index, node in enumerate(nodes):
-        node_id = node["id"]
-        if node_id in dataset_ids:
-            readers[node_id] = [j for j in _edge_ends(node, "outEdges", "destination", index) if j in job_by_id]
-            writers[node_id] = [j for j in _edge_ends(node, "inEdges", "origin", index) if j in job_by_id]
-        elif node_id in job_by_id:
-            outputs = [d for d in _edge_ends(node, "outEdges", "destination", index) if d in dataset_ids]
-            inputs = [d for d in _edge_ends(node, "inEdges", "origin", index) if d in dataset_ids]
-            job_outputs[node_id] = outputs
-            job_datasets[node_id] = inputs + outputs
+    for index, node in dataset_nodes:
+        readers[node["id"]] = _ends_within(node, "outEdges", "destination", index, job_by_id)
+        if walk:
+            writers[node["id"]] = _ends_within(node, "inEdges", "origin", index, job_by_id)
+    for index, node in job_nodes:
+        if node["id"] in dataset_ids:
+            continue  # an id given to a dataset and a job: the dataset's, as Marquez's ids never clash
+        outputs = job_outputs[node["id"]] = _ends_within(node, "outEdges", "destination", index, dataset_ids)
+        if walk:
+            job_datasets[node["id"]] = _ends_within(node, "inEdges", "origin", index, dataset_ids) + outputs
 
-    graph = LineageGraph(jobs={info.key: info for info in job_by_id.values()})
+    graph = LineageGraph(jobs=dict(zip(key_by_id.values(), job_by_id.values(), strict=True)))
     if depth is None:
         complete: Iterable[str] = job_by_id
     else:
@@ -165,13 +188,56 @@ def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageG
             return graph
         complete = _within_hops(start_id, depth - 1, job_datasets, readers, writers)
 
+    key_of = key_by_id.__getitem__
+    consumers = graph.consumers
     for job_id in complete:
-        seen: dict[JobKey, None] = {}
-        for dataset_id in job_outputs.get(job_id, ()):
-            for reader in readers.get(dataset_id, ()):
-                seen[job_by_id[reader].key] = None
-        graph.consumers[job_by_id[job_id].key] = tuple(seen)
+        outputs = job_outputs.get(job_id, ())
+        if len(outputs) == 1:  # the usual job: one output table
+            consumers[key_of(job_id)] = tuple(dict.fromkeys(map(key_of, readers[outputs[0]])))
+        else:
+            consumers[key_of(job_id)] = tuple(
+                dict.fromkeys(key_of(reader) for dataset_id in outputs for reader in readers[dataset_id])
+            )
     return graph
+
+
+def _plain_job_info(data: Any) -> JobInfo | None:
+    """The usual job node's data (data.id with namespace and name, maybe parentJobName), or
+    None to take the checked path (`_job_info`)."""
+    if data.__class__ is not dict:
+        return None
+    ident = data.get("id")
+    if ident.__class__ is not dict:
+        return None
+    namespace, name = ident.get("namespace"), ident.get("name")
+    if namespace.__class__ is not str or name.__class__ is not str or not namespace or not name:
+        return None
+    parent = data.get("parentJobName")
+    if parent is not None and parent.__class__ is not str:
+        return None
+    run = data.get("latestRun")
+    dag_id = _airflow_dag_id(data) if run and (run.__class__ is not dict or run.get("facets")) else None
+    return _new_tuple(JobInfo, (namespace, name, parent or None, dag_id))  # JobInfo(...) minus a Python call
+
+
+_new_tuple = tuple.__new__
+_NO_EDGES: list[Any] = []  # a node without the key (never written to)
+_END = {"destination": itemgetter("destination"), "origin": itemgetter("origin")}
+
+
+def _ends_within(node: Mapping[str, Any], side: str, end: str, index: int, known: Collection[str]) -> list[str]:
+    """The ends of a node's edges that are in `known` (a node of the answer)."""
+    edges = node.get(side, _NO_EDGES)
+    try:
+        if edges.__class__ is list:
+            ends = list(map(_END[end], edges))
+            inside = list(filter(known.__contains__, ends))
+            if len(inside) != len(ends):  # ids in `known` are str: only what was left out may not be
+                "".join(ends)  # TypeError unless every end is a str
+            return inside
+    except (TypeError, KeyError):
+        pass
+    return [other for other in _edge_ends(node, side, end, index) if other in known]
 
 
 def _find_start(job_by_id: Mapping[str, JobInfo], start: JobKey | None) -> str | None:

@@ -11,12 +11,13 @@ Steps, in order:
    widened by its window (day d affects d..d+window-1), never past today.
 
 Everything is linear in jobs + edges (+ steps x days for the dates), so it scales to lineage
-graphs of tens of thousands of jobs."""
+graphs of tens of thousands of jobs. Jobs and steps are numbered once (`reach.Reach`,
+`_Steps`) and the rest works on lists indexed by number; day sets are shared
+(`cascade.cascade_dates`). tests/unit/test_planner_golden.py holds the plans byte for byte."""
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 
 from backfill_orchestrator.config.model import BackfillConfig, JobRef
@@ -31,6 +32,7 @@ from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.lineage.walk import fetch_downstream
+from backfill_orchestrator.planner.cascade import cascade_dates
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
 from backfill_orchestrator.planner.errors import (
     LineageCycleError,
@@ -41,6 +43,7 @@ from backfill_orchestrator.planner.errors import (
     UnreadableDownstreamError,
 )
 from backfill_orchestrator.planner.order import CycleFoundError, waves
+from backfill_orchestrator.planner.reach import Reach
 
 MAX_NAMED_IN_WARNING = 5
 
@@ -95,43 +98,48 @@ def _build_plan(
         raise UnreadableDownstreamError(error.job, hops=error.hops, reason=str(error)) from None
 
     excluded = {job.key for job in downstream.exclude} if downstream.enabled else set()
-    reached = _reach(graph, roots, max_depth, blocked=())  # everything within max_depth
-    planned = _reach(graph, roots, max_depth, blocked=excluded.difference(roots))
+    reach = Reach(graph, roots, max_depth)  # everything within max_depth, numbered
+    planned, planned_hops = reach.planned(excluded.difference(roots))
 
-    steps = _Steps(graph, catalog)
-    for key in planned:
-        steps.add(key)
+    steps = _Steps(graph, catalog, reach.keys)
+    steps.add_all(planned)
+    step_of = steps.step_of
 
-    data_upstream: dict[str, set[str]] = {step_id: set() for step_id in steps.targets}
-    order_upstream: dict[str, set[str]] = {step_id: set() for step_id in steps.targets}
-    beyond = _PlannedBeyond(graph, planned, reached)
+    data_upstream: list[set[int]] = [set() for _ in steps.ids]
+    through_excluded: dict[int, set[int]] = {}  # order only, from steps behind excluded jobs
+    beyond = _PlannedBeyond(reach.readers, step_of)
     cut: dict[JobKey, list[JobKey]] = {}
-    for key, hops in planned.items():
-        step_id = steps.step_of[key]
-        for reader in graph.consumers.get(key, ()):
-            if reader in planned:
-                reader_step = steps.step_of[reader]
-                if reader_step != step_id:  # edges inside one DAG (task to task) order nothing
-                    data_upstream[reader_step].add(step_id)
-            elif reader in reached:
+    warn_cut = downstream.enabled
+    for job in planned:
+        step = step_of[job]
+        for reader in reach.readers[job]:
+            reader_step = step_of[reader]
+            if reader_step >= 0:
+                if reader_step != step:  # edges inside one DAG (task to task) order nothing
+                    data_upstream[reader_step].add(step)
+            else:
                 for later in beyond.of(reader):
-                    if steps.step_of[later] != step_id:
-                        order_upstream[steps.step_of[later]].add(step_id)
-            if hops == max_depth and downstream.enabled and reader not in planned and reader not in excluded:
-                cut.setdefault(key, []).append(reader)
+                    if step_of[later] != step:
+                        through_excluded.setdefault(step_of[later], set()).add(step)
+        if warn_cut and planned_hops[job] == max_depth:
+            cut_readers = [reach.keys[r] for r in reach.readers[job] if step_of[r] < 0 and reach.keys[r] not in excluded]
+            cut_readers += [key for key in reach.beyond.get(job, ()) if key not in excluded]
+            if cut_readers:
+                cut[reach.keys[job]] = cut_readers
 
-    for step_id, parents in data_upstream.items():
-        order_upstream[step_id] |= parents
+    order_upstream = list(data_upstream)  # the same sets, but for the few steps behind excluded jobs
+    for step, parents in through_excluded.items():
+        order_upstream[step] = parents | data_upstream[step]
     try:
-        ordered = waves(steps.targets, order_upstream)
+        ordered = waves(order_upstream, names=steps.ids)
     except CycleFoundError as cycle:
-        raise LineageCycleError([steps.job_of(step_id) for step_id in cycle.cycle]) from None
+        raise LineageCycleError([steps.job_of(steps.number[step_id]) for step_id in cycle.cycle]) from None
 
-    root_steps = {steps.step_of[key] for key in roots}
-    dates = _cascade_dates(
+    root_steps = {step_of[root] for root in range(len(roots))}
+    dates = cascade_dates(
         ordered,
         data_upstream,
-        windows={step_id: target.window_days for step_id, target in steps.targets.items()},
+        windows=[target.window_days for target in steps.targets],
         root_steps=root_steps,
         root_days=config.days,
         today=today,
@@ -139,6 +147,29 @@ def _build_plan(
 
     hours = list(config.hours) if config.hours is not None else None
     feeds = list(config.feeds) if config.feeds is not None else None
+    ids, targets, keys, as_dates = steps.ids, steps.targets, reach.keys, _DateLists()
+
+    def step_document(step: int) -> dict:
+        target = targets[step]
+        members = steps.members[step]
+        if len(members) == 1 and target.kind == "spark":
+            namespace, name = keys[members[0]]
+        else:
+            namespace, name = steps.job_key(step)
+        return {
+            "id": ids[step],
+            "job": {"namespace": namespace, "name": name},
+            "dag_id": target.dag_id,
+            "kind": target.kind,
+            "transform": target.transform,
+            "window_days": target.window_days,
+            "dates": as_dates(dates[step]),
+            "hours": hours,
+            "feeds": feeds,
+            "reason": "root" if step in root_steps else "downstream",
+            "upstream": sorted([ids[parent] for parent in order_upstream[step]]) if order_upstream[step] else [],
+        }
+
     document = {
         "backfill_id": backfill_id,
         "name": config.name,
@@ -149,94 +180,68 @@ def _build_plan(
         "hours": hours,
         "feeds": feeds,
         "spark_profile": config.effective_spark.profile,
-        "waves": [
-            {
-                "index": index,
-                "steps": [
-                    {
-                        "id": step_id,
-                        "job": _job(steps.job_key(step_id)),
-                        "dag_id": steps.targets[step_id].dag_id,
-                        "kind": steps.targets[step_id].kind,
-                        "transform": steps.targets[step_id].transform,
-                        "window_days": steps.targets[step_id].window_days,
-                        "dates": [date.fromordinal(day) for day in sorted(dates[step_id])],
-                        "hours": hours,
-                        "feeds": feeds,
-                        "reason": "root" if step_id in root_steps else "downstream",
-                        "upstream": sorted(order_upstream[step_id]),
-                    }
-                    for step_id in wave
-                ],
-            }
-            for index, wave in enumerate(ordered)
-        ],
-        "exclusions": _exclusions(config, excluded, roots, reached, planned, max_depth),
+        "waves": [{"index": index, "steps": [step_document(step) for step in wave]} for index, wave in enumerate(ordered)],
+        "exclusions": _exclusions(config, excluded, roots, reach, planned, max_depth),
         "warnings": _warnings(config, roots, cut, max_depth),
     }
     # One validation of the whole document: pydantic-core checks it far faster than step by step.
     return Plan.model_validate(document)
 
 
-def _reach(
-    graph: LineageGraph, roots: Sequence[JobKey], max_depth: int, *, blocked: Collection[JobKey]
-) -> dict[JobKey, int]:
-    """Jobs within `max_depth` hops downstream of the roots (breadth first: the fewest hops),
-    never entering a blocked job."""
-    hops = {root: 0 for root in roots}
-    queue = deque(roots)
-    while queue:
-        key = queue.popleft()
-        if hops[key] == max_depth:
-            continue
-        for reader in graph.consumers.get(key, ()):
-            if reader not in hops and reader not in blocked:
-                hops[reader] = hops[key] + 1
-                queue.append(reader)
-    return hops
-
-
 class _Steps:
-    """Planned jobs grouped by the step the catalog maps them to."""
+    """Planned jobs grouped by the step the catalog maps them to; steps are numbered in the
+    order their first job was planned."""
 
-    def __init__(self, graph: LineageGraph, catalog: JobCatalog):
-        self._graph = graph
+    def __init__(self, graph: LineageGraph, catalog: JobCatalog, keys: Sequence[JobKey]):
+        self._jobs = graph.jobs
         self._catalog = catalog
-        self.targets: dict[str, StepTarget] = {}
-        self.members: dict[str, list[JobKey]] = {}
-        self.step_of: dict[JobKey, str] = {}
+        self._keys = keys
+        self.ids: list[str] = []
+        self.number: dict[str, int] = {}
+        self.targets: list[StepTarget] = []
+        self.members: list[list[int]] = []
+        self.step_of: list[int] = [-1] * len(keys)  # job number -> step number, -1: not planned
 
-    def add(self, key: JobKey) -> None:
-        info = self._graph.jobs.get(key) or JobInfo(*key)
-        target = self._catalog.target_for(info)
-        known = self.targets.get(target.step_id)
-        if known is None:
-            self.targets[target.step_id] = target
-            self.members[target.step_id] = [key]
-        else:
-            if (known.kind, known.dag_id) != (target.kind, target.dag_id):
-                first = self.members[target.step_id][0]
-                raise StepConflictError(
-                    target.step_id,
-                    JobRef(namespace=first[0], name=first[1]),
-                    JobRef(namespace=key[0], name=key[1]),
-                    f"one is {known.kind} of DAG {known.dag_id!r}, the other {target.kind} of DAG {target.dag_id!r}",
-                )
-            if target.window_days > known.window_days:  # a DAG reruns whole: its widest task wins
-                self.targets[target.step_id] = known._replace(window_days=target.window_days)
-            self.members[target.step_id].append(key)
-        self.step_of[key] = target.step_id
+    def add_all(self, planned: Iterable[int]) -> None:
+        keys, jobs, target_for, number, step_of = self._keys, self._jobs, self._catalog.target_for, self.number, self.step_of
+        ids, targets, members = self.ids, self.targets, self.members
+        for job in planned:
+            key = keys[job]
+            target = target_for(jobs.get(key) or JobInfo(*key))
+            step = number.get(target[0])  # target.step_id
+            if step is None:
+                step = number[target[0]] = len(ids)
+                ids.append(target[0])
+                targets.append(target)
+                members.append([job])
+            else:
+                self._join(step, job, target)
+            step_of[job] = step
 
-    def job_key(self, step_id: str) -> JobKey:
+    def _join(self, step: int, job: int, target: StepTarget) -> None:
+        known = self.targets[step]
+        if (known.kind, known.dag_id) != (target.kind, target.dag_id):
+            first, key = self._keys[self.members[step][0]], self._keys[job]
+            raise StepConflictError(
+                target.step_id,
+                JobRef(namespace=first[0], name=first[1]),
+                JobRef(namespace=key[0], name=key[1]),
+                f"one is {known.kind} of DAG {known.dag_id!r}, the other {target.kind} of DAG {target.dag_id!r}",
+            )
+        if target.window_days > known.window_days:  # a DAG reruns whole: its widest task wins
+            self.targets[step] = known._replace(window_days=target.window_days)
+        self.members[step].append(job)
+
+    def job_key(self, step: int) -> JobKey:
         """The job a step stands for: the DAG's job for airflow_dag steps (task jobs collapse
         into it), the lineage job itself for spark steps."""
-        members = self.members[step_id]
-        namespace, name = members[0] if len(members) == 1 else min(members)
-        target = self.targets[step_id]
+        members = self.members[step]
+        namespace, name = self._keys[members[0]] if len(members) == 1 else min(self._keys[job] for job in members)
+        target = self.targets[step]
         return (namespace, target.dag_id if target.kind == "airflow_dag" else name)
 
-    def job_of(self, step_id: str) -> JobRef:
-        namespace, name = self.job_key(step_id)
+    def job_of(self, step: int) -> JobRef:
+        namespace, name = self.job_key(step)
         return JobRef(namespace=namespace, name=name)
 
 
@@ -244,57 +249,48 @@ class _PlannedBeyond:
     """For a job dropped by exclusions: the nearest planned jobs downstream of it (looking
     through other dropped jobs), so steps still wait for what lies behind an excluded job."""
 
-    def __init__(self, graph: LineageGraph, planned: Collection[JobKey], reached: Collection[JobKey]):
-        self._graph, self._planned, self._reached = graph, planned, reached
-        self._memo: dict[JobKey, list[JobKey]] = {}
+    def __init__(self, readers: Sequence[Sequence[int]], step_of: Sequence[int]):
+        self._readers, self._step_of = readers, step_of
+        self._memo: dict[int, list[int]] = {}
 
-    def of(self, start: JobKey) -> list[JobKey]:
+    def of(self, start: int) -> list[int]:
         if start in self._memo:
             return self._memo[start]
-        found: dict[JobKey, None] = {}
+        found: dict[int, None] = {}
         seen = {start}
         stack = [start]
         while stack:
-            for reader in self._graph.consumers.get(stack.pop(), ()):
+            for reader in self._readers[stack.pop()]:
                 if reader in seen:
                     continue
                 seen.add(reader)
-                if reader in self._planned:
+                if self._step_of[reader] >= 0:
                     found[reader] = None
-                elif reader in self._reached:
+                else:
                     stack.append(reader)
         self._memo[start] = list(found)
         return self._memo[start]
 
 
-def _cascade_dates(
-    ordered: list[list[str]],
-    data_upstream: dict[str, set[str]],
-    *,
-    windows: dict[str, int],
-    root_steps: set[str],
-    root_days: Iterable[date],
-    today: date,
-) -> dict[str, set[int]]:
-    """Day ordinals per step, upstream first: roots rerun the config's days; a step reruns
-    every day its upstream steps rerun, widened by its window, never past today."""
-    base = {day.toordinal() for day in root_days}
-    last = today.toordinal()
-    dates: dict[str, set[int]] = {}
-    for wave in ordered:
-        for step_id in wave:
-            window = windows[step_id]
-            days: set[int] = set()
-            for parent in data_upstream[step_id]:
-                if window == 1:
-                    days |= dates[parent]
-                else:
-                    for day in dates[parent]:
-                        days.update(range(day, day + window))
-            if window > 1:
-                days = {day for day in days if day <= last}
-            dates[step_id] = days | base if step_id in root_steps else days
-    return dates
+class _DateLists:
+    """Sorted `date` lists of day sets, one list per distinct set and one `date` per day: steps
+    downstream of the same days share them (a plan of 50,000 steps has ~500,000 dates)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[frozenset[int], list[date]] = {}
+        self._days: dict[int, date] = {}
+
+    def __call__(self, days: frozenset[int]) -> list[date]:
+        found = self._lists.get(days)
+        if found is None:
+            found = self._lists[days] = [self._day(day) for day in sorted(days)]
+        return found
+
+    def _day(self, ordinal: int) -> date:
+        found = self._days.get(ordinal)
+        if found is None:
+            found = self._days[ordinal] = date.fromordinal(ordinal)
+        return found
 
 
 def _job(key: JobKey) -> dict[str, str]:
@@ -305,22 +301,24 @@ def _exclusions(
     config: BackfillConfig,
     excluded: set[JobKey],
     roots: Sequence[JobKey],
-    reached: dict[JobKey, int],
-    planned: dict[JobKey, int],
+    reach: Reach,
+    planned: Sequence[int],
     max_depth: int,
 ) -> list[dict]:
     out: list[dict] = []
     for job in config.effective_downstream.exclude if excluded else ():
         if job.key in roots:
             continue  # a root is planned anyway; a warning says so
-        if job.key in reached:
+        if job.key in reach.number:
             reason = "downstream.exclude: downstream of the roots, not rerun"
         else:
             reason = f"downstream.exclude: not downstream of the roots within max_depth {max_depth}; no effect"
         out.append({"job": job.model_dump(), "reason": reason})
-    dropped = sorted(key for key in reached if key not in planned and key not in excluded)
-    for key in dropped:
-        out.append({"job": _job(key), "reason": "downstream only through excluded jobs, not rerun"})
+    if len(planned) < len(reach.keys):
+        planned_keys = {reach.keys[job] for job in planned}
+        dropped = sorted(key for key in reach.keys if key not in planned_keys and key not in excluded)
+        for key in dropped:
+            out.append({"job": _job(key), "reason": "downstream only through excluded jobs, not rerun"})
     return out
 
 

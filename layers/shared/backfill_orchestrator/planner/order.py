@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 
 class CycleFoundError(Exception):
@@ -12,36 +11,36 @@ class CycleFoundError(Exception):
         super().__init__(" -> ".join([*cycle, cycle[0]]))
 
 
-def waves(nodes: Iterable[str], upstream: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """Group nodes so that each comes one wave after the latest of its upstream nodes.
+def waves(upstream: Sequence[Collection[int]], *, names: Sequence[str]) -> list[list[int]]:
+    """Group nodes 0..n-1 so that each comes one wave after the latest of its upstream nodes.
 
-    Linear in nodes + edges (Kahn's algorithm). Each wave is sorted; raises CycleFoundError
-    naming one cycle when the dependencies go round."""
-    nodes = list(nodes)
-    downstream: dict[str, list[str]] = {node: [] for node in nodes}
-    waiting: dict[str, int] = {}
-    for node in nodes:
-        parents = set(upstream.get(node, ()))
-        waiting[node] = len(parents)
+    Linear in nodes + edges (Kahn's algorithm). Each wave is sorted by name; raises
+    CycleFoundError naming one cycle when the dependencies go round."""
+    count = len(upstream)
+    downstream: list[list[int]] = [[] for _ in range(count)]
+    waiting = [len(parents) for parents in upstream]
+    for node, parents in enumerate(upstream):
         for parent in parents:
             downstream[parent].append(node)
-    level = {node: 0 for node in nodes if waiting[node] == 0}
-    ready = deque(level)
-    placed = 0
-    while ready:
-        node = ready.popleft()
-        placed += 1
+    level = [0] * count
+    ready = [node for node in range(count) if not waiting[node]]
+    for node in ready:  # grows while it is walked: a queue
+        child_level = level[node] + 1
         for child in downstream[node]:
-            level[child] = max(level.get(child, 0), level[node] + 1)
+            if level[child] < child_level:
+                level[child] = child_level
             waiting[child] -= 1
-            if waiting[child] == 0:
+            if not waiting[child]:
                 ready.append(child)
-    if placed < len(nodes):
-        raise CycleFoundError(_one_cycle({n for n in nodes if waiting[n] > 0}, upstream))
-    grouped: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for node, index in level.items():
-        grouped[index].append(node)
-    return [sorted(group) for group in grouped]
+    if len(ready) < count:
+        stuck = [node for node in range(count) if waiting[node] > 0]
+        named = {names[node]: [names[parent] for parent in upstream[node]] for node in stuck}
+        raise CycleFoundError(_one_cycle(set(named), named))
+    grouped: list[list[int]] = [[] for _ in range(max(level, default=-1) + 1)]
+    for node in range(count):
+        grouped[level[node]].append(node)
+    by_name = names.__getitem__
+    return [sorted(group, key=by_name) for group in grouped]
 
 
 def _one_cycle(stuck: set[str], upstream: Mapping[str, Iterable[str]]) -> list[str]:

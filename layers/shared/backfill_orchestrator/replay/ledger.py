@@ -5,7 +5,8 @@ and its outcome, and every change is a conditional write.
   the task is done already (TaskAlreadyDoneError: a redelivery, which sends nothing).
 - `checkpoint` records, after every batch, where to resume: everything before
   `resume_from` is resolved (sent or reported), plus any positions after it that were sent
-  already (`resolved_ahead`, when a batch was cut short by failing entries).
+  already (`resolved_ahead`, when a batch was cut short by failing entries). It is one
+  conditional UpdateItem of only what changed, with nothing read back.
 - `finish_item` is the write that ends the task, for a TransactWriteItems together with the
   status record's counters, so a task is counted exactly once.
 
@@ -185,25 +186,26 @@ class TaskLedger:
         *,
         owner: str,
         resume_from: Position,
-        resolved_ahead: frozenset[Position],
         sent: int,
-        failed: int,
-        failures: tuple[Failure, ...],
+        resolved_ahead: frozenset[Position] | None = None,
+        failed: int | None = None,
+        failures: tuple[Failure, ...] | None = None,
     ) -> None:
-        values = {
-            ":resume": attribute(_position(resume_from)),
-            ":ahead": attribute([_position(p) for p in sorted(resolved_ahead)]),
-            ":sent": {"N": str(sent)},
-            ":failed": {"N": str(failed)},
-            ":failures": attribute([f.as_dict() for f in failures]),
-        }
-        self._owned_update(
-            task_id,
-            owner=owner,
-            update="SET resume_from = :resume, resolved_ahead = :ahead, sent = :sent, failed = :failed, failures = :failures",
-            values=values,
-            doing="checkpointing",
-        )
+        """One conditional UpdateItem, nothing read back. `resolved_ahead`, `failed` and
+        `failures` are written only when given (the caller passes them when they changed),
+        so the usual checkpoint is two numbers and a position."""
+        values: dict[str, Any] = {":resume": attribute(_position(resume_from)), ":sent": {"N": str(sent)}}
+        update = "SET resume_from = :resume, sent = :sent"
+        if resolved_ahead is not None:
+            values[":ahead"] = attribute([_position(p) for p in sorted(resolved_ahead)])
+            update += ", resolved_ahead = :ahead"
+        if failed is not None:
+            values[":failed"] = {"N": str(failed)}
+            update += ", failed = :failed"
+        if failures is not None:
+            values[":failures"] = attribute([f.as_dict() for f in failures])
+            update += ", failures = :failures"
+        self._owned_update(task_id, owner=owner, update=update, values=values, doing="checkpointing")
 
     def release(self, task_id: str, *, owner: str) -> None:
         """Give the lease up now (the checkpoint stays), so the next run need not wait."""

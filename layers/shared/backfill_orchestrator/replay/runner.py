@@ -1,5 +1,6 @@
 """Running one replay task: take its lease, read its archive prefix from the checkpoint on,
-send in batches at the configured rate, checkpoint after every batch, and finish it (counted
+send in batches at the configured rate, checkpoint after every batch (one conditional
+update of what changed), and finish it (counted
 once on the status record). The Lambda handler only parses events and calls `run_task`.
 
 Guarantees (see docs/replay.md):
@@ -139,6 +140,8 @@ class _Run:
         self.failed = state.failed
         self.failures = list(state.failures)
         self.previous = state
+        # What the ledger item holds already: a checkpoint writes only what differs.
+        self._saved_ahead, self._saved_failed, self._saved_failures = state.resolved_ahead, state.failed, state.failures
         self.calls = 0
         self.prefix = ctx.layout.prefix(feed=task.feed, day=task.day, hour=task.hour)
         self.objects = 0
@@ -178,17 +181,22 @@ class _Run:
                            rejection.position.key, rejection.position.line, rejection.reason)  # fmt: skip
 
     def _checkpoint(self, resume_from: Position) -> None:
+        """After every batch. Only what changed since the last one is written: usually the
+        position and the sent count (the ledger item holds the rest)."""
         self.resume_from = resume_from
-        self.resolved_ahead = {p for p in self.resolved_ahead if p >= resume_from}
+        ahead = frozenset(p for p in self.resolved_ahead if p >= resume_from)
+        self.resolved_ahead = set(ahead)
+        failures = tuple(self.failures)
         self.ctx.ledger.checkpoint(
             self.task.task_id,
             owner=self.owner,
             resume_from=resume_from,
-            resolved_ahead=frozenset(self.resolved_ahead),
             sent=self.sent,
-            failed=self.failed,
-            failures=tuple(self.failures),
+            resolved_ahead=ahead if ahead != self._saved_ahead else None,
+            failed=self.failed if self.failed != self._saved_failed else None,
+            failures=failures if failures != self._saved_failures else None,
         )
+        self._saved_ahead, self._saved_failed, self._saved_failures = ahead, self.failed, failures
 
     def replay(self, remaining: Callable[[], float]) -> bool:
         """Send what is left; False when time ran short (checkpoint saved), True when done."""
