@@ -70,8 +70,8 @@ def test_policies_are_least_privilege(resources):
 
 
 def test_environment_is_what_the_settings_read(resources):
+    from backfill_orchestrator.replay import settings as replay_settings
     from backfill_orchestrator.settings import DeploymentSettings
-    from backfill_orchestrator.settings import replay as replay_settings
 
     variables = set(resources["ReplayFunction"]["Properties"]["Environment"]["Variables"])
     text = DeploymentSettings.from_env.__doc__ + replay_settings.__doc__
