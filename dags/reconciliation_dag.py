@@ -102,13 +102,15 @@ def submit(result: dict[str, str]) -> list[str]:
 
 @task(task_id="summarise")
 def summarise(result: dict[str, str], submitted: list[str]) -> None:
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
     from backfill_runtime.reconcile import notifier_from_options
 
     from backfill_orchestrator.documents import read_bytes
     from backfill_orchestrator.reconciliation import ReconciliationReport
     from backfill_orchestrator.reconciliation.summary import reconciliation_message
 
-    report = ReconciliationReport.from_json(read_bytes(result["report_uri"]))
+    s3 = S3Hook(aws_conn_id=_options().aws_conn_id).get_conn()
+    report = ReconciliationReport.from_json(read_bytes(result["report_uri"], s3_client=s3))
     message = reconciliation_message(report=report, report_uri=result["report_uri"], submitted=submitted)
     notifier_from_options().slack(None, message)
     log.info("%d mismatched partitions, %d configs submitted", report.mismatches_found, len(submitted))
@@ -121,6 +123,7 @@ with DAG(
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
+    is_paused_upon_creation=True,  # unpaused by hand once its `[backfill]` options are set
     default_args={"retries": 2, "retry_delay": timedelta(minutes=5)},
     tags=["backfill", "reconciliation"],
 ) as dag:

@@ -257,3 +257,17 @@ def test_configs_from_the_job_are_valid_configs():
     [(config, document)] = backfill_configs([m("orders", 6, 7, "web")], nodes=NODES, owner="jane@example.com",
                                             checked_on=D, report_uri="r.json")
     assert parse_config(document) == config
+
+
+def test_the_published_schema_is_current_and_accepts_the_example():
+    import jsonschema
+    import yaml
+
+    from backfill_orchestrator.reconciliation.rules import rules_json_schema
+
+    published = json.loads((REPO / "docs" / "schemas" / "reconciliation.schema.json").read_text())
+    assert published == rules_json_schema()  # regenerate with rules_json_schema() when the model changes
+    example = yaml.safe_load((REPO / "examples" / "reconciliation.yaml").read_text())
+    jsonschema.Draft202012Validator(published).validate(example)
+    example["tables"][0]["grain"] = ["hour"]
+    assert not jsonschema.Draft202012Validator(published).is_valid(example)

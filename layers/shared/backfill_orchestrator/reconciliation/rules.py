@@ -182,3 +182,16 @@ def _issue(error: dict[str, Any]) -> ConfigIssue:
     if not isinstance(value, dict | list) and error["type"] != "value_error":
         message = f"{message}, got {value!r}"
     return ConfigIssue(location, message)
+
+
+SCHEMA_ID = "https://backfill-orchestrator.example/schemas/reconciliation-v1.json"
+
+
+def rules_json_schema() -> dict[str, Any]:
+    """The published JSON Schema of the rules (docs/schemas/reconciliation.schema.json). The
+    per-measure arguments and the registry checks stay the validator's: it is the authority."""
+    schema = ReconciliationRules.model_json_schema(mode="validation")
+    schema["properties"]["version"] = {"const": 1, "title": "Version", "description": "Only 1 is accepted"}
+    schema["$defs"]["TableRules"]["properties"]["grain"]["contains"] = {"const": "day"}
+    schema["$defs"]["TableRules"]["properties"]["grain"]["uniqueItems"] = True
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
