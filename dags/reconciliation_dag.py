@@ -81,22 +81,13 @@ def reconcile(in_flight_plans: list[str]) -> dict[str, str]:
 @task(task_id="submit")
 def submit(result: dict[str, str]) -> list[str]:
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-
-    from backfill_orchestrator.config import parse_config
-    from backfill_orchestrator.documents import read_bytes, write_bytes
-    from backfill_orchestrator.reconciliation import ReconciliationReport
+    from backfill_runtime.reconcile import submit_configs
 
     options = _options()
     s3 = S3Hook(aws_conn_id=options.aws_conn_id).get_conn()  # the DAG's own identity
-    report = ReconciliationReport.from_json(read_bytes(result["report_uri"], s3_client=s3))
-    submitted = []
-    for config in report.configs:
-        body = read_bytes(config.uri, s3_client=s3)
-        parse_config(body, source=config.uri)  # the trigger would refuse it anyway; never upload one it would
-        target = options.incoming_uri(config.name)
-        write_bytes(target, body, s3_client=s3, content_type="application/yaml")
-        log.info("submitted %s (%s) as %s", config.name, ", ".join(config.jobs), target)
-        submitted.append(target)
+    submitted = submit_configs(options, report_uri=result["report_uri"], s3_client=s3)
+    for target in submitted:
+        log.info("submitted %s", target)
     return submitted
 
 

@@ -117,3 +117,22 @@ def notifier_from_options():  # -> backfill_orchestrator.notify.Notifier
         max_age=_int("secrets_max_age_seconds", 300, minimum=0),
     )
     return build_notifier(settings=settings, secrets=secrets, metrics=None, source="reconciliation-dag")
+
+
+def submit_configs(options: ReconciliationOptions, *, report_uri: str, s3_client: object) -> list[str]:
+    """Upload every config the report lists to the incoming prefix with `s3_client` (the DAG's
+    own identity); returns where each went. Each is checked first: the trigger would refuse an
+    invalid one anyway, and a half-submitted set is worse than none."""
+    from backfill_orchestrator.config import parse_config
+    from backfill_orchestrator.documents import read_bytes, write_bytes
+    from backfill_orchestrator.reconciliation import ReconciliationReport
+
+    report = ReconciliationReport.from_json(read_bytes(report_uri, s3_client=s3_client))
+    staged = []
+    for config in report.configs:
+        body = read_bytes(config.uri, s3_client=s3_client)
+        parse_config(body, source=config.uri)
+        staged.append((options.incoming_uri(config.name), body))
+    for target, body in staged:
+        write_bytes(target, body, s3_client=s3_client, content_type="application/yaml")
+    return [target for target, _ in staged]

@@ -15,18 +15,36 @@ could not be written; 2 bad arguments, rules, catalog, registry, warehouse or in
 
 from __future__ import annotations
 
-import argparse
-import os
+import importlib.util
 import sys
-from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from pathlib import Path
 
-from backfill_orchestrator.config import InvalidConfigError
-from backfill_orchestrator.documents import DocumentError, is_s3, write_bytes
-from backfill_orchestrator.errors import BackfillError
-from backfill_orchestrator.planner.catalog import JobCatalog
-from backfill_orchestrator.reconciliation import (
+
+def _make_packages_importable() -> None:
+    """As in backfill_job.py: run as a file by spark-submit, the packages come from `--py-files`
+    or, in a checkout, from the repository."""
+    here = Path(__file__).resolve().parent
+    if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
+        sys.path.pop(0)
+    checkout = here.parent.parent
+    for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
+        if importlib.util.find_spec(package) is None and root.is_dir():
+            sys.path.insert(0, str(root))
+
+
+_make_packages_importable()
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from datetime import UTC, date, datetime, timedelta  # noqa: E402
+from typing import Any  # noqa: E402
+
+from backfill_orchestrator.config import InvalidConfigError  # noqa: E402
+from backfill_orchestrator.documents import DocumentError, is_s3, write_bytes  # noqa: E402
+from backfill_orchestrator.errors import BackfillError  # noqa: E402
+from backfill_orchestrator.planner.catalog import JobCatalog  # noqa: E402
+from backfill_orchestrator.reconciliation import (  # noqa: E402
     ReconciliationReport,
     backfill_configs,
     explain,
@@ -36,10 +54,10 @@ from backfill_orchestrator.reconciliation import (
     reported,
     split_covered,
 )
-from backfill_orchestrator.reconciliation.report import MAX_LISTED_MISMATCHES, TableSummary, WrittenConfig
-from spark_jobs.engine import cli_args
-from spark_jobs.engine.registry import RegistryNotFoundError, load_registry
-from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse
+from backfill_orchestrator.reconciliation.report import MAX_LISTED_MISMATCHES, TableSummary, WrittenConfig  # noqa: E402
+from spark_jobs.engine import cli_args  # noqa: E402
+from spark_jobs.engine.registry import RegistryNotFoundError, load_registry  # noqa: E402
+from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"

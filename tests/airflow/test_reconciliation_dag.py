@@ -85,3 +85,38 @@ def test_missing_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIRFLOW__BACKFILL__RECONCILIATION_CATALOG", raising=False)
     with pytest.raises(InvalidOptionError, match=r"\[backfill\] reconciliation needs reconciliation_catalog, config_bucket"):
         ReconciliationOptions.from_config()
+
+
+def test_submit_uploads_every_staged_config_to_the_incoming_prefix(options, mocked_aws) -> None:
+    import boto3
+    from backfill_runtime.reconcile import submit_configs
+
+    from backfill_orchestrator.reconciliation import ReconciliationReport
+    from backfill_orchestrator.reconciliation.report import WrittenConfig
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="configs")
+    staged = "s3://configs/reconciliation/2026-01-01/configs/recon-260102-abcdef.yaml"
+    config = (b"version: 1\nname: recon-260102-abcdef\nowner: '@data-platform'\nmode: batch\n"
+              b"jobs: [{namespace: food_delivery, name: etl_orders}]\ndates: ['2021-05-06']\n")
+    s3.put_object(Bucket="configs", Key=staged.split("/", 3)[3], Body=config)
+    report = ReconciliationReport(
+        checked_at="2026-01-02T00:00:00+00:00", warehouse="s3a://lake", days=[date(2021, 5, 6)], tables=[],
+        mismatches_found=1, mismatches_in_flight=0, mismatches_listed=[],
+        configs=[WrittenConfig(name="recon-260102-abcdef", uri=staged, jobs=["etl_orders"], days=1, hours=None,
+                               feeds=None, mismatches=1)],
+    )
+    report_uri = options.report_uri(date(2026, 1, 1))
+    s3.put_object(Bucket="configs", Key="reconciliation/2026-01-01/report.json", Body=report.to_json().encode())
+    submitted = submit_configs(options, report_uri=report_uri, s3_client=s3)
+    assert submitted == ["s3://configs/incoming/reconciliation/recon-260102-abcdef.yaml"]
+    body = s3.get_object(Bucket="configs", Key="incoming/reconciliation/recon-260102-abcdef.yaml")["Body"].read()
+    assert body == config
+
+    s3.put_object(Bucket="configs", Key=staged.split("/", 3)[3], Body=b"version: 1\nname: Not Valid\n")
+    s3.delete_object(Bucket="configs", Key="incoming/reconciliation/recon-260102-abcdef.yaml")
+    from backfill_orchestrator.config import InvalidConfigError
+
+    with pytest.raises(InvalidConfigError):
+        submit_configs(options, report_uri=report_uri, s3_client=s3)
+    assert "Contents" not in s3.list_objects_v2(Bucket="configs", Prefix="incoming/")  # nothing half-submitted

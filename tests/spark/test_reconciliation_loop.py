@@ -25,8 +25,8 @@ from tests.spark.conftest import DAYS, REPO_ROOT, START, assert_tables_equal, pl
 pytestmark = pytest.mark.slow
 
 TODAY = date(2026, 1, 2)
-LATE_RAW_DAY, DROPPED_HOUR_DAY, CORRUPT_7_DAY, DROPPED_TOP_DAY = (
-    date(2021, 5, 3), date(2021, 5, 6), date(2021, 5, 2), date(2021, 5, 1)
+LATE_RAW_DAY, DROPPED_HOUR_DAY, CORRUPT_7_DAY, DROPPED_TOP_DAY, SOURCE_LOST_DAY = (
+    date(2021, 5, 3), date(2021, 5, 6), date(2021, 5, 2), date(2021, 5, 1), date(2021, 5, 8)
 )
 LAST_DAY = START + timedelta(days=DAYS - 1)
 FOOD = "food_delivery"
@@ -46,7 +46,8 @@ def _reconcile(warehouse: Path, out: Path, *extra: str) -> tuple[int, Reconcilia
 
 def _break(spark, warehouse: Path) -> None:
     # Late raw orders on one day of one feed (every hour); one hour of one feed of processed
-    # orders lost; a 7-day table half lost on another day and feed; a top-10 partition gone.
+    # orders lost; a 7-day table half lost on another day and feed; a top-10 partition gone;
+    # one hour of raw orders deleted at the source (its processed partition is now orphaned).
     break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
                      scope=Scope(days=(LATE_RAW_DAY,), feeds=("partner",)), mode="late")
     break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS,
@@ -55,6 +56,8 @@ def _break(spark, warehouse: Path) -> None:
                      scope=Scope(days=(CORRUPT_7_DAY,), feeds=("app",)), mode="corrupt")
     break_partitions(spark=spark, warehouse=str(warehouse), table=TOP_DELIVERY_TIMES,
                      scope=Scope(days=(DROPPED_TOP_DAY,), feeds=("partner",)), mode="drop")
+    break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
+                     scope=Scope(days=(SOURCE_LOST_DAY,), hours=(4,), feeds=("app",)), mode="drop")
 
 
 def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, warehouse, tmp_path, capsys):
@@ -74,6 +77,7 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     assert found == {
         *{("orders", LATE_RAW_DAY, hour, "partner", "root", None) for hour in range(24)},
         ("orders", DROPPED_HOUR_DAY, 7, "web", "root", None),
+        ("orders", SOURCE_LOST_DAY, 4, "app", "root", None),
         *stale_7_days,  # recomputed from the damaged orders: explained by them, repaired downstream
         ("orders_7_days", CORRUPT_7_DAY, None, "app", "root", None),
         ("delivery_7_days", CORRUPT_7_DAY, None, "app", "explained", "orders_7_days"),
@@ -82,11 +86,14 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     assert report.mismatches_found == len(found) and report.mismatches_in_flight == 0
     late = next(m for m in report.mismatches_listed if m.table == "orders" and m.day == LATE_RAW_DAY)
     assert {d.check: (d.expected - d.actual) for d in late.diffs}["row_count"] == 3
+    orphan = next(m for m in report.mismatches_listed if m.day == SOURCE_LOST_DAY)
+    assert {d.check: d.expected for d in orphan.diffs}["row_count"] == 0
 
     configs = {tuple(j.name for j in c.jobs): c for c in (parse_config(p.read_bytes(), source=str(p)) for p in config_files)}
     assert set(configs) == {("etl_orders",), ("etl_orders_7_days",), ("delivery_times_7_days",)}
     orders = configs[("etl_orders",)]
-    assert orders.days == [LATE_RAW_DAY, DROPPED_HOUR_DAY] and orders.hours is None and orders.feeds == ["partner", "web"]
+    assert orders.days == [LATE_RAW_DAY, DROPPED_HOUR_DAY, SOURCE_LOST_DAY] and orders.hours is None
+    assert orders.feeds == ["app", "partner", "web"]
     assert configs[("etl_orders_7_days",)].days == [CORRUPT_7_DAY] and configs[("etl_orders_7_days",)].feeds == ["app"]
     assert configs[("delivery_times_7_days",)].days == [DROPPED_TOP_DAY]
     for config in configs.values():
@@ -99,7 +106,7 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     in_flight.write_text(plan_with_planner(orders).to_json())
     code, covered_report, covered_files = _reconcile(warehouse, tmp_path / "covered", "--in-flight-plan", str(in_flight))
     assert code == 0 and covered_report is not None
-    assert covered_report.mismatches_in_flight == 25 + len(stale_7_days)
+    assert covered_report.mismatches_in_flight == 26 + len(stale_7_days)
     assert sorted(parse_config(p.read_bytes()).jobs[0].name for p in covered_files) == [
         "delivery_times_7_days", "etl_orders_7_days"
     ]
@@ -107,6 +114,8 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     for config in configs.values():  # the whole flow: the real planner, then the generic Spark job
         run = run_plan(spark=spark, plan=plan_with_planner(config), warehouse=str(warehouse), registry=FOOD_DELIVERY)
         assert run.status == "succeeded", [step.error for step in run.steps]
+        if config is orders:
+            assert "day=2021-05-08/hour=4/feed=app" in run.step("etl_orders").partitions_deleted
     assert_tables_equal(spark, warehouse, reference)
 
     code, again, again_files = _reconcile(warehouse, tmp_path / "second")

@@ -271,3 +271,28 @@ def test_the_published_schema_is_current_and_accepts_the_example():
     jsonschema.Draft202012Validator(published).validate(example)
     example["tables"][0]["grain"] = ["hour"]
     assert not jsonschema.Draft202012Validator(published).is_valid(example)
+
+
+# -- the job's input checks, before any Spark ----------------------------------------------------
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"--rules": "missing.yaml"}, "missing.yaml: no such file"),
+    ({"--catalog": "missing-catalog.yaml"}, "missing-catalog.yaml: no such file"),
+    ({"--warehouse": "no-such-dir"}, "warehouse no-such-dir: no such directory"),
+    ({"--registry": "nowhere:REGISTRY"}, "--registry nowhere:REGISTRY: cannot import nowhere"),
+    ({"--in-flight-plan": "bad-plan.json"}, "bad-plan.json: not a plan document"),
+])
+def test_bad_inputs_exit_2_and_write_nothing(tmp_path, monkeypatch, capsys, change, expected):
+    from spark_jobs.engine import reconcile_job
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "warehouse").mkdir()
+    (tmp_path / "bad-plan.json").write_text('{"plan_version": 1}')
+    arguments = {
+        "--warehouse": "warehouse", "--rules": str(REPO / "examples" / "reconciliation.yaml"),
+        "--catalog": str(REPO / "examples" / "catalog.yaml"), "--report": "out/report.json",
+        "--configs-out": "out/configs", "--window-days": "2", **change,
+    }
+    argv = [item for pair in arguments.items() for item in pair]
+    assert reconcile_job.main(argv, today=date(2026, 1, 2)) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

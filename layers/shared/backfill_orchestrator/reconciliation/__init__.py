@@ -5,7 +5,6 @@ from backfill_orchestrator.reconciliation.findings import (
     MeasureDiff,
     Mismatch,
     TableNode,
-    covering_backfill,
     explain,
     split_covered,
 )
@@ -29,6 +28,6 @@ from backfill_orchestrator.reconciliation.rules import (
 
 __all__ = [
     "Check", "InFlightPlansError", "InvalidRulesError", "MeasureDiff", "Mismatch", "ReconciliationRules",
-    "ReconciliationReport", "RulesUnavailableError", "TableNode", "TableRules", "Tolerance", "backfill_configs", "covering_backfill", "explain",
+    "ReconciliationReport", "RulesUnavailableError", "TableNode", "TableRules", "Tolerance", "backfill_configs", "explain",
     "in_flight_ids", "in_flight_plans", "load_rules", "parse_rules", "plan_uri", "render_yaml", "reported", "split_covered",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from functools import cache
 
 from backfill_orchestrator.config.model import JobRef
@@ -56,33 +56,49 @@ class TableNode:
     upstream: Mapping[str, int] = field(default_factory=dict)
 
 
-def covering_backfill(mismatch: Mismatch, *, node: TableNode, plans: Sequence[Plan]) -> str | None:
-    """The id of a plan in flight that rewrites this partition (its table's step, on its
-    day, for its hour and feed), else None. A daily table's step rewrites whole days."""
+@dataclass(frozen=True)
+class _Rewrite:
+    backfill_id: str
+    days: frozenset[date]
+    hours: frozenset[int] | None
+    feeds: frozenset[str] | None
+
+    def covers(self, mismatch: Mismatch) -> bool:
+        return (
+            mismatch.day in self.days
+            # A daily table's step rewrites whole days: its hours do not narrow it.
+            and (mismatch.hour is None or self.hours is None or mismatch.hour in self.hours)
+            and (mismatch.feed is None or self.feeds is None or mismatch.feed in self.feeds)
+        )
+
+
+def _rewrites_by_step(plans: Sequence[Plan]) -> dict[str, list[_Rewrite]]:
+    by_step: dict[str, list[_Rewrite]] = {}
     for plan in plans:
         for step in plan.steps:
-            if step.id != node.step_id or mismatch.day not in step.dates:
-                continue
-            if mismatch.hour is not None and step.hours is not None and mismatch.hour not in step.hours:
-                continue
-            if mismatch.feed is not None and step.feeds is not None and mismatch.feed not in step.feeds:
-                continue
-            return plan.backfill_id
-    return None
+            by_step.setdefault(step.id, []).append(_Rewrite(
+                backfill_id=plan.backfill_id,
+                days=frozenset(step.dates),
+                hours=None if step.hours is None else frozenset(step.hours),
+                feeds=None if step.feeds is None else frozenset(step.feeds),
+            ))
+    return by_step
 
 
 def split_covered(
     mismatches: Iterable[Mismatch], *, nodes: Mapping[str, TableNode], plans: Sequence[Plan]
 ) -> tuple[list[Mismatch], dict[Mismatch, str]]:
-    """(mismatches no backfill in flight repairs, {mismatch: the backfill that does})."""
+    """(mismatches no backfill in flight repairs, {mismatch: the backfill in flight that rewrites
+    that partition: its table's step, on its day, for its hour and feed})."""
+    by_step = _rewrites_by_step(plans)
     uncovered: list[Mismatch] = []
     covered: dict[Mismatch, str] = {}
     for mismatch in sorted(mismatches):
-        backfill = covering_backfill(mismatch, node=nodes[mismatch.table], plans=plans)
-        if backfill is None:
+        rewrite = next((r for r in by_step.get(nodes[mismatch.table].step_id, ()) if r.covers(mismatch)), None)
+        if rewrite is None:
             uncovered.append(mismatch)
         else:
-            covered[mismatch] = backfill
+            covered[mismatch] = rewrite.backfill_id
     return uncovered, covered
 
 
@@ -121,24 +137,19 @@ def explain(mismatches: Sequence[Mismatch], *, nodes: Mapping[str, TableNode]) -
     both have one: backfilling that upstream table with downstream enabled reruns this one
     too. Explanations chain to the most upstream broken table."""
     reach = downstream_reach(nodes)
-    by_table: dict[str, list[Mismatch]] = {}
+    by_table_day: dict[str, dict[date, list[Mismatch]]] = {}
     for mismatch in mismatches:
-        by_table.setdefault(mismatch.table, []).append(mismatch)
+        by_table_day.setdefault(mismatch.table, {}).setdefault(mismatch.day, []).append(mismatch)
 
     def direct_cause(mismatch: Mismatch) -> Mismatch | None:
-        for table, candidates in by_table.items():
-            if table == mismatch.table:
-                continue
-            days = reach(table, mismatch.table)
+        for table, by_day in by_table_day.items():
+            days = None if table == mismatch.table else reach(table, mismatch.table)
             if days is None:
                 continue
-            for candidate in candidates:
-                if (
-                    candidate.day <= mismatch.day <= date.fromordinal(candidate.day.toordinal() + days)
-                    and _same(candidate.feed, mismatch.feed)
-                    and _same(candidate.hour, mismatch.hour)
-                ):
-                    return candidate
+            for back in range(days + 1):  # upstream days whose rerun reaches this one
+                for candidate in by_day.get(mismatch.day - timedelta(days=back), ()):
+                    if _same(candidate.feed, mismatch.feed) and _same(candidate.hour, mismatch.hour):
+                        return candidate
         return None
 
     roots: dict[Mismatch, str | None] = {}
