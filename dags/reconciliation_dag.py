@@ -40,8 +40,15 @@ def _options() -> Any:
 
 
 def _window_end() -> date:
-    """The last day checked: the day before the run's logical date (or its run_after, manual runs)."""
+    """The last day checked: the run conf's `end` (a manual run re-checking a past window), else
+    the day before the run's logical date (its run_after when it has none)."""
     context = get_current_context()
+    requested = (context["dag_run"].conf or {}).get("end")
+    if requested is not None:
+        try:
+            return date.fromisoformat(str(requested))
+        except ValueError:
+            raise AirflowFailException(f"conf.end: expected a date as YYYY-MM-DD, got {requested!r}") from None
     moment = context.get("logical_date") or context["dag_run"].run_after
     return pendulum.instance(moment).in_timezone("UTC").date() - timedelta(days=1)
 
@@ -64,7 +71,7 @@ def in_flight() -> list[str]:
 @task(task_id="reconcile")
 def reconcile(in_flight_plans: list[str]) -> dict[str, str]:
     from backfill_runtime.reconcile import job_arguments
-    from backfill_runtime.spark import SparkInputError, run_local
+    from backfill_runtime.spark import SparkInputError, SparkStepsFailedError, run_local
 
     options = _options()
     end = _window_end()
@@ -75,6 +82,8 @@ def reconcile(in_flight_plans: list[str]) -> dict[str, str]:
         )
     except SparkInputError as error:  # bad rules, catalog or warehouse: a retry cannot help
         raise AirflowFailException(str(error)) from None
+    except SparkStepsFailedError as error:  # exit 1: could not compare or write; retried
+        raise RuntimeError(f"the reconciliation job did not finish; see the log above ({error})") from error
     return {"report_uri": options.report_uri(end)}
 
 
