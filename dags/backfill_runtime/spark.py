@@ -28,6 +28,21 @@ def job_arguments(*, plan_uri: str, warehouse_uri: str, report_uri: str) -> list
     return ["--plan", plan_uri, "--warehouse", warehouse_uri, "--report", report_uri]
 
 
+STOP_GRACE_SECONDS = 60  # a commit under way finishes well within this
+
+
+def stop_gracefully(process: subprocess.Popen, *, grace: float) -> None:
+    """SIGTERM first: the job cancels its Spark jobs (aborting uncommitted writes) and lets a
+    commit under way finish, so partitions are never half-written; SIGKILL after `grace`."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        log.warning("the Spark job did not stop within %.0f s of SIGTERM: killing it", grace)
+        process.kill()
+        process.wait()
+
+
 def run_local(command: Sequence[str], arguments: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None) -> None:
     """Run the job as a child process, its output going to the task log; raise on failure."""
     argv = [*command, *arguments]
@@ -46,9 +61,8 @@ def run_local(command: Sequence[str], arguments: Sequence[str], *, timeout: floa
         process.wait()
         raise SparkStepsFailedError(f"the Spark job ran longer than {timeout:.0f} s and was stopped") from None
     finally:
-        if process.poll() is None:  # the task was interrupted: do not leave Spark running
-            process.kill()
-            process.wait()
+        if process.poll() is None:  # the task was interrupted (a cancel): do not leave Spark running
+            stop_gracefully(process, grace=STOP_GRACE_SECONDS)
     if code == EXIT_BAD_INPUT:
         raise SparkInputError("the Spark job refused its input (exit 2); see the log above")
     if code != EXIT_OK:

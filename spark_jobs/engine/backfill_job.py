@@ -35,6 +35,8 @@ _make_packages_importable()
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -106,6 +108,23 @@ def _summary(report: RunReport) -> str:
     return "\n".join(lines)
 
 
+def stop_on_sigterm(spark: Any) -> threading.Event:
+    """A cancelled backfill's Spark job gets SIGTERM (the runner waits a grace period before
+    SIGKILL). Every partition then stays as it was or is fully rewritten: no new step starts,
+    and the running Spark jobs are cancelled, which aborts their writes before the commit
+    (dynamic partition overwrite stages output and moves it into place only at job commit);
+    a commit already under way runs on the driver and completes."""
+    stop = threading.Event()
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        print("backfill_job: SIGTERM: cancelling the running Spark jobs; no new step starts", file=sys.stderr, flush=True)
+        stop.set()
+        spark.sparkContext.cancelAllJobs()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    return stop
+
+
 def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -130,9 +149,10 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     from spark_jobs.engine.session import spark_session  # pyspark only once there is something to run
 
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
+        stop = stop_on_sigterm(spark)
         report = run_plan(
             spark=spark, plan=plan, warehouse=warehouse, registry=registry,
-            max_parallel=args.max_parallel, plan_uri=args.plan,
+            max_parallel=args.max_parallel, plan_uri=args.plan, stop=stop,
         )
     print(_summary(report))
     try:

@@ -4,6 +4,7 @@ skipping only the steps that depend on it."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -145,8 +146,12 @@ def run_plan(
     registry: Registry,
     max_parallel: int | None = None,
     plan_uri: str = "",
+    stop: threading.Event | None = None,
 ) -> RunReport:
-    """Run every spark step of `plan`; raises PlanNotRunnableError before touching any data."""
+    """Run every spark step of `plan`; raises PlanNotRunnableError before touching any data.
+
+    `stop` (set on SIGTERM: the backfill was cancelled) lets no new step start; steps already
+    writing are stopped by cancelling their Spark jobs, which aborts their uncommitted output."""
     problems = check_plan(plan, registry)
     if problems:
         raise PlanNotRunnableError(problems)
@@ -154,6 +159,13 @@ def run_plan(
     results: dict[str, StepResult] = {}
     for wave in plan.waves:
         ready: list[PlanStep] = []
+        if stop is not None and stop.is_set():
+            for step in (s for s in wave.steps if s.kind == "spark"):
+                results[step.id] = StepResult(
+                    id=step.id, transform=step.transform or "", wave=wave.index, status=StepStatus.BLOCKED,
+                    seconds=0.0, error="not run: the backfill was cancelled",
+                )
+            continue
         for step in (s for s in wave.steps if s.kind == "spark"):
             # Upstream steps of other kinds are not in `results`: the DAG ran them before us.
             blocked_by = [parent for parent in step.upstream if parent in results and not results[parent].succeeded]
