@@ -81,7 +81,7 @@ def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_s
     venv = tmp_path / "venv"
     _run([str(UV), "venv", "--python", sys._base_executable, str(venv)], env=env)
     python = venv / "bin" / "python"
-    _run([str(UV), "pip", "install", "--python", str(python), str(wheel)], env=env)
+    _run([str(UV), "pip", "install", "--python", str(python), f"{wheel}[server]"], env=env)  # the DAG notifies
 
     work = tmp_path / "work"
     work.mkdir()
