@@ -41,8 +41,8 @@ class ControlReceipt:
 
 
 def caller_identity(*, session: Any = None, sts_client: Any = None) -> str:
-    """Who is asking, from STS: the session name of an assumed role (SSO and Databricks
-    credential passthrough put the user's email there) or the IAM user name."""
+    """Who is asking, from STS: the session name of an assumed role (AWS SSO puts the user
+    name there, often an email) or the IAM user name."""
     try:
         arn = aws_client("sts", client=sts_client, session=session).get_caller_identity()["Arn"]
     except Exception as error:  # botocore raises many types
