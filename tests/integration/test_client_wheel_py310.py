@@ -1,12 +1,13 @@
 """The light client where notebooks run: the built wheel, installed with its base dependencies
 only into a clean Python 3.10 virtualenv (Databricks runtimes up to 13.x), brings nothing
 Lambda-, Airflow- or Spark-specific and no `requests`; its CLI starts; and it submits a config,
-reads it back and writes a control document against moto (installed into the venv for the
+follows it to its end, lists it and writes a control document against moto (installed into the venv for the
 test only, after the dependency check)."""
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.aws_resources import table_definition
 from tests.integration.test_wheel_install import UV, _run, build_wheel, clean_env
 
 pytestmark = pytest.mark.slow
@@ -34,11 +36,15 @@ NOT_INSTALLED = textwrap.dedent(
 
 SUBMIT = textwrap.dedent(
     """
-    import datetime, json, os
+    import datetime, json, os, sys
     import boto3
     from moto import mock_aws
-    from backfill_orchestrator.client import ConfigFileNotFoundError, cancel_backfill, submit_backfill
+    from backfill_orchestrator.client import (
+        ConfigFileNotFoundError, backfill_status, cancel_backfill, list_backfills, submit_backfill,
+    )
+    from backfill_orchestrator.config import backfill_id, parse_config
     from backfill_orchestrator.contracts import BackfillState, ControlRequest
+    from backfill_orchestrator.status import StatusStore
 
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
     config = {
@@ -50,7 +56,17 @@ SUBMIT = textwrap.dedent(
         session = boto3.Session(region_name="us-east-1")
         s3 = session.client("s3")
         s3.create_bucket(Bucket="configs")
-        result = submit_backfill(config, bucket="configs", session=session)
+        dynamodb = session.client("dynamodb")
+        dynamodb.create_table(**json.loads(sys.argv[1]))
+        store = StatusStore(table_name="status", dynamodb_client=dynamodb)
+        expected = backfill_id(parse_config(config))
+        store.create(expected)  # as the trigger would, and the run ends
+        for state in (BackfillState.PLANNED, BackfillState.TRIGGERED, BackfillState.SUCCEEDED):
+            store.transition(expected, state, detail=str(state))
+        result = submit_backfill(config, bucket="configs", session=session, wait=True, table="status", interval=0, timeout=10)
+        assert result.backfill_id == expected and str(result.final_status.state) == "SUCCEEDED", result
+        assert backfill_status(expected, table="status", session=session).history[-1]["state"] == "SUCCEEDED"
+        assert [r.backfill_id for r in list_backfills(table="status", state="succeeded", session=session)] == [expected]
         body = json.loads(s3.get_object(Bucket="configs", Key=result.key)["Body"].read())
         assert body["name"] == "orders-outage-june" and body["dates"][0] == "2021-06-04", body
         receipt = cancel_backfill(result.backfill_id, reason="wrong", bucket="configs", requested_by="@jane", session=session)
@@ -97,6 +113,7 @@ def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(tmp_p
     example = Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml"
     assert ": ok: etl-orders-0604" in _run([backfill, "validate", str(example)], cwd=tmp_path, env=env).stdout
 
-    _run([str(UV), "pip", "install", "--python", python, "moto[s3]>=5,<6"], env=env)  # test-only
-    submitted = _run([python, "-c", SUBMIT], cwd=tmp_path, env=env)
+    _run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
+    table = json.dumps(table_definition("StatusTable", table_name="status"))
+    submitted = _run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)
     assert '"submitted": "s3://configs/incoming/orders-outage-june-' in submitted.stdout, submitted.stdout
