@@ -22,12 +22,13 @@ from backfill_orchestrator.client import (
     plan_backfill,
     retry_backfill,
     submit_backfill,
+    validate_backfill,
     watch_backfill,
 )
-from backfill_orchestrator.config import backfill_id, parse_config
+from backfill_orchestrator.config import ConfigPolicy, InvalidConfigError, backfill_id, parse_config
 from backfill_orchestrator.contracts import ControlRequest
 from backfill_orchestrator.lineage import InvalidMarquezUrlError
-from backfill_orchestrator.planner import render_plan_text
+from backfill_orchestrator.planner import PlanRefusedError, render_plan_text
 from backfill_orchestrator.status import BackfillState, StatusStore
 from tests.aws_resources import create_table
 from tests.conftest import EXAMPLES, VALID_BATCH
@@ -87,6 +88,19 @@ def test_plan_without_lineage_says_how_to_give_it(monkeypatch):
     monkeypatch.delenv("MARQUEZ_URL", raising=False)
     with pytest.raises(InvalidMarquezUrlError, match="MARQUEZ_URL"):
         plan_backfill(VALID_BATCH)
+
+
+def test_validate_checks_what_the_trigger_checks_and_the_plan_where_lineage_is_given():
+    policy = ConfigPolicy(allowed_namespaces=frozenset({"payments"}))
+    with pytest.raises(InvalidConfigError) as caught:
+        validate_backfill(VALID_BATCH, policy=policy)
+    assert [issue.location for issue in caught.value.issues] == ["jobs[0].namespace"]
+
+    unknown = {**VALID_BATCH, "jobs": [{"namespace": "food_delivery", "name": "no_such_job"}]}
+    assert validate_backfill(unknown).name == VALID_BATCH["name"]  # no lineage: the config alone
+    with pytest.raises(PlanRefusedError, match="no_such_job"):
+        validate_backfill(unknown, lineage=lineage())
+    assert validate_backfill(VALID_BATCH, lineage=lineage(), catalog=str(EXAMPLES / "catalog.yaml")).name
 
 
 # -- submit, status, list, watch ---------------------------------------------------------------

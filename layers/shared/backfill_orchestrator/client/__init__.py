@@ -26,7 +26,6 @@ from backfill_orchestrator.client.sources import (
     looks_like_path,
     prepare_bytes,
     prepare_config,
-    validate_backfill,
 )
 from backfill_orchestrator.client.status import (
     BackfillNotFoundError,
@@ -42,6 +41,7 @@ from backfill_orchestrator.client.submit import (
     submit_backfill,
     upload_prepared,
 )
+from backfill_orchestrator.client.validate import validate_backfill
 
 __all__ = [
     "DEFAULT_PREFIX",

@@ -81,12 +81,3 @@ def prepare_config(
         return prepare_bytes(body, source=uri, policy=policy)
     body = source.encode("utf-8") if isinstance(source, str) else bytes(source)
     return prepare_bytes(body, source="<text>", policy=policy)
-
-
-def validate_backfill(
-    source: ConfigSource, *, policy: ConfigPolicy = DEFAULT_POLICY, s3_client: Any = None, session: Any = None
-) -> BackfillConfig:
-    """The trigger's own validation (`parse_config` with the deployment's `ConfigPolicy`: pass
-    the allowed namespaces and replay targets to check those too). Raises InvalidConfigError
-    with every located issue, or a DocumentError for a path that cannot be read."""
-    return prepare_config(source, policy=policy, s3_client=s3_client, session=session).config
