@@ -43,6 +43,7 @@ def dbfs(tmp_path, monkeypatch) -> Path:
         ("~/orders.yaml", True),
         ("file:///tmp/orders.yaml", True),
         ("orders.JSON", True),
+        ("https://example.com/orders", True),
         ("version: 1\nname: x\n", False),
         ('{"version": 1}', False),
         ("", False),
@@ -63,6 +64,11 @@ def test_a_mistyped_path_is_no_such_file_not_a_yaml_error(location, monkeypatch,
     message = str(caught.value)
     assert message.startswith("no such file: ") and location.lstrip("~./")[:10] in message
     assert isinstance(caught.value, UserError) and isinstance(caught.value, documents.DocumentNotFoundError)
+
+
+def test_an_unsupported_scheme_is_said_so():
+    with pytest.raises(documents.InvalidDocumentUriError, match="unsupported scheme"):
+        validate_backfill("https://example.com/orders")
 
 
 def test_a_missing_path_object_is_no_such_file(tmp_path):

@@ -1,10 +1,10 @@
 """Config sources as notebooks hold them: a dict, YAML/JSON text, or a path.
 
 A string is a path when it looks like one (one line, and it starts with `/`, `./`, `../`,
-`~`, `dbfs:`, `s3://`, `file:` or ends in .yaml/.yml/.json, or names an existing file); it is
-then read through `documents` (local files, Unity Catalog volumes `/Volumes/...`, `dbfs:/`
-through the `/dbfs` mount, `s3://`), and a missing one is "no such file: ...", never a YAML
-parse error of the path's text."""
+`~`, `dbfs:`, `s3://`, `file:`, has a `scheme://`, ends in .yaml/.yml/.json, or names an
+existing file); it is then read through `documents` (local files, Unity Catalog volumes
+`/Volumes/...`, `dbfs:/` through the `/dbfs` mount, `s3://`), and a missing one is "no such
+file: ...", never a YAML parse error of the path's text."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def looks_like_path(text: str) -> bool:
     stripped = text.strip()
     if not stripped or "\n" in stripped or len(stripped) > 4096:
         return False
-    return stripped.startswith(_PATH_STARTS) or stripped.lower().endswith(_PATH_ENDS) or Path(stripped).is_file()
+    if stripped.startswith(_PATH_STARTS) or "://" in stripped or stripped.lower().endswith(_PATH_ENDS):
+        return True
+    return Path(stripped).is_file()
 
 
 def read_config_file(location: str | os.PathLike[str], *, s3_client: Any = None) -> tuple[bytes, str]:
