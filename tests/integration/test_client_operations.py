@@ -15,6 +15,7 @@ from backfill_orchestrator.client import (
     BackfillNotFoundError,
     ControlWriteError,
     InvalidControlRequestError,
+    NoStatusTableError,
     PlanView,
     backfill_status,
     cancel_backfill,
@@ -208,3 +209,14 @@ def test_cli_submit_wait(aws, tmp_path, capsys):
     assert f"backfill id: {BATCH_ID}" in out and f"{BATCH_ID} SUCCEEDED" in out
     assert main(["submit", str(tmp_path / "orderz.json"), "--bucket", BUCKET]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_waiting_without_a_status_table_uploads_nothing(aws, tmp_path, capsys):
+    s3, _, _ = aws
+    with pytest.raises(NoStatusTableError):
+        submit_backfill(VALID_BATCH, bucket=BUCKET, wait=True, s3_client=s3)
+    path = tmp_path / "orders.json"
+    path.write_text(json.dumps(VALID_BATCH))
+    assert main(["submit", str(path), "--bucket", BUCKET, "--wait"]) == 2
+    assert "no status table: pass --table or set STATUS_TABLE" in capsys.readouterr().err
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET)

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
+from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.cli.watch import add_watch_options, watch
 from backfill_orchestrator.client import DEFAULT_PREFIX, SubmitError, prepare_bytes, upload_prepared
 from backfill_orchestrator.config import InvalidConfigError
@@ -27,6 +28,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.wait:
+        args.table = resolve_table(args.table)  # a usage error before anything is uploaded
     body = read_file(args.file)
     try:
         prepared = prepare_bytes(body, source=args.file)

@@ -9,7 +9,7 @@ from typing import Any
 
 from backfill_orchestrator.client.aws import aws_client
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
-from backfill_orchestrator.client.status import watch_backfill
+from backfill_orchestrator.client.status import status_table, watch_backfill
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
 from backfill_orchestrator.errors import ServiceError
@@ -69,6 +69,8 @@ def submit_backfill(
     With `wait=True`, follow the status record (`table`, default $STATUS_TABLE) until the
     backfill ends and return it in `final_status`. Raises InvalidConfigError (nothing
     uploaded), SubmitError (valid, but S3 refused) or, waiting, WatchTimeoutError."""
+    if wait:
+        table = status_table(table)  # a usage error now, not after the upload
     prepared = prepare_config(source, policy=policy, s3_client=s3_client, session=session)
     submission = upload_prepared(prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session)
     if not wait:
