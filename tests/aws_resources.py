@@ -33,6 +33,12 @@ def template() -> dict[str, Any]:
 
 def create_table(dynamodb_client: Any, logical_id: str, *, table_name: str) -> str:
     """Create the template's DynamoDB table `logical_id` (keys, attributes, indexes) as `table_name`."""
+    dynamodb_client.create_table(**table_definition(logical_id, table_name=table_name))
+    return table_name
+
+
+def table_definition(logical_id: str, *, table_name: str) -> dict[str, Any]:
+    """`create_table` arguments for the template's table `logical_id`."""
     properties = template()["Resources"][logical_id]["Properties"]
     kwargs: dict[str, Any] = {
         "TableName": table_name,
@@ -42,5 +48,4 @@ def create_table(dynamodb_client: Any, logical_id: str, *, table_name: str) -> s
     }
     if properties.get("GlobalSecondaryIndexes"):
         kwargs["GlobalSecondaryIndexes"] = properties["GlobalSecondaryIndexes"]
-    dynamodb_client.create_table(**kwargs)
-    return table_name
+    return kwargs

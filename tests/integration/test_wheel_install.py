@@ -65,8 +65,9 @@ def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
     return completed
 
 
-def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(tmp_path: Path) -> None:
-    # Build from a copy of what the wheel is made of, so the checkout gets no build/ or egg-info.
+def build_wheel(tmp_path: Path) -> Path:
+    """The project's wheel, built from a copy of what it is made of (so the checkout gets no
+    build/ or egg-info)."""
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -74,14 +75,23 @@ def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_s
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for folder in ("layers/shared", "local", "spark_jobs"):
         shutil.copytree(REPO / folder, source / folder, ignore=ignore)
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    _run([str(UV), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(source)], env=env)
+    _run([str(UV), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(source)], env=clean_env())
     (wheel,) = (tmp_path / "dist").glob("backfill_orchestrator-*.whl")
+    return wheel
+
+
+def clean_env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
+    env = clean_env()
 
     venv = tmp_path / "venv"
     _run([str(UV), "venv", "--python", sys._base_executable, str(venv)], env=env)
     python = venv / "bin" / "python"
-    _run([str(UV), "pip", "install", "--python", str(python), str(wheel)], env=env)
+    _run([str(UV), "pip", "install", "--python", str(python), f"{wheel}[server]"], env=env)  # the DAG notifies
 
     work = tmp_path / "work"
     work.mkdir()

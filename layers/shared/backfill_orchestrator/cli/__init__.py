@@ -9,11 +9,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from backfill_orchestrator.cli import cancel, plan, retry, schema, status, submit, validate, watch
 from backfill_orchestrator.cli import list as list_command
-from backfill_orchestrator.cli import plan, schema, status, submit, validate, watch
 from backfill_orchestrator.cli.common import CliError
 
-SUBCOMMANDS = (validate, schema, submit, plan, status, list_command, watch)
+SUBCOMMANDS = (validate, schema, submit, plan, status, list_command, watch, cancel, retry)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from datetime import UTC, datetime
+from datetime import datetime
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.cli.common import EXIT_OK, CliError
+from backfill_orchestrator.cli.status import resolve_table
+from backfill_orchestrator.client.status import TABLE_ENV, list_backfills
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStoreError
-from backfill_orchestrator.status.listing import ListFilter, list_backfills
 
-TABLE_ENV = "STATUS_TABLE"
 COLUMNS = ("BACKFILL", "STATE", "OWNER", "CREATED", "UPDATED")
 
 
@@ -32,18 +32,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    table = args.table or os.environ.get(TABLE_ENV)
-    if not table:
-        raise CliError(f"no status table: pass --table or set {TABLE_ENV}")
-    import boto3
+    table = resolve_table(args.table)
     from botocore.exceptions import BotoCoreError
 
-    where = ListFilter(
-        state=args.state, owner=args.owner, submitted_by=args.submitted_by, name=args.name,
-        since=args.since, limit=args.limit,
-    )
     try:
-        records = list_backfills(dynamodb_client=boto3.client("dynamodb"), table_name=table, where=where)
+        records = list_backfills(
+            table=table, state=args.state, owner=args.owner, submitted_by=args.submitted_by, name=args.name,
+            since=args.since, limit=args.limit,
+        )
     except (StatusStoreError, BotoCoreError) as error:
         raise CliError(f"cannot read the status table {table}: {error}") from None
     if args.json:

@@ -11,22 +11,16 @@ import argparse
 import os
 import sys
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, load_config_file, print_invalid
-from backfill_orchestrator.config import InvalidConfigError, backfill_id
-from backfill_orchestrator.lineage import (
-    URL_ENV,
-    InvalidMarquezUrlError,
-    LineageError,
-    MarquezClient,
-)
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
+from backfill_orchestrator.client.plan import LineageClientMissingError, plan_backfill
+from backfill_orchestrator.client.sources import prepare_bytes
+from backfill_orchestrator.config import InvalidConfigError
+from backfill_orchestrator.lineage.errors import InvalidMarquezUrlError, LineageError
 from backfill_orchestrator.planner import (
     CATALOG_ENV,
     CatalogUnavailableError,
     InvalidCatalogError,
-    JobCatalog,
     PlanRefusedError,
-    build_plan,
-    render_plan_text,
 )
 
 
@@ -36,45 +30,41 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
+    parser.add_argument("--marquez-url", metavar="URL", help="Marquez base URL (default $MARQUEZ_URL)")
     parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
     parser.add_argument("--json", action="store_true", help="print the plan document (plan_version 1) only")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    # Everything local is read and checked before Marquez is asked anything.
+    # Everything local is read and checked before Marquez is asked anything (plan_backfill's order).
     try:
-        config = load_config_file(args.file)
+        prepared = prepare_bytes(read_file(args.file), source=args.file)
     except InvalidConfigError as error:
         print_invalid(error, args.file)
         return EXIT_INVALID
     catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
     try:
-        catalog = JobCatalog.load(catalog_location) if catalog_location else JobCatalog.empty()
+        view = plan_backfill(prepared, marquez_url=args.marquez_url, catalog=catalog_location)
     except InvalidCatalogError as error:
         for issue in error.issues:
             print(f"{catalog_location}: {issue.location}: {issue.message}", file=sys.stderr)
         return EXIT_INVALID
     except CatalogUnavailableError as error:
         raise CliError(f"catalog {error}") from None
-    try:
-        lineage = MarquezClient.from_env(base_url=args.marquez_url)
-    except InvalidMarquezUrlError as error:
+    except (InvalidMarquezUrlError, LineageClientMissingError) as error:
         raise CliError(str(error)) from None
-
-    try:
-        plan = build_plan(config, backfill_id=backfill_id(config), lineage=lineage, catalog=catalog)
     except PlanRefusedError as error:
         print(f"backfill: plan refused: {error}", file=sys.stderr)
         return EXIT_INVALID
     except LineageError as error:
         raise CliError(str(error)) from None
 
+    plan = view.plan
     if args.json:
         sys.stdout.write(plan.to_json())
         for warning in plan.warnings:
             print(f"warning: {warning.code}: {warning.message}", file=sys.stderr)
     else:
-        sys.stdout.write(render_plan_text(plan))
+        sys.stdout.write(str(view))
     return EXIT_OK

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError
-from backfill_orchestrator.status import StatusRecord, StatusStore, StatusStoreError
-
-TABLE_ENV = "STATUS_TABLE"
+from backfill_orchestrator.client.status import (
+    TABLE_ENV,
+    BackfillNotFoundError,
+    NoStatusTableError,
+    backfill_status,
+    status_table,
+)
+from backfill_orchestrator.status import StatusRecord, StatusStoreError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -25,22 +29,26 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    table = args.table or os.environ.get(TABLE_ENV)
-    if not table:
-        raise CliError(f"no status table: pass --table or set {TABLE_ENV}")
-    import boto3
+    table = resolve_table(args.table)
     from botocore.exceptions import BotoCoreError
 
     try:
-        client = boto3.client("dynamodb")
-        record = StatusStore(table_name=table, dynamodb_client=client).get(args.backfill_id)
+        record = backfill_status(args.backfill_id, table=table)
+    except BackfillNotFoundError as error:
+        print(f"backfill: {error}")
+        return EXIT_INVALID
     except (StatusStoreError, BotoCoreError) as error:
         raise CliError(f"cannot read the status table {table}: {error}") from None
-    if record is None:
-        print(f"backfill: no status record for {args.backfill_id!r} in {table}")
-        return EXIT_INVALID
     print(json.dumps(record.as_dict(), indent=2, default=str) if args.json else render(record))
     return EXIT_OK
+
+
+def resolve_table(table: str | None) -> str:
+    """--table, else $STATUS_TABLE; a usage error without either."""
+    try:
+        return status_table(table)
+    except NoStatusTableError:
+        raise CliError(f"no status table: pass --table or set {TABLE_ENV}") from None
 
 
 def render(record: StatusRecord) -> str:

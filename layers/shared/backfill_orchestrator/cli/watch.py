@@ -7,13 +7,12 @@ be read or the timeout passed first."""
 from __future__ import annotations
 
 import argparse
-import os
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError
-from backfill_orchestrator.status import StatusStore, StatusStoreError
-from backfill_orchestrator.status.watch import WatchTimeoutError, follow, progress_line, succeeded
-
-TABLE_ENV = "STATUS_TABLE"
+from backfill_orchestrator.cli.status import resolve_table
+from backfill_orchestrator.client.status import TABLE_ENV, watch_backfill
+from backfill_orchestrator.status import StatusStoreError
+from backfill_orchestrator.status.watch import WatchTimeoutError, succeeded
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -34,20 +33,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def watch(backfill_id: str, *, table: str | None, interval: float, timeout: float | None) -> int:
-    table = table or os.environ.get(TABLE_ENV)
-    if not table:
-        raise CliError(f"no status table: pass --table or set {TABLE_ENV}")
-    import boto3
-
-    store = StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb"))
-    last = None
+    table = resolve_table(table)
     try:
-        for record in follow(lambda: store.get(backfill_id), interval=interval, timeout=timeout):
-            last = record
-            print(progress_line(record), flush=True)
+        last = watch_backfill(backfill_id, table=table, interval=interval, timeout=timeout)
     except StatusStoreError as error:
         raise CliError(f"cannot read the status table {table}: {error}") from None
     except WatchTimeoutError as error:
         print(f"backfill: {backfill_id}: {error}")
         return EXIT_USAGE
-    return EXIT_OK if last is not None and succeeded(last) else EXIT_INVALID
+    return EXIT_OK if succeeded(last) else EXIT_INVALID

@@ -7,7 +7,7 @@ the shape errors, all located."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,6 +23,8 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+
+from backfill_orchestrator._compat import UTC
 
 DEFAULT_MAX_DAYS = 400
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,23}$"

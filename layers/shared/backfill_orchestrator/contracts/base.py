@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Self, TypeVar, get_args, get_origin
+from typing import Any, ClassVar, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from backfill_orchestrator._compat import Self
 from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError, issue_from_pydantic
 from backfill_orchestrator.config.loader import load_json
 from backfill_orchestrator.errors import UserError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from backfill_orchestrator._compat import StrEnum
 
 
 class BackfillState(StrEnum):

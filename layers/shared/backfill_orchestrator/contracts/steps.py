@@ -3,10 +3,9 @@ ledger and backfill report, the status record's errors, the result file and noti
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field
 
+from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.contracts.base import Contract
 
 

@@ -1,6 +1,10 @@
-"""Lineage from Marquez: the client, the graph it reads, and the downstream walk."""
+"""Lineage from Marquez: the client, the graph it reads, and the downstream walk.
 
-from backfill_orchestrator.lineage.client import API_KEY_ENV, URL_ENV, MarquezClient
+The Marquez client (and so `requests`) is imported on first use: planning from an in-memory
+lineage source, and the light client install (no `requests`), never need it."""
+
+from typing import Any
+
 from backfill_orchestrator.lineage.errors import (
     InvalidMarquezUrlError,
     LineageChangedError,
@@ -52,3 +56,13 @@ __all__ = [
     "parse_lineage_response",
     "split_node_id",
 ]
+
+_CLIENT_NAMES = frozenset({"API_KEY_ENV", "URL_ENV", "MarquezClient"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from backfill_orchestrator.lineage import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

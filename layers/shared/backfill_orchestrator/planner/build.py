@@ -18,8 +18,9 @@ graphs of tens of thousands of jobs. Jobs and steps are numbered once (`reach.Re
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.config.model import BackfillConfig, JobRef
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage.errors import (

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.status.model import BackfillState, StatusRecord
 from backfill_orchestrator.status.store import StatusStoreError, record_from_item
 

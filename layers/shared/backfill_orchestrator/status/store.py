@@ -12,11 +12,12 @@ Table: partition key `backfill_id` (string), nothing else required.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
 from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.status.limits import bounded

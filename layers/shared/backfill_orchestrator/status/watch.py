@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.status.model import StatusRecord
 
 SUCCESS_STATES = frozenset({"SUCCEEDED"})

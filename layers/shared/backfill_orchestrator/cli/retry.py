@@ -1,0 +1,11 @@
+"""`backfill retry ID --reason R --bucket B [--requested-by WHO]`"""
+
+from __future__ import annotations
+
+import argparse
+
+from backfill_orchestrator.cli.control import register_action
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    register_action(commands, "retry")

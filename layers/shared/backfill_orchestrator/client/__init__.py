@@ -1,0 +1,73 @@
+"""The Python client: what a Databricks notebook (or a script, or the `backfill` CLI) does
+with a backfill. One implementation; the CLI's subcommands call these functions.
+
+    from backfill_orchestrator.client import submit_backfill, backfill_status
+    result = submit_backfill("/Volumes/main/ops/configs/orders.yaml", bucket="acme-backfill-configs-prod")
+    backfill_status(result.backfill_id, table="backfill-status")
+
+Sources are dicts, YAML/JSON text, or paths (local, `/Volumes/...`, `dbfs:/...`, `s3://...`).
+Credentials: pass `session=` (a boto3 Session) or explicit clients; otherwise boto3's default
+chain (the cluster's instance profile). This package imports nothing Lambda-, Airflow- or
+Spark-specific and runs on Python 3.10+."""
+
+from backfill_orchestrator.client.control import (
+    ControlReceipt,
+    ControlWriteError,
+    InvalidControlRequestError,
+    caller_identity,
+    cancel_backfill,
+    retry_backfill,
+)
+from backfill_orchestrator.client.plan import LineageClientMissingError, PlanView, plan_backfill
+from backfill_orchestrator.client.sources import (
+    ConfigFileNotFoundError,
+    ConfigSource,
+    PreparedConfig,
+    looks_like_path,
+    prepare_bytes,
+    prepare_config,
+)
+from backfill_orchestrator.client.status import (
+    BackfillNotFoundError,
+    NoStatusTableError,
+    backfill_status,
+    list_backfills,
+    watch_backfill,
+)
+from backfill_orchestrator.client.submit import (
+    DEFAULT_PREFIX,
+    Submission,
+    SubmitError,
+    submit_backfill,
+    upload_prepared,
+)
+from backfill_orchestrator.client.validate import validate_backfill
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "BackfillNotFoundError",
+    "ConfigFileNotFoundError",
+    "ConfigSource",
+    "ControlReceipt",
+    "ControlWriteError",
+    "InvalidControlRequestError",
+    "LineageClientMissingError",
+    "NoStatusTableError",
+    "PlanView",
+    "PreparedConfig",
+    "Submission",
+    "SubmitError",
+    "backfill_status",
+    "caller_identity",
+    "cancel_backfill",
+    "list_backfills",
+    "looks_like_path",
+    "plan_backfill",
+    "prepare_bytes",
+    "prepare_config",
+    "retry_backfill",
+    "submit_backfill",
+    "upload_prepared",
+    "validate_backfill",
+    "watch_backfill",
+]

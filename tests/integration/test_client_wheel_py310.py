@@ -1,0 +1,119 @@
+"""The light client where notebooks run: the built wheel, installed with its base dependencies
+only into a clean Python 3.10 virtualenv (Databricks runtimes up to 13.x), brings nothing
+Lambda-, Airflow- or Spark-specific and no `requests`; its CLI starts; and it submits a config,
+follows it to its end, lists it and writes a control document against moto (installed into the venv for the
+test only, after the dependency check)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.aws_resources import table_definition
+from tests.integration.test_wheel_install import UV, _run, build_wheel, clean_env
+
+pytestmark = pytest.mark.slow
+
+NOT_INSTALLED = textwrap.dedent(
+    """
+    import importlib.util, sys
+    assert sys.version_info[:2] == (3, 10), sys.version
+    missing = [m for m in ("aws_lambda_powertools", "airflow", "pyspark", "requests", "slack_sdk")
+               if importlib.util.find_spec(m) is not None]
+    assert not missing, f"installed with the base wheel: {missing}"
+    import backfill_orchestrator.client
+    assert "site-packages" in backfill_orchestrator.client.__file__
+    print("light")
+    """
+)
+
+SUBMIT = textwrap.dedent(
+    """
+    import datetime, json, os, sys
+    import boto3
+    from moto import mock_aws
+    from backfill_orchestrator.client import (
+        ConfigFileNotFoundError, backfill_status, cancel_backfill, list_backfills, submit_backfill,
+    )
+    from backfill_orchestrator.config import backfill_id, parse_config
+    from backfill_orchestrator.contracts import BackfillState, ControlRequest
+    from backfill_orchestrator.status import StatusStore
+
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+    config = {
+        "version": 1, "name": "orders-outage-june", "owner": "jane.doe@example.com", "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+        "dates": [datetime.date(2021, 6, 4), {"start": "2021-06-10", "end": "2021-06-12"}],
+    }
+    with mock_aws():
+        session = boto3.Session(region_name="us-east-1")
+        s3 = session.client("s3")
+        s3.create_bucket(Bucket="configs")
+        dynamodb = session.client("dynamodb")
+        dynamodb.create_table(**json.loads(sys.argv[1]))
+        store = StatusStore(table_name="status", dynamodb_client=dynamodb)
+        expected = backfill_id(parse_config(config))
+        store.create(expected)  # as the trigger would, and the run ends
+        for state in (BackfillState.PLANNED, BackfillState.TRIGGERED, BackfillState.SUCCEEDED):
+            store.transition(expected, state, detail=str(state))
+        result = submit_backfill(config, bucket="configs", session=session, wait=True, table="status", interval=0, timeout=10)
+        assert result.backfill_id == expected and str(result.final_status.state) == "SUCCEEDED", result
+        assert backfill_status(expected, table="status", session=session).history[-1]["state"] == "SUCCEEDED"
+        assert [r.backfill_id for r in list_backfills(table="status", state="succeeded", session=session)] == [expected]
+        body = json.loads(s3.get_object(Bucket="configs", Key=result.key)["Body"].read())
+        assert body["name"] == "orders-outage-june" and body["dates"][0] == "2021-06-04", body
+        receipt = cancel_backfill(result.backfill_id, reason="wrong", bucket="configs", requested_by="@jane", session=session)
+        request = ControlRequest.from_json(s3.get_object(Bucket="configs", Key=receipt.key)["Body"].read())
+        assert request.action == "cancel" and request.requested_at.tzinfo is not None
+        try:
+            submit_backfill("/Volumes/main/ops/configs/orderz.yaml", bucket="configs", session=session)
+        except ConfigFileNotFoundError as error:
+            assert str(error) == "no such file: /Volumes/main/ops/configs/orderz.yaml", error
+        else:
+            raise AssertionError("a missing path was accepted")
+    assert str(BackfillState.RUNNING) == "RUNNING" and f"{BackfillState.RUNNING}" == "RUNNING"
+    print(json.dumps({"submitted": result.s3_uri, "control": receipt.s3_uri}))
+    """
+)
+
+
+def python_310() -> str | None:
+    """A Python 3.10: $PYTHON310, pyenv's, or python3.10 on PATH."""
+    candidates = [os.environ.get("PYTHON310", "")]
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        found = subprocess.run([pyenv, "prefix", "3.10"], capture_output=True, text=True)
+        candidates += [line + "/bin/python" for line in found.stdout.split()]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python")))
+    candidates.append(shutil.which("python3.10") or "")
+    return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(tmp_path: Path) -> None:
+    interpreter = python_310()
+    if interpreter is None:
+        pytest.skip("no Python 3.10 here (set PYTHON310=/path/to/python3.10)")
+    wheel = build_wheel(tmp_path)
+    env = clean_env()
+    venv = tmp_path / "venv310"
+    _run([str(UV), "venv", "--python", interpreter, str(venv)], env=env)
+    python = str(venv / "bin" / "python")
+    _run([str(UV), "pip", "install", "--python", python, str(wheel)], env=env)  # base only: no extras
+
+    assert "light" in _run([python, "-c", NOT_INSTALLED], cwd=tmp_path, env=env).stdout
+    backfill = str(venv / "bin" / "backfill")
+    assert "cancel" in _run([backfill, "--help"], cwd=tmp_path, env=env).stdout
+    example = Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml"
+    assert ": ok: etl-orders-0604" in _run([backfill, "validate", str(example)], cwd=tmp_path, env=env).stdout
+
+    _run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
+    table = json.dumps(table_definition("StatusTable", table_name="status"))
+    submitted = _run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)
+    assert '"submitted": "s3://configs/incoming/orders-outage-june-' in submitted.stdout, submitted.stdout
