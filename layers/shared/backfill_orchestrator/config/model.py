@@ -127,8 +127,13 @@ class Downstream(StrictModel):
     exclude: list[JobRef] = Field(default_factory=list)
 
 
+DEFAULT_SPARK_PROFILES = frozenset({"small", "medium", "large"})
+PROFILE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
 class Spark(StrictModel):
-    profile: Literal["small", "medium", "large"] = "medium"
+    # Which profiles exist is the deployment's list (ConfigPolicy.spark_profiles).
+    profile: Annotated[str, _matches(PROFILE_PATTERN, "a profile name of a-z, 0-9, '-' and '_' (at most 32)")] = "medium"
 
 
 class Replay(StrictModel):
@@ -188,6 +193,8 @@ class BackfillConfig(StrictModel):
     replay: Replay | None = None
     notify: Notify = Field(default_factory=Notify)
     dry_run: StrictBool = False
+    strict: StrictBool = False  # preflight warnings refuse the backfill
+    require_fresh_upstream: StrictBool = False  # a failed or missing upstream run refuses it
 
     @field_validator("dates")
     @classmethod
@@ -221,6 +228,9 @@ class BackfillConfig(StrictModel):
     def canonical(self) -> dict[str, Any]:
         """The config's meaning, independent of formatting and of order where order means nothing."""
         data = self.model_dump(mode="json", exclude={"dates"})
+        for key in ("strict", "require_fresh_upstream"):  # added later: at their default they keep old ids
+            if not data[key]:
+                del data[key]
         data["dates"] = [d.isoformat() for d in self.days]
         for key in ("hours", "feeds"):
             if data[key] is not None:
