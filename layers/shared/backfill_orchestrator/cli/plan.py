@@ -1,9 +1,10 @@
-"""`backfill plan FILE [--marquez-url URL] [--catalog FILE] [--json]`
+"""`backfill plan FILE [--marquez-url URL] [--catalog FILE] [--warehouse URI] [--strict] [--format F]`
 
-Prints what would rerun, for which dates, in which order. Readable by default; with --json
-only the plan document goes to stdout (warnings go to stderr). Exit 0 for a plan; 1 for an
-invalid config or catalog, or a refused plan (cycle, unknown root job); 2 for usage errors,
-unreadable files and an unreachable Marquez."""
+Prints what would rerun, for which dates, in which order, and its estimate, after the same
+preflight the trigger runs (the deployment's limits from the same variables, docs/planner.md).
+Formats: text (default), json (the plan document; warnings go to stderr), mermaid, dot, html.
+Exit 0 for a plan; 1 for an invalid config or catalog, or a refused plan (cycle, unknown root
+job, a preflight refusal); 2 for usage errors, unreadable files and an unreachable Marquez."""
 
 from __future__ import annotations
 
@@ -26,8 +27,11 @@ from backfill_orchestrator.planner import (
     JobCatalog,
     PlanRefusedError,
     build_plan,
-    render_plan_text,
 )
+from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
+from backfill_orchestrator.preflight.render import FORMATS, render
+from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
+from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLimits
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -38,7 +42,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
     parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
-    parser.add_argument("--json", action="store_true", help="print the plan document (plan_version 1) only")
+    parser.add_argument("--warehouse", metavar="URI", help=f"warehouse root to list inputs in (default ${WAREHOUSE_ENV})")
+    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the plan")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="output form (default text)")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.set_defaults(run=run)
 
 
@@ -63,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     except InvalidMarquezUrlError as error:
         raise CliError(str(error)) from None
 
+    limits = deployment_limits()
+    warehouse = args.warehouse or limits.warehouse_uri
     try:
         plan = build_plan(config, backfill_id=backfill_id(config), lineage=lineage, catalog=catalog)
     except PlanRefusedError as error:
@@ -70,11 +79,32 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     except LineageError as error:
         raise CliError(str(error)) from None
+    verdict, plan = preflight_plan(
+        config, plan, catalog=catalog, limits=limits, strict=args.strict,
+        lister=warehouse_lister(warehouse) if warehouse else None,
+    )
+    for what in verdict.unchecked:
+        print(f"not checked: {what}", file=sys.stderr)
+    if not verdict.accepted:
+        for finding in verdict.refusals:
+            print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
+        print(f"backfill: plan refused by preflight ({len(verdict.refusals)} refusals)", file=sys.stderr)
+        return EXIT_INVALID
 
-    if args.json:
-        sys.stdout.write(plan.to_json())
+    fmt = "json" if args.json else (args.format or "text")
+    sys.stdout.write(render(plan, fmt))
+    if fmt != "text":
         for warning in plan.warnings:
             print(f"warning: {warning.code}: {warning.message}", file=sys.stderr)
-    else:
-        sys.stdout.write(render_plan_text(plan))
     return EXIT_OK
+
+
+def deployment_limits() -> PreflightLimits:
+    """The deployment's preflight limits from the same variables the trigger reads."""
+    env = EnvironmentReader()
+    limits = PreflightLimits.read(env)
+    try:
+        env.check()
+    except SettingsError as error:
+        raise CliError(str(error)) from None
+    return limits

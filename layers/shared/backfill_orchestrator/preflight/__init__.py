@@ -8,7 +8,13 @@ from backfill_orchestrator.preflight.model import (
     StepEstimate,
     Verdict,
 )
-from backfill_orchestrator.preflight.run import checked_plan, estimate_totals, preflight_plan, run_preflight
+from backfill_orchestrator.preflight.run import (
+    checked_plan,
+    estimate_totals,
+    preflight_config,
+    preflight_plan,
+    run_preflight,
+)
 from backfill_orchestrator.preflight.warehouse import StoredFile, WarehouseUnavailableError, warehouse_lister
 from backfill_orchestrator.settings.preflight import PreflightLimits
 
@@ -24,6 +30,7 @@ __all__ = [
     "WarehouseUnavailableError",
     "checked_plan",
     "estimate_totals",
+    "preflight_config",
     "preflight_plan",
     "run_preflight",
     "warehouse_lister",

@@ -43,7 +43,7 @@ def catalog_findings(
     ]
     declared = {step_id: set(entry.feeds) for step_id, entry in entries.items() if entry is not None and entry.feeds}
     for step_id, entry in entries.items():
-        if entry is not None and not entry.feeds:
+        if config.feeds is not None and entry is not None and not entry.feeds:
             findings.append(Finding(
                 "no_declared_feeds", f"steps.{step_id}",
                 f"the catalog declares no feeds for {entry.namespace}/{entry.name}; feeds are not checked for it",

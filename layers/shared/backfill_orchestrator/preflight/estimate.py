@@ -55,6 +55,8 @@ def read_inputs(
         selected = [f for f in lister(table.location) if _selected(f, _wanted(step, table.lookback_days), step)]
         total += sum(f.size for f in selected)
         found_days = {f.partition.day for f in selected}
+        if selected and found_days == {None}:
+            continue  # reference data, not partitioned by day: read whole
         missing = [day for day in step.dates if day.isoformat() not in found_days]
         where = f"steps.{step.id}.inputs[{index}]"
         if missing and len(missing) == len(step.dates):

@@ -68,8 +68,10 @@ class Estimate:
         return sum(step.partitions.value for step in self.steps)
 
     @property
-    def bytes_to_read(self) -> float:
-        return sum(step.bytes_to_read.value for step in self.steps if step.bytes_to_read is not None)
+    def bytes_to_read(self) -> float | None:
+        """None when no input was listed (no warehouse, or no declared inputs)."""
+        listed = [step.bytes_to_read.value for step in self.steps if step.bytes_to_read is not None]
+        return sum(listed) if listed else None
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,11 @@ from typing import Any
 
 from backfill_orchestrator.config.model import BackfillConfig
 from backfill_orchestrator.contracts.plan import Plan, PlanWarning
+from backfill_orchestrator.lineage.errors import LineageError
+from backfill_orchestrator.lineage.source import LineageSource
+from backfill_orchestrator.planner.build import build_plan
 from backfill_orchestrator.planner.catalog import JobCatalog
+from backfill_orchestrator.planner.errors import PlanRefusedError
 from backfill_orchestrator.preflight.checks import catalog_findings, entries_of, limit_findings, plan_findings
 from backfill_orchestrator.preflight.estimate import estimate_plan
 from backfill_orchestrator.preflight.model import Finding, PreflightRefusedError, Verdict
@@ -104,3 +108,33 @@ def checked_plan(
 def estimate_totals(estimate: Mapping[str, Any]) -> dict[str, Any]:
     """The estimate without its per-step figures: what a status record keeps."""
     return {key: value for key, value in estimate.items() if key != "steps"}
+
+
+def preflight_config(
+    config: BackfillConfig,
+    *,
+    backfill_id: str,
+    lineage: LineageSource | None,
+    catalog: JobCatalog | None,
+    limits: PreflightLimits,
+    lister: Lister | None = None,
+    strict: bool = False,
+    unchecked: list[str] | None = None,
+) -> tuple[Verdict, Plan | None]:
+    """Plan (when lineage is reachable) and preflight, for callers outside the trigger (the CLI's
+    submit, the Python client): a refused plan is a refusal finding, an unreachable Marquez is
+    something not checked."""
+    not_checked = list(unchecked or [])
+    if config.mode != "batch":
+        return Verdict(unchecked=[*not_checked, f"nothing to plan for mode {config.mode}"]), None
+    if lineage is None:
+        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+    try:
+        plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
+    except PlanRefusedError as error:
+        location = getattr(error, "location", None) or "jobs"
+        return Verdict(findings=[Finding("plan_refused", location, str(error), "refusal")], unchecked=not_checked), None
+    except LineageError as error:
+        not_checked.append(f"lineage ({error})")
+        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+    return preflight_plan(config, plan, catalog=catalog, limits=limits, lister=lister, strict=strict, unchecked=not_checked)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from backfill_orchestrator.settings.environment import EnvironmentReader
 
+WAREHOUSE_ENV = "WAREHOUSE_URI"
 DEFAULT_MAX_ROUNDS = 6  # the DAG's [backfill] max_rounds default (dags/backfill_runtime/options.py)
 DEFAULT_MAX_MAP_LENGTH = 1024  # Airflow's [core] max_map_length default
 # EMR Serverless list prices (us-east-1, per hour); a deployment sets its own (PRICE_TABLE).
@@ -47,7 +48,7 @@ class PreflightLimits:
             require_catalog=_flag(env, "REQUIRE_JOB_CATALOG"),
             strict=_flag(env, "PREFLIGHT_STRICT"),
             require_fresh_upstream=_flag(env, "REQUIRE_FRESH_UPSTREAM"),
-            warehouse_uri=env.get("WAREHOUSE_URI"),
+            warehouse_uri=env.get(WAREHOUSE_ENV),
             prices=prices,
         )
 
