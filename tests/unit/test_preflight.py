@@ -214,3 +214,14 @@ def test_the_plan_document_keeps_the_estimate_and_warnings():
     assert plan.estimate["partitions"] == sum(step["partitions"]["value"] for step in plan.estimate["steps"])
     assert any(w.code == "exclusion_matches_nothing" for w in plan.warnings)
     assert type(plan).from_json(plan.to_json()) == plan
+
+
+def test_the_slack_line_and_the_stored_page_carry_the_estimate():
+    from backfill_orchestrator.preflight.render import estimate_line, render_html
+
+    cfg = config(feeds=["web"])
+    _, plan = preflight_plan(cfg, plan_of(cfg), catalog=EXAMPLE_CATALOG, limits=LIMITS)
+    line = estimate_line(plan.estimate)
+    assert line.startswith(f"{int(plan.estimate['partitions'])} partitions, inputs not listed, 14 DAG reruns")
+    assert "(assumed)" in line
+    assert "Estimate" in render_html(plan)

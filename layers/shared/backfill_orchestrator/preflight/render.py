@@ -64,6 +64,18 @@ def estimate_text(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def estimate_line(estimate: dict[str, Any]) -> str:
+    """One line for Slack: partitions, bytes, reruns, duration and cost, assumed figures marked."""
+    steps = estimate.get("steps", [])
+    seconds = sum(step["seconds"]["value"] for step in steps)
+    basis = "assumed" if any(step["seconds"]["basis"] == "assumed" for step in steps) else "measured"
+    read = "inputs not listed" if estimate.get("bytes_to_read") is None else f"reads {size(estimate['bytes_to_read'])}"
+    return (
+        f"{int(estimate['partitions'])} partitions, {read}, {int(estimate['dag_reruns']['value'])} DAG reruns, "
+        f"~{duration(seconds)} of steps ({basis}), ${estimate['cost']['value']:.2f} ({estimate['cost']['basis']})"
+    )
+
+
 def _node(step: PlanStep) -> str:
     return "s_" + "".join(ch if ch.isalnum() else "_" for ch in step.id)
 
