@@ -37,11 +37,13 @@ def _wanted(step: PlanStep, lookback_days: int) -> set[str]:
     return {day.isoformat() for day in days}
 
 
-def _selected(file: StoredFile, days: set[str], step: PlanStep) -> bool:
+def _selected(file: StoredFile, days: set[str], step: PlanStep, *, hourly: bool) -> bool:
+    # As the Spark job reads (spark_jobs/engine/runner.py input_frames): an axis the output is
+    # not partitioned by is read whole, so a daily step reads every hour of its days.
     partition = file.partition
     if partition.day is not None and partition.day not in days:
         return False
-    if step.hours is not None and partition.hour is not None and partition.hour not in step.hours:
+    if hourly and step.hours is not None and partition.hour is not None and partition.hour not in step.hours:
         return False
     return not (step.feeds is not None and partition.feed is not None and partition.feed not in step.feeds)
 
@@ -52,7 +54,8 @@ def read_inputs(
     """Bytes the step reads for its dates (lookback included) and what is missing."""
     total, findings = 0, []
     for index, table in enumerate(entry.inputs or []):
-        selected = [f for f in lister(table.location) if _selected(f, _wanted(step, table.lookback_days), step)]
+        wanted, hourly = _wanted(step, table.lookback_days), entry.grain == "hour"
+        selected = [f for f in lister(table.location) if _selected(f, wanted, step, hourly=hourly)]
         total += sum(f.size for f in selected)
         found_days = {f.partition.day for f in selected}
         if selected and found_days == {None}:
