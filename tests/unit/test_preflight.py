@@ -114,7 +114,7 @@ def test_a_root_without_downstream_jobs_is_a_warning():
 
 
 def test_new_config_fields_at_their_defaults_keep_the_backfill_id():
-    assert backfill_id(config()) == backfill_id(config(strict=False, require_fresh_upstream=False))
+    assert backfill_id(config()) == backfill_id(config(strict=False))
     assert backfill_id(config()) != backfill_id(config(strict=True))
 
 

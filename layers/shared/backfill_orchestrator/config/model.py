@@ -194,7 +194,6 @@ class BackfillConfig(StrictModel):
     notify: Notify = Field(default_factory=Notify)
     dry_run: StrictBool = False
     strict: StrictBool = False  # preflight warnings refuse the backfill
-    require_fresh_upstream: StrictBool = False  # a failed or missing upstream run refuses it
 
     @field_validator("dates")
     @classmethod
@@ -228,9 +227,8 @@ class BackfillConfig(StrictModel):
     def canonical(self) -> dict[str, Any]:
         """The config's meaning, independent of formatting and of order where order means nothing."""
         data = self.model_dump(mode="json", exclude={"dates"})
-        for key in ("strict", "require_fresh_upstream"):  # added later: at their default they keep old ids
-            if not data[key]:
-                del data[key]
+        if not data["strict"]:  # added later: at its default it keeps the ids of older configs
+            del data["strict"]
         data["dates"] = [d.isoformat() for d in self.days]
         for key in ("hours", "feeds"):
             if data[key] is not None:

@@ -25,7 +25,6 @@ class PreflightLimits:
     max_map_length: int = DEFAULT_MAX_MAP_LENGTH
     require_catalog: bool = False
     strict: bool = False  # every config strict
-    require_fresh_upstream: bool = False
     warehouse_uri: str | None = None  # where the Spark steps' inputs live (s3://... or a path)
     prices: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     profile_sizes: Mapping[str, tuple[int, int]] = field(default_factory=lambda: dict(DEFAULT_PROFILE_SIZES))
@@ -34,7 +33,7 @@ class PreflightLimits:
     @classmethod
     def read(cls, env: EnvironmentReader) -> PreflightLimits:
         """From BACKFILL_MAX_ROUNDS, AIRFLOW_MAX_MAP_LENGTH, REQUIRE_JOB_CATALOG, PREFLIGHT_STRICT,
-        REQUIRE_FRESH_UPSTREAM (true|false), WAREHOUSE_URI and PRICE_TABLE (JSON: vcpu_hour,
+        WAREHOUSE_URI and PRICE_TABLE (JSON: vcpu_hour,
         gb_hour in USD); problems are noted on `env`."""
         prices = dict(DEFAULT_PRICES)
         for key, text in env.string_map("PRICE_TABLE", meaning="vcpu_hour / gb_hour -> price as text").items():
@@ -47,7 +46,6 @@ class PreflightLimits:
             max_map_length=env.whole("AIRFLOW_MAX_MAP_LENGTH", DEFAULT_MAX_MAP_LENGTH, low=1, high=1_000_000),
             require_catalog=_flag(env, "REQUIRE_JOB_CATALOG"),
             strict=_flag(env, "PREFLIGHT_STRICT"),
-            require_fresh_upstream=_flag(env, "REQUIRE_FRESH_UPSTREAM"),
             warehouse_uri=env.get(WAREHOUSE_ENV),
             prices=prices,
         )
