@@ -137,3 +137,17 @@ def harness_plain(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator
         monkeypatch.setenv("MARQUEZ_URL", harness.env["MARQUEZ_URL"])
         monkeypatch.delenv("ALLOWED_NAMESPACES", raising=False)
         yield harness
+
+
+def test_the_trigger_keeps_the_estimate_and_the_picture(harness_plain):
+    result = harness_plain.invoke(harness_plain.upload(BASE.encode()))[0]
+    assert result.disposition is Disposition.ACCEPTED
+    estimate = harness_plain.result_file()["plan"]["estimate"]
+    assert estimate["dag_reruns"] == {"value": 14, "basis": "measured", "unit": "reruns"} and "steps" not in estimate
+    record = harness_plain.status.get(result.backfill_id)
+    assert record.plan_summary["estimate"] == estimate
+    page_key = record.plan_uri.removeprefix(f"s3://{harness_plain.bucket}/").replace("plan.json", "plan.html")
+    page = harness_plain.s3.get_object(Bucket=harness_plain.bucket, Key=page_key)["Body"].read().decode()
+    assert "etl_orders_7_days" in page and "<script" not in page
+    first_message = harness_plain.slack.messages[0]
+    assert "*Estimate:*" in str(first_message)
