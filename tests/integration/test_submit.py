@@ -37,8 +37,8 @@ def test_submit_dict_like_a_notebook(s3, batch_config):
 
 def test_submit_yaml_string_keeps_the_users_text(s3, batch_config):
     text = "# why: upstream outage\n" + yaml.safe_dump(batch_config)
-    result = submit_backfill(text, bucket=BUCKET, prefix="team-a/incoming", s3_client=s3)
-    assert result.key == f"team-a/incoming/{result.backfill_id}.yaml"
+    result = submit_backfill(text, bucket=BUCKET, prefix="incoming/team-a", s3_client=s3)
+    assert result.key == f"incoming/team-a/{result.backfill_id}.yaml"
     assert s3.get_object(Bucket=BUCKET, Key=result.key)["Body"].read().decode() == text
 
 

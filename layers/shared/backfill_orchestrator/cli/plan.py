@@ -1,9 +1,10 @@
-"""`backfill plan FILE [--marquez-url URL] [--catalog FILE] [--json]`
+"""`backfill plan FILE [--marquez-url URL] [--catalog FILE] [--warehouse URI] [--strict] [--format F]`
 
-Prints what would rerun, for which dates, in which order. Readable by default; with --json
-only the plan document goes to stdout (warnings go to stderr). Exit 0 for a plan; 1 for an
-invalid config or catalog, or a refused plan (cycle, unknown root job); 2 for usage errors,
-unreadable files and an unreachable Marquez."""
+Prints what would rerun, for which dates, in which order, and its estimate, after the same
+preflight the trigger runs (the deployment's limits from the same variables, docs/planner.md).
+Formats: text (default), json (the plan document; warnings go to stderr), mermaid, dot, html.
+Exit 0 for a plan; 1 for an invalid config or catalog, or a refused plan (cycle, unknown root
+job, a preflight refusal); 2 for usage errors, unreadable files and an unreachable Marquez."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import sys
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
-from backfill_orchestrator.client.plan import LineageClientMissingError, plan_backfill
+from backfill_orchestrator.client.plan import LineageClientMissingError, load_catalog, plan_backfill
 from backfill_orchestrator.client.sources import prepare_bytes
 from backfill_orchestrator.config import InvalidConfigError
 from backfill_orchestrator.lineage.errors import InvalidMarquezUrlError, LineageError
@@ -22,6 +23,10 @@ from backfill_orchestrator.planner import (
     InvalidCatalogError,
     PlanRefusedError,
 )
+from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
+from backfill_orchestrator.preflight.render import FORMATS, render
+from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
+from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLimits
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -32,7 +37,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--marquez-url", metavar="URL", help="Marquez base URL (default $MARQUEZ_URL)")
     parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
-    parser.add_argument("--json", action="store_true", help="print the plan document (plan_version 1) only")
+    parser.add_argument("--warehouse", metavar="URI", help=f"warehouse root to list inputs in (default ${WAREHOUSE_ENV})")
+    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the plan")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="output form (default text)")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.set_defaults(run=run)
 
 
@@ -44,8 +52,11 @@ def run(args: argparse.Namespace) -> int:
         print_invalid(error, args.file)
         return EXIT_INVALID
     catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
+    limits = deployment_limits()
+    warehouse = args.warehouse or limits.warehouse_uri
     try:
-        view = plan_backfill(prepared, marquez_url=args.marquez_url, catalog=catalog_location)
+        catalog = load_catalog(catalog_location)
+        view = plan_backfill(prepared, marquez_url=args.marquez_url, catalog=catalog)
     except InvalidCatalogError as error:
         for issue in error.issues:
             print(f"{catalog_location}: {issue.location}: {issue.message}", file=sys.stderr)
@@ -59,12 +70,32 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     except LineageError as error:
         raise CliError(str(error)) from None
+    verdict, plan = preflight_plan(
+        prepared.config, view.plan, catalog=catalog if len(catalog) else None, limits=limits, strict=args.strict,
+        lister=warehouse_lister(warehouse) if warehouse else None,
+    )
+    for what in verdict.unchecked:
+        print(f"not checked: {what}", file=sys.stderr)
+    if not verdict.accepted:
+        for finding in verdict.refusals:
+            print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
+        print(f"backfill: plan refused by preflight ({len(verdict.refusals)} refusals)", file=sys.stderr)
+        return EXIT_INVALID
 
-    plan = view.plan
-    if args.json:
-        sys.stdout.write(plan.to_json())
+    fmt = "json" if args.json else (args.format or "text")
+    sys.stdout.write(render(plan, fmt))
+    if fmt != "text":
         for warning in plan.warnings:
             print(f"warning: {warning.code}: {warning.message}", file=sys.stderr)
-    else:
-        sys.stdout.write(str(view))
     return EXIT_OK
+
+
+def deployment_limits() -> PreflightLimits:
+    """The deployment's preflight limits from the same variables the trigger reads."""
+    env = EnvironmentReader()
+    limits = PreflightLimits.read(env)
+    try:
+        env.check()
+    except SettingsError as error:
+        raise CliError(str(error)) from None
+    return limits

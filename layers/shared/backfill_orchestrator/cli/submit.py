@@ -1,27 +1,55 @@
-"""`backfill submit FILE --bucket B [--prefix incoming/] [--wait [--table T] [--interval S] [--timeout S]]`
+"""`backfill submit FILE --bucket B [--prefix incoming/] [--marquez-url URL] [--catalog FILE] [--strict]
+[--wait [--table T] [--interval S] [--timeout S]]`
 
-FILE is a path or URI (s3://, dbfs:/, file://, /Volumes/...). With --wait, follows the
-backfill like `backfill watch` and exits as it does."""
+FILE is a path or URI (s3://, dbfs:/, file://, /Volumes/...). Validates with the deployment's
+allowlists (ALLOWED_NAMESPACES, SPARK_PROFILES), refuses a prefix outside the incoming prefix
+(INCOMING_PREFIX), runs the trigger's preflight against Marquez and the catalog when they are
+given or set ($MARQUEZ_URL, $BACKFILL_JOB_CATALOG), and only then uploads. Exit 1 for an
+invalid or refused config (nothing uploaded), 2 for usage errors and an unreachable bucket;
+what could not be checked is printed to stderr. With --wait, follows the backfill like
+`backfill watch` and exits as it does."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.cli.watch import add_watch_options, watch
-from backfill_orchestrator.client import DEFAULT_PREFIX, SubmitError, prepare_bytes, upload_prepared
+from backfill_orchestrator.client import (
+    DEFAULT_PREFIX,
+    OutsideIncomingPrefixError,
+    SubmitError,
+    check_prefix,
+    deployment_policy,
+    incoming_prefix,
+    preflight_prepared,
+    prepare_bytes,
+    upload_prepared,
+)
 from backfill_orchestrator.config import InvalidConfigError
+from backfill_orchestrator.lineage import URL_ENV, InvalidMarquezUrlError, MarquezClient
+from backfill_orchestrator.planner import (
+    CATALOG_ENV,
+    CatalogUnavailableError,
+    InvalidCatalogError,
+    JobCatalog,
+)
+from backfill_orchestrator.settings.environment import SettingsError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "submit", help="validate locally, then upload to the config bucket (never uploads an invalid config)"
+        "submit", help="validate and preflight locally, then upload to the config bucket (never uploads a refused config)"
     )
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--bucket", required=True, help="the config bucket")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"key prefix (default {DEFAULT_PREFIX})")
+    parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
+    parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
+    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the submission")
     parser.add_argument("--wait", action="store_true", help="then follow the backfill until it ends, like `watch`")
     add_watch_options(parser)
     parser.set_defaults(run=run)
@@ -32,12 +60,38 @@ def run(args: argparse.Namespace) -> int:
         args.table = resolve_table(args.table)  # a usage error before anything is uploaded
     body = read_file(args.file)
     try:
-        prepared = prepare_bytes(body, source=args.file)
+        prepared = prepare_bytes(body, source=args.file, policy=deployment_policy())
     except InvalidConfigError as error:
         print_invalid(error, args.file)
         return EXIT_INVALID
+    incoming = incoming_prefix()
     try:
-        submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix)
+        check_prefix(args.prefix, incoming=incoming)
+    except OutsideIncomingPrefixError as error:
+        print(f"backfill: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
+    try:
+        catalog = JobCatalog.load(catalog_location) if catalog_location else None
+        lineage = MarquezClient.from_env(base_url=args.marquez_url) if args.marquez_url or os.environ.get(URL_ENV) else None
+        verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, strict=args.strict)
+    except InvalidCatalogError as error:
+        for issue in error.issues:
+            print(f"{catalog_location}: {issue.location}: {issue.message}", file=sys.stderr)
+        return EXIT_INVALID
+    except (CatalogUnavailableError, InvalidMarquezUrlError, SettingsError) as error:
+        raise CliError(str(error)) from None
+    for what in verdict.unchecked:
+        print(f"not checked: {what}", file=sys.stderr)
+    for finding in verdict.warnings:
+        print(f"warning: {finding.location}: {finding.message}", file=sys.stderr)
+    if not verdict.accepted:
+        for finding in verdict.refusals:
+            print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
+        print("backfill: refused by preflight; nothing uploaded", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict)
     except SubmitError as error:
         raise CliError(str(error)) from None
     print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}", flush=True)

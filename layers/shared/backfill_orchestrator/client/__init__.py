@@ -19,6 +19,13 @@ from backfill_orchestrator.client.control import (
     retry_backfill,
 )
 from backfill_orchestrator.client.plan import LineageClientMissingError, PlanView, plan_backfill
+from backfill_orchestrator.client.preflight import (
+    OutsideIncomingPrefixError,
+    check_prefix,
+    deployment_policy,
+    incoming_prefix,
+    preflight_prepared,
+)
 from backfill_orchestrator.client.sources import (
     ConfigFileNotFoundError,
     ConfigSource,
@@ -44,6 +51,11 @@ from backfill_orchestrator.client.submit import (
 from backfill_orchestrator.client.validate import validate_backfill
 
 __all__ = [
+    "OutsideIncomingPrefixError",
+    "check_prefix",
+    "deployment_policy",
+    "incoming_prefix",
+    "preflight_prepared",
     "DEFAULT_PREFIX",
     "BackfillNotFoundError",
     "ConfigFileNotFoundError",

@@ -8,11 +8,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfill_orchestrator.client.aws import aws_client
+from backfill_orchestrator.client.preflight import (
+    check_prefix,
+    deployment_policy,
+    incoming_prefix,
+    preflight_prepared,
+)
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
 from backfill_orchestrator.client.status import status_table, watch_backfill
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
+from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.planner import JobCatalog
+from backfill_orchestrator.preflight import PreflightRefusedError, Verdict
+from backfill_orchestrator.settings.preflight import PreflightLimits
 from backfill_orchestrator.status.model import StatusRecord
 
 DEFAULT_PREFIX = "incoming/"
@@ -29,6 +39,7 @@ class Submission:
     key: str
     config: BackfillConfig
     final_status: StatusRecord | None = None  # with wait=True: the record it ended with
+    verdict: Verdict | None = None  # the preflight's (warnings, estimate, what was not checked)
 
     @property
     def s3_uri(self) -> str:
@@ -36,17 +47,24 @@ class Submission:
 
 
 def upload_prepared(
-    prepared: PreparedConfig, *, bucket: str, prefix: str = DEFAULT_PREFIX, s3_client: Any = None, session: Any = None
+    prepared: PreparedConfig,
+    *,
+    bucket: str,
+    prefix: str = DEFAULT_PREFIX,
+    s3_client: Any = None,
+    session: Any = None,
+    incoming: str | None = None,
+    verdict: Verdict | None = None,
 ) -> Submission:
+    prefix = check_prefix(prefix, incoming=incoming or incoming_prefix())
     s3_client = aws_client("s3", client=s3_client, session=session)
-    prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
     key = f"{prefix}{prepared.backfill_id}{prepared.extension}"
     content_type = "application/json" if prepared.extension == ".json" else "application/yaml"
     try:
         s3_client.put_object(Bucket=bucket, Key=key, Body=prepared.body, ContentType=content_type)
     except Exception as error:  # botocore raises many types; the caller needs one
         raise SubmitError(f"could not upload to s3://{bucket}/{key}: {error}") from error
-    return Submission(prepared.backfill_id, bucket, key, prepared.config)
+    return Submission(prepared.backfill_id, bucket, key, prepared.config, verdict=verdict)
 
 
 def submit_backfill(
@@ -54,7 +72,11 @@ def submit_backfill(
     *,
     bucket: str,
     prefix: str = DEFAULT_PREFIX,
-    policy: ConfigPolicy = DEFAULT_POLICY,
+    policy: ConfigPolicy | None = None,
+    lineage: LineageSource | None = None,
+    catalog: JobCatalog | None = None,
+    limits: PreflightLimits | None = None,
+    strict: bool = False,
     wait: bool = False,
     table: str | None = None,
     interval: float = 5.0,
@@ -64,15 +86,24 @@ def submit_backfill(
     s3_client: Any = None,
     dynamodb_client: Any = None,
 ) -> Submission:
-    """Validate, then upload to `s3://bucket/prefix<backfill_id>.<yaml|json>`.
+    """Validate (the deployment's allowlists: `policy`, default from the environment), run the
+    trigger's preflight, then upload to `s3://bucket/prefix<backfill_id>.<yaml|json>`.
+    A refusal raises PreflightRefusedError and a prefix the trigger never sees
+    OutsideIncomingPrefixError; nothing is uploaded then.
 
     With `wait=True`, follow the status record (`table`, default $STATUS_TABLE) until the
     backfill ends and return it in `final_status`. Raises InvalidConfigError (nothing
     uploaded), SubmitError (valid, but S3 refused) or, waiting, WatchTimeoutError."""
     if wait:
         table = status_table(table)  # a usage error now, not after the upload
-    prepared = prepare_config(source, policy=policy, s3_client=s3_client, session=session)
-    submission = upload_prepared(prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session)
+    prepared = prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client, session=session)
+    check_prefix(prefix, incoming=incoming_prefix())
+    verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, limits=limits, strict=strict)
+    if not verdict.accepted:
+        raise PreflightRefusedError(verdict)
+    submission = upload_prepared(
+        prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session, verdict=verdict
+    )
     if not wait:
         return submission
     final = watch_backfill(

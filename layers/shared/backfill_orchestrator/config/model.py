@@ -129,8 +129,13 @@ class Downstream(StrictModel):
     exclude: list[JobRef] = Field(default_factory=list)
 
 
+DEFAULT_SPARK_PROFILES = frozenset({"small", "medium", "large"})
+PROFILE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
 class Spark(StrictModel):
-    profile: Literal["small", "medium", "large"] = "medium"
+    # Which profiles exist is the deployment's list (ConfigPolicy.spark_profiles).
+    profile: Annotated[str, _matches(PROFILE_PATTERN, "a profile name of a-z, 0-9, '-' and '_' (at most 32)")] = "medium"
 
 
 class Replay(StrictModel):
@@ -190,6 +195,7 @@ class BackfillConfig(StrictModel):
     replay: Replay | None = None
     notify: Notify = Field(default_factory=Notify)
     dry_run: StrictBool = False
+    strict: StrictBool = False  # preflight warnings refuse the backfill
 
     @field_validator("dates")
     @classmethod
@@ -223,6 +229,8 @@ class BackfillConfig(StrictModel):
     def canonical(self) -> dict[str, Any]:
         """The config's meaning, independent of formatting and of order where order means nothing."""
         data = self.model_dump(mode="json", exclude={"dates"})
+        if not data["strict"]:  # added later: at its default it keeps the ids of older configs
+            del data["strict"]
         data["dates"] = [d.isoformat() for d in self.days]
         for key in ("hours", "feeds"):
             if data[key] is not None:

@@ -14,6 +14,7 @@ from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES, ConfigFormat, 
 from backfill_orchestrator.config.model import (
     DAY_TAG,
     DEFAULT_MAX_DAYS,
+    DEFAULT_SPARK_PROFILES,
     MODELS_BY_PATH,
     RANGE_TAG,
     BackfillConfig,
@@ -29,6 +30,7 @@ class ConfigPolicy:
     max_bytes: int = MAX_CONFIG_BYTES
     allowed_namespaces: frozenset[str] | None = None  # None: any namespace
     replay_targets: frozenset[str] | None = None  # None: targets are not checked here
+    spark_profiles: frozenset[str] = DEFAULT_SPARK_PROFILES  # the profiles the deployment's runner knows
     today: date | None = None  # fixed "today" for tests; None is today in UTC
 
     def context(self) -> dict[str, Any]:
@@ -36,6 +38,12 @@ class ConfigPolicy:
 
 
 DEFAULT_POLICY = ConfigPolicy()
+
+
+def suggestion(value: str, known: list[str] | set[str] | frozenset[str]) -> str:
+    """"; did you mean 'x'?" for the closest known value, else the list of known values."""
+    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known)) or 'none'}"
 
 
 def _suggest(path: tuple[str, ...], key: str) -> str:
@@ -65,6 +73,11 @@ def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigI
                     f"namespace {ref.namespace!r} is not in this deployment's allowlist "
                     f"({', '.join(sorted(policy.allowed_namespaces))})",
                 ))
+    if config.spark is not None and config.spark.profile not in policy.spark_profiles:
+        issues.append(ConfigIssue(
+            "spark.profile",
+            f"unknown profile {config.spark.profile!r}{suggestion(config.spark.profile, policy.spark_profiles)}",
+        ))
     if policy.replay_targets is not None and config.replay is not None:
         if config.replay.target not in policy.replay_targets:
             known = ", ".join(sorted(policy.replay_targets)) or "none configured"

@@ -8,7 +8,7 @@ and write it for every component (trigger Lambda, Spark job, DAG)."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -69,10 +69,15 @@ class Plan(Contract):
     dates: list[date] = Field(description="The config's days (the union of its dates)")
     hours: list[int] | None = None
     feeds: list[str] | None = None
-    spark_profile: Literal["small", "medium", "large"] = "medium"
+    spark_profile: str = Field(default="medium", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$", description="A profile of the deployment's list")
     waves: list[Wave]
     exclusions: list[Exclusion] = Field(default_factory=list)
     warnings: list[PlanWarning] = Field(default_factory=list)
+    estimate: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,  # plans without one keep their bytes
+        description="The preflight's estimate (docs/planner.md, 'Preflight'); each figure says measured or assumed",
+    )
 
     @model_validator(mode="after")
     def _steps_unique_and_ordered(self) -> Plan:

@@ -30,6 +30,9 @@ class PlanSummary(Contract):
     waves: list[list[str]]
     steps: int = Field(ge=0)
     warnings: list[str] = Field(default_factory=list)
+    estimate: dict[str, Any] | None = Field(
+        default=None, exclude_if=lambda value: value is None, description="The preflight's estimate, without its per-step figures"
+    )
 
 
 class ResultFile(Contract):

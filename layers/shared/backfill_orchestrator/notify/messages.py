@@ -31,6 +31,7 @@ from backfill_orchestrator.config import BackfillConfig, ConfigIssue
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.preflight.render import estimate_line
 
 log = logging.getLogger(__name__)
 
@@ -176,11 +177,14 @@ def backfill_message(
         blocks.append(_section(escape(note)))
     if plan is not None:
         summary = f"*Plan:* {len(plan.waves)} waves, {len(plan.steps)} steps\n"
+        if plan.estimate:
+            summary += f"*Estimate:* {escape(estimate_line(plan.estimate))}\n"
         blocks.append(_section(summary + plan_lines(plan, limit=MAX_SECTION - len(summary))))
         if plan.warnings:
             blocks.append(_context("\n".join(f":warning: {escape(w.message)}" for w in plan.warnings[:10])))
     if plan_uri:
-        blocks.append(_context(f"Plan: `{escape(plan_uri)}`"))
+        picture = plan_uri.removesuffix("plan.json") + "plan.html" if plan_uri.endswith("/plan.json") else None
+        blocks.append(_context(f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`)" if picture else "")))
     blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url)]))
     return _message(escape(f"{title} ({backfill_id}, {dates})"), blocks)
 

@@ -8,6 +8,10 @@
         transform: etl_orders_7_days   # spark only; default: the job name
         dag_id: etl_orders_7_days      # default: parentJobName, then the job name
         window_days: 7         # a changed input day affects this many days (default 1)
+        grain: day             # day | hour: the partitions it writes (default day)
+        feeds: [web, app]      # the feeds it has partitions for (preflight checks `feeds`)
+        inputs:                # spark only: warehouse tables it reads (preflight lists them)
+          - {location: processed/orders, lookback_days: 6}
 
 A job without an entry maps to its DAG by `parentJobName`, then by the name of the DAG in the
 Airflow run facet, then by its own name, as kind `airflow_dag` with window 1. A task job without
@@ -23,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from backfill_orchestrator import documents
 from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
 from backfill_orchestrator.config.loader import load_document
-from backfill_orchestrator.config.model import NonBlank
+from backfill_orchestrator.config.model import FEED_PATTERN, NonBlank
 from backfill_orchestrator.contracts.plan import StepKind
 from backfill_orchestrator.errors import BackfillError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
@@ -54,6 +58,22 @@ class CatalogUnavailableError(CatalogError, ServiceError):
     """The catalog could not be read (no such file or object, no permission)."""
 
 
+MAX_LOOKBACK_DAYS = 366
+LOCATION_PATTERN = r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$"
+Grain = Literal["day", "hour"]
+
+
+class CatalogInput(BaseModel):
+    """A warehouse table a Spark step reads, relative to the warehouse root, partitioned
+    Hive-style (`day=2021-06-04/hour=3/feed=web/...`); it reads `lookback_days` days before
+    each date too."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    location: Annotated[str, Field(pattern=LOCATION_PATTERN, max_length=512)]
+    lookback_days: Annotated[StrictInt, Field(ge=0, le=MAX_LOOKBACK_DAYS)] = 0
+
+
 class CatalogEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,11 +83,18 @@ class CatalogEntry(BaseModel):
     dag_id: Annotated[str, Field(pattern=DAG_ID_PATTERN)] | None = None
     transform: Annotated[str, Field(pattern=TRANSFORM_PATTERN)] | None = None
     window_days: Annotated[StrictInt, Field(ge=1, le=MAX_WINDOW_DAYS)] = 1
+    grain: Grain = "day"
+    feeds: Annotated[list[Annotated[str, Field(pattern=FEED_PATTERN)]], Field(min_length=1)] | None = None
+    inputs: list[CatalogInput] | None = None
 
     @model_validator(mode="after")
     def _transform_only_for_spark(self) -> CatalogEntry:
         if self.transform is not None and self.kind != "spark":
             raise ValueError("transform is only for kind spark")
+        if self.inputs is not None and self.kind != "spark":
+            raise ValueError("inputs are only for kind spark")
+        if self.feeds is not None and len(set(self.feeds)) != len(self.feeds):
+            raise ValueError("feeds: each feed once")
         return self
 
     @property
@@ -145,6 +172,20 @@ class JobCatalog:
         if entry is None and job.parent_job_name:
             entry = self._entries.get((job.namespace, job.parent_job_name))
         return entry
+
+    def entry_for_step(self, *, namespace: str, name: str, kind: StepKind, step_id: str) -> CatalogEntry | None:
+        """The entry a plan step came from: the step's job's own, else the one naming its
+        transform (spark) or DAG (airflow_dag) in the same namespace."""
+        entry = self._entries.get((namespace, name))
+        if entry is not None:
+            return entry
+        for candidate in self._entries.values():
+            if candidate.namespace != namespace or candidate.kind != kind:
+                continue
+            named = (candidate.transform or candidate.name) if kind == "spark" else (candidate.dag_id or candidate.name)
+            if named == step_id:
+                return candidate
+        return None
 
     def target_for(self, job: JobInfo) -> StepTarget:
         # Runs for every planned job (50,000 in benchmarks/planner.py): entry_for inlined, and

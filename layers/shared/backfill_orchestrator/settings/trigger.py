@@ -6,12 +6,14 @@ catalog and the namespace allowlist. One set of variable names is documented onc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from backfill_orchestrator.config import ConfigPolicy
+from backfill_orchestrator.config.model import DEFAULT_SPARK_PROFILES
 from backfill_orchestrator.settings.common import CommonSettings
 from backfill_orchestrator.settings.environment import EnvironmentReader
+from backfill_orchestrator.settings.preflight import PreflightLimits
 
 AirflowApiVersion = Literal["v2", "v1"]
 
@@ -19,6 +21,10 @@ DEFAULT_DAG_ID = "backfill"
 # MWAA's Path is at most 64 characters: "/dags/" + dag_id + "/dagRuns/" + a 33-character
 # backfill id leaves 16 characters for the DAG id.
 MAX_DAG_ID_LENGTH = 16
+
+
+def comma_set(text: str | None) -> frozenset[str] | None:
+    return frozenset(part.strip() for part in text.split(",") if part.strip()) if text else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +49,8 @@ class DeploymentSettings(CommonSettings):
     backfill_dag_id: str = DEFAULT_DAG_ID
     job_catalog_uri: str | None = None
     allowed_namespaces: frozenset[str] | None = None
+    spark_profiles: frozenset[str] = DEFAULT_SPARK_PROFILES
+    preflight: PreflightLimits = field(default_factory=PreflightLimits)
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -58,6 +66,7 @@ class DeploymentSettings(CommonSettings):
         return ConfigPolicy(
             allowed_namespaces=self.allowed_namespaces,
             replay_targets=frozenset(self.replay_targets) if self.replay_targets else None,
+            spark_profiles=self.spark_profiles,
         )
 
     # -- loading ---------------------------------------------------------------------
@@ -72,7 +81,8 @@ class DeploymentSettings(CommonSettings):
         SLACK_SECRET_ID, SLACK_CHANNEL, PAGERDUTY_EVENTS_URL, PAGERDUTY_SECRET_ID,
         CONTROL_PREFIX (control documents, default control/), CLAIMS_TABLE (overlap
         protection), ON_OVERLAP (wait|refuse, default wait),
-        JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), REPLAY_TARGETS (JSON object
+        JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), SPARK_PROFILES (comma-separated),
+        the preflight's (PreflightLimits.read), REPLAY_TARGETS (JSON object
         name -> SQS queue URL), REPLAY_TASKS_QUEUE_URL, SECRETS_MAX_AGE_SECONDS. Empty values
         count as unset."""
         env = EnvironmentReader(environ)
@@ -101,12 +111,7 @@ class DeploymentSettings(CommonSettings):
         on_overlap = env.get("ON_OVERLAP") or "wait"
         if on_overlap not in ("wait", "refuse"):
             problems.append(f"ON_OVERLAP: expected wait or refuse, got {on_overlap!r}")
-        namespaces_text = env.get("ALLOWED_NAMESPACES")
-        allowed = (
-            frozenset(part.strip() for part in namespaces_text.split(",") if part.strip())
-            if namespaces_text
-            else None
-        )
+        allowed = comma_set(env.get("ALLOWED_NAMESPACES"))
 
         settings = cls(
             **common,
@@ -128,6 +133,8 @@ class DeploymentSettings(CommonSettings):
             backfill_dag_id=dag_id,
             job_catalog_uri=env.get("JOB_CATALOG_URI"),
             allowed_namespaces=allowed,
+            spark_profiles=comma_set(env.get("SPARK_PROFILES")) or DEFAULT_SPARK_PROFILES,
+            preflight=PreflightLimits.read(env),
         )
         prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)
         if len(set(prefixes)) < 4:

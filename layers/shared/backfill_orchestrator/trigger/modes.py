@@ -18,6 +18,7 @@ from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
+from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan, estimate_totals
 from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStore
@@ -71,6 +72,7 @@ def plan_summary(plan: Plan) -> dict[str, Any]:
         "waves": [[step.id for step in wave.steps] for wave in plan.waves],
         "steps": len(plan.steps),
         "warnings": [warning.message for warning in plan.warnings],
+        **({"estimate": estimate_totals(plan.estimate)} if plan.estimate else {}),
     }
 
 
@@ -94,7 +96,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     else:
         if plan is None:
             try:
-                plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=services.catalog())
+                catalog = services.catalog()
+                plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=catalog)
+                plan = checked_plan(config, plan, catalog=catalog, limits=services.settings.preflight)
+            except PreflightRefusedError as error:
+                return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
         stored = services.storage.store_backfill(

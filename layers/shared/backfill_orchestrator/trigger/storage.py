@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
 from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.preflight.render import render_html
 from backfill_orchestrator.trigger.events import Upload
 
 
@@ -159,6 +160,8 @@ class TriggerStorage:
         content_type = "application/json" if extension == ".json" else "application/yaml"
         self._put(config_key, config_body, content_type)
         self._put(plan_key, plan.to_json().encode(), "application/json")
+        # The plan as a picture, beside it: one self-contained page (no scripts, nothing fetched).
+        self._put(self.backfill_key(backfill_id, "plan.html"), render_html(plan).encode(), "text/html; charset=utf-8")
         return StoredBackfill(f"s3://{self.bucket}/{config_key}", f"s3://{self.bucket}/{plan_key}")
 
     def load_plan(self, plan_uri: str) -> Plan | None:

@@ -1,0 +1,138 @@
+"""The checks of a plan against what the catalog declares and what the deployment can run.
+Each returns findings; `run.run_preflight` puts them together."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from backfill_orchestrator.config.model import BackfillConfig
+from backfill_orchestrator.config.validate import suggestion
+from backfill_orchestrator.contracts.plan import Plan, PlanStep
+from backfill_orchestrator.dates import compact_dates
+from backfill_orchestrator.planner.catalog import CatalogEntry, JobCatalog
+from backfill_orchestrator.preflight.model import Finding
+from backfill_orchestrator.settings.preflight import PreflightLimits
+
+NO_EFFECT = "no effect"
+
+
+def entries_of(plan: Plan, catalog: JobCatalog) -> dict[str, CatalogEntry | None]:
+    return {
+        step.id: catalog.entry_for_step(namespace=step.job.namespace, name=step.job.name, kind=step.kind, step_id=step.id)
+        for step in plan.steps
+    }
+
+
+def catalog_findings(
+    config: BackfillConfig, plan: Plan, catalog: JobCatalog, entries: dict[str, CatalogEntry | None], limits: PreflightLimits
+) -> list[Finding]:
+    if len(catalog) == 0:
+        if limits.require_catalog:
+            return [Finding("catalog_required", "<catalog>", "this deployment requires a job catalog; none was given", "refusal")]
+        return [
+            Finding(
+                "no_catalog", f"steps.{step.id}",
+                "no job catalog: its date window is unknown (1 day assumed) and its feeds are not checked",
+            )
+            for step in plan.steps
+        ]
+    findings = [
+        Finding("not_in_catalog", f"steps.{step_id}", "not in the job catalog: window 1 day assumed, feeds not checked")
+        for step_id, entry in entries.items()
+        if entry is None
+    ]
+    declared = {step_id: set(entry.feeds) for step_id, entry in entries.items() if entry is not None and entry.feeds}
+    for step_id, entry in entries.items():
+        if config.feeds is not None and entry is not None and not entry.feeds:
+            findings.append(Finding(
+                "no_declared_feeds", f"steps.{step_id}",
+                f"the catalog declares no feeds for {entry.namespace}/{entry.name}; feeds are not checked for it",
+            ))
+    if config.feeds is not None and declared:
+        known = set().union(*declared.values())
+        for index, feed in enumerate(config.feeds):
+            if feed not in known:
+                findings.append(Finding(
+                    "unknown_feed", f"feeds[{index}]",
+                    f"unknown feed {feed!r}{suggestion(feed, known)} (no planned job declares it)", "refusal",
+                ))
+                continue
+            lacking = sorted(step_id for step_id, feeds in declared.items() if feed not in feeds)
+            if lacking:
+                findings.append(Finding(
+                    "feed_not_declared", f"feeds[{index}]", f"feed {feed!r} is not declared by {', '.join(lacking)}"
+                ))
+    if config.hours is not None:
+        daily = sorted(step_id for step_id, entry in entries.items() if entry is not None and entry.grain == "day")
+        if daily:
+            findings.append(Finding(
+                "hours_on_daily_steps", "hours",
+                f"{', '.join(daily)} write whole days (grain day): hours do not narrow what they rewrite",
+            ))
+    return findings
+
+
+def plan_findings(config: BackfillConfig, plan: Plan) -> list[Finding]:
+    """Exclusions that match nothing and the planner's own warnings, located in the config."""
+    findings: list[Finding] = []
+    exclude = config.effective_downstream.exclude
+    for exclusion in plan.exclusions:
+        if NO_EFFECT in exclusion.reason:
+            index = next((i for i, job in enumerate(exclude) if job.key == exclusion.job.key), None)
+            where = f"downstream.exclude[{index}]" if index is not None else "downstream.exclude"
+            findings.append(Finding("exclusion_matches_nothing", where, f"{exclusion.job}: {exclusion.reason}"))
+    for warning in plan.warnings:
+        findings.append(Finding(warning.code, "jobs" if warning.code == "root_excluded" else "downstream", warning.message))
+    if config.effective_downstream.enabled and len(plan.steps) == len({job.key for job in config.jobs or []}):
+        findings.append(Finding(
+            "nothing_downstream", "jobs",
+            "the roots have no downstream jobs in Marquez: only the roots rerun (is lineage emitted for their readers?)",
+        ))
+    return findings
+
+
+def assign_rounds(plan: Plan) -> dict[str, int]:
+    """step id -> round, as the DAG cuts a plan (dags/backfill_runtime/rounds.py; a test holds
+    the two equal): a spark step after a spark parent shares its round, any other edge moves on."""
+    kinds = {step.id: step.kind for step in plan.steps}
+    rounds: dict[str, int] = {}
+    for step in plan.steps:
+        rounds[step.id] = max(
+            (rounds[parent] + (0 if kinds[parent] == "spark" and step.kind == "spark" else 1) for parent in step.upstream),
+            default=0,
+        )
+    return rounds
+
+
+def reruns_by_round(plan: Plan) -> list[int]:
+    """DAG reruns (one mapped task per DAG and date) in each round."""
+    rounds = assign_rounds(plan)
+    counts = [0] * (max(rounds.values(), default=-1) + 1)
+    for step in plan.steps:
+        if step.kind == "airflow_dag":
+            counts[rounds[step.id]] += len(step.dates)
+    return counts
+
+
+def limit_findings(plan: Plan, limits: PreflightLimits) -> list[Finding]:
+    findings: list[Finding] = []
+    reruns = reruns_by_round(plan)
+    if len(reruns) > limits.max_rounds:
+        findings.append(Finding(
+            "too_many_rounds", "plan",
+            f"the plan needs {len(reruns)} rounds (spark/DAG interleavings) but the backfill DAG has {limits.max_rounds} "
+            "slots; exclude jobs or lower downstream.max_depth, or raise the DAG's max_rounds", "refusal",
+        ))
+    for index, count in enumerate(reruns):
+        if count > limits.max_map_length:
+            findings.append(Finding(
+                "too_many_reruns", "dates",
+                f"round {index + 1} reruns {count} (DAG, date) pairs but Airflow maps at most {limits.max_map_length} "
+                "([core] max_map_length); split the dates into several backfills", "refusal",
+            ))
+    return findings
+
+
+def missing_dates_message(step: PlanStep, missing: Iterable) -> str:
+    missing = sorted(missing)
+    return f"no input partitions for {len(missing)} of {len(step.dates)} dates: {compact_dates(missing)}"

@@ -1,0 +1,140 @@
+"""The one preflight: `backfill plan`, `backfill submit`, the Python client and the trigger
+function all call `run_preflight` with what they could reach, so the same input gets the same
+verdict everywhere; what a caller could not reach is listed in `Verdict.unchecked`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from backfill_orchestrator.config.model import BackfillConfig
+from backfill_orchestrator.contracts.plan import Plan, PlanWarning
+from backfill_orchestrator.lineage.errors import LineageError
+from backfill_orchestrator.lineage.source import LineageSource
+from backfill_orchestrator.planner.build import build_plan
+from backfill_orchestrator.planner.catalog import JobCatalog
+from backfill_orchestrator.planner.errors import PlanRefusedError
+from backfill_orchestrator.preflight.checks import catalog_findings, entries_of, limit_findings, plan_findings
+from backfill_orchestrator.preflight.estimate import estimate_plan
+from backfill_orchestrator.preflight.model import Finding, PreflightRefusedError, Verdict
+from backfill_orchestrator.preflight.warehouse import Lister, WarehouseUnavailableError, warehouse_lister
+from backfill_orchestrator.settings.preflight import PreflightLimits
+
+
+def run_preflight(
+    config: BackfillConfig,
+    *,
+    plan: Plan | None,
+    catalog: JobCatalog | None,
+    limits: PreflightLimits,
+    lister: Lister | None = None,
+    seconds_per_partition: Mapping[str, float] | None = None,
+    strict: bool = False,
+    unchecked: list[str] | None = None,
+) -> Verdict:
+    """Every check that the given inputs allow. `plan` None (Marquez not reachable) leaves the
+    plan's checks and the estimate out; `lister` None leaves the warehouse out. With `strict`
+    (the argument, the config's `strict` or the deployment's) warnings refuse too."""
+    not_checked = list(unchecked or [])
+    findings: list[Finding] = []
+    if plan is None:
+        not_checked.append("the plan, limits and estimate (no lineage)")
+        return _verdict(findings, not_checked, None, strict or config.strict or limits.strict)
+    catalog = catalog if catalog is not None else JobCatalog.empty()
+    entries = entries_of(plan, catalog)
+    findings += catalog_findings(config, plan, catalog, entries, limits)
+    findings += plan_findings(config, plan)
+    findings += limit_findings(plan, limits)
+    if lister is None:
+        not_checked.append("input partitions and bytes to read (no warehouse)")
+    try:
+        estimate, input_findings = estimate_plan(
+            config, plan, entries, limits, lister=lister, seconds_per_partition=seconds_per_partition
+        )
+    except WarehouseUnavailableError as error:
+        not_checked.append(f"input partitions and bytes to read ({error})")
+        estimate, input_findings = estimate_plan(
+            config, plan, entries, limits, lister=None, seconds_per_partition=seconds_per_partition
+        )
+    findings += input_findings
+    return _verdict(findings, not_checked, estimate, strict or config.strict or limits.strict)
+
+
+def _verdict(findings: list[Finding], unchecked: list[str], estimate, strict: bool) -> Verdict:  # noqa: ANN001
+    if strict:
+        findings = [replace(f, severity="refusal", message=f"{f.message} (strict)") if f.severity == "warning" else f for f in findings]
+    return Verdict(findings=findings, unchecked=unchecked, estimate=estimate)
+
+
+def preflight_plan(
+    config: BackfillConfig,
+    plan: Plan,
+    *,
+    catalog: JobCatalog | None,
+    limits: PreflightLimits,
+    lister: Lister | None = None,
+    strict: bool = False,
+    unchecked: list[str] | None = None,
+) -> tuple[Verdict, Plan]:
+    """The verdict, and the plan carrying its warnings and estimate. Without a `lister` the
+    deployment's warehouse (limits.warehouse_uri) is listed when there is one."""
+    if lister is None and limits.warehouse_uri:
+        lister = warehouse_lister(limits.warehouse_uri)
+    verdict = run_preflight(
+        config, plan=plan, catalog=catalog, limits=limits, lister=lister, strict=strict, unchecked=unchecked
+    )
+    known = {(warning.code, warning.message) for warning in plan.warnings}
+    added = [
+        PlanWarning(code=finding.code, message=str(finding))
+        for finding in verdict.warnings
+        if (finding.code, finding.message) not in known
+    ]
+    estimate = verdict.estimate.as_dict() if verdict.estimate else None
+    return verdict, plan.model_copy(update={"warnings": [*plan.warnings, *added], "estimate": estimate})
+
+
+def checked_plan(
+    config: BackfillConfig, plan: Plan, *, catalog: JobCatalog | None, limits: PreflightLimits, lister: Lister | None = None
+) -> Plan:
+    """`preflight_plan` for callers that only go on with an accepted plan: raises
+    PreflightRefusedError carrying the verdict."""
+    verdict, plan = preflight_plan(config, plan, catalog=catalog, limits=limits, lister=lister)
+    if not verdict.accepted:
+        raise PreflightRefusedError(verdict)
+    return plan
+
+
+def estimate_totals(estimate: Mapping[str, Any]) -> dict[str, Any]:
+    """The estimate without its per-step figures: what a status record keeps."""
+    return {key: value for key, value in estimate.items() if key != "steps"}
+
+
+def preflight_config(
+    config: BackfillConfig,
+    *,
+    backfill_id: str,
+    lineage: LineageSource | None,
+    catalog: JobCatalog | None,
+    limits: PreflightLimits,
+    lister: Lister | None = None,
+    strict: bool = False,
+    unchecked: list[str] | None = None,
+) -> tuple[Verdict, Plan | None]:
+    """Plan (when lineage is reachable) and preflight, for callers outside the trigger (the CLI's
+    submit, the Python client): a refused plan is a refusal finding, an unreachable Marquez is
+    something not checked."""
+    not_checked = list(unchecked or [])
+    if config.mode != "batch":
+        return Verdict(unchecked=[*not_checked, f"nothing to plan for mode {config.mode}"]), None
+    if lineage is None:
+        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+    try:
+        plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
+    except PlanRefusedError as error:
+        location = getattr(error, "location", None) or "jobs"
+        return Verdict(findings=[Finding("plan_refused", location, str(error), "refusal")], unchecked=not_checked), None
+    except LineageError as error:
+        not_checked.append(f"lineage ({error})")
+        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+    return preflight_plan(config, plan, catalog=catalog, limits=limits, lister=lister, strict=strict, unchecked=not_checked)

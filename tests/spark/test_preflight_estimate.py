@@ -1,0 +1,58 @@
+"""The preflight's estimate against what the Spark job then does on the sample warehouse: the
+partitions it rewrites (the run report) and the files it reads (Spark's own input files)."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+from pyspark.sql import functions as F
+
+from backfill_orchestrator.config import parse_config
+from backfill_orchestrator.planner.catalog import JobCatalog
+from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
+from backfill_orchestrator.settings.preflight import PreflightLimits
+from spark_jobs.engine.runner import input_frames, run_plan
+from spark_jobs.engine.scope import Scope
+from spark_jobs.sample.transforms import FOOD_DELIVERY
+from tests.spark.conftest import REPO_ROOT, plan_with_planner
+
+pytestmark = pytest.mark.slow
+
+CATALOG = JobCatalog.load(str(REPO_ROOT / "examples" / "catalog.yaml"))
+
+
+def read_bytes(spark, warehouse: Path, step) -> int:
+    """The bytes of every data file Spark's scans of the step's inputs read."""
+    scope = Scope(days=tuple(step.dates), hours=tuple(step.hours) if step.hours else None,
+                  feeds=tuple(step.feeds) if step.feeds else None)
+    frames = input_frames(spark=spark, warehouse=str(warehouse), transform=FOOD_DELIVERY[step.transform], scope=scope)
+    # input_file_name() of the pruned scans: the files actually opened (inputFiles() ignores pruning).
+    files = {row[0] for frame in frames.values() for row in frame.select(F.input_file_name()).distinct().collect()}
+    return sum(Path(unquote(urlparse(uri).path)).stat().st_size for uri in files)
+
+
+def test_partitions_and_bytes_equal_what_the_spark_job_reads_and_writes(spark, warehouse):
+    config = parse_config({
+        "version": 1, "name": "estimate", "owner": "@jane", "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+        "dates": ["2021-05-04"], "hours": [0, 1], "feeds": ["partner"],
+        "downstream": {"max_depth": 1},  # etl_orders and its 7-day aggregate: both read and write here
+    })
+    plan = plan_with_planner(config)
+    spark_plan = plan.model_copy(update={"waves": [w for w in plan.waves if all(s.kind == "spark" for s in w.steps)]})
+    verdict, planned = preflight_plan(
+        config, spark_plan, catalog=CATALOG, limits=PreflightLimits(), lister=warehouse_lister(str(warehouse))
+    )
+    estimates = {entry["step"]: entry for entry in planned.estimate["steps"]}
+    expected_bytes = {step.id: read_bytes(spark, warehouse, step) for step in spark_plan.steps}
+
+    report = run_plan(spark=spark, plan=spark_plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
+    assert report.status == "succeeded", [step.error for step in report.steps]
+    for step in report.steps:
+        assert estimates[step.id]["partitions"]["value"] == step.partitions_written_count, step.id
+        assert estimates[step.id]["bytes_to_read"]["value"] == expected_bytes[step.id] > 0, step.id
+    assert [s.id for s in spark_plan.steps] == ["etl_orders", "etl_orders_7_days"]
+    assert verdict.accepted and date(2021, 5, 4) in spark_plan.steps[0].dates
