@@ -403,3 +403,38 @@ def test_the_trigger_queues_tasks_ten_per_call_retrying_failed_entries(env):
     assert flaky.calls == 10 + 1  # 96 tasks in 10 batches, plus one retry of the 3 failed entries
     queued = [parse_task(m["Body"]) for m in drain(env.sqs, tasks_url)]
     assert sorted(t.task_id for t in queued) == sorted(t.task_id for t in tasks)
+
+
+class CancellingSqs:
+    """Cancels the backfill (as a cancel control document would) right after the first batch."""
+
+    def __init__(self, sqs, store: StatusStore, backfill_id: str):
+        self._sqs, self._store, self._backfill_id, self.batches = sqs, store, backfill_id, 0
+
+    def send_message_batch(self, **kwargs):
+        answer = self._sqs.send_message_batch(**kwargs)
+        self.batches += 1
+        if self.batches == 1:
+            self._store.transition(self._backfill_id, BackfillState.CANCELLED, detail="cancelled by @oncall")
+        return answer
+
+    def __getattr__(self, name):
+        return getattr(self._sqs, name)
+
+
+def test_a_cancelled_backfill_stops_its_tasks_at_the_next_batch_and_skips_the_rest(env, monkeypatch):
+    from backfill_orchestrator.replay import runner
+
+    monkeypatch.setattr(runner, "CANCEL_CHECK_SECONDS", 0.0)
+    tasks = split_tasks(replay_config())
+    write_archive(env.s3, tasks, per_hour=40)
+    backfill_id = tasks[0].backfill_id
+    start_record(env.store, backfill_id, tasks_total=len(tasks))
+    sqs = CancellingSqs(env.sqs, env.store, backfill_id)
+    first = run_task(tasks[0], env.context(sqs=sqs))
+    assert first.status == "cancelled" and sqs.batches == 1  # in flight: stopped after its batch
+    rest = [run_task(task, env.context()) for task in tasks[1:]]
+    assert [r.status for r in rest] == ["cancelled"] * 7  # not yet started: skipped, nothing sent
+    assert len(drain(env.sqs, env.target_url)) == 10
+    record = env.store.get(backfill_id)
+    assert record.state is BackfillState.CANCELLED and record.messages_sent == 10

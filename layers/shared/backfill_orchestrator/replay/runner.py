@@ -15,6 +15,7 @@ Guarantees (see docs/replay.md):
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from backfill_orchestrator.replay.sender import (
     build_messages,
 )
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask
+from backfill_orchestrator.status.model import BackfillState
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,8 @@ DEFAULT_REMAINING_SECONDS = 900.0  # no Lambda context (tests, a local run): Lam
 STOP_MARGIN_SECONDS = 20.0  # stop this long before the deadline: one batch plus a checkpoint
 LEASE_MARGIN_SECONDS = 30.0
 
-ResultStatus = Literal["done", "already_done", "continued"]
+ResultStatus = Literal["done", "already_done", "continued", "cancelled"]
+CANCEL_CHECK_SECONDS = 5.0  # how often a running task reads whether its backfill was cancelled
 
 
 class ReplayTaskFailedError(ServiceError, RuntimeError):
@@ -130,6 +133,8 @@ def _next(position: Position) -> Position:
 class _Run:
     """One run of one task, holding its lease; counts are the task's totals so far."""
 
+    cancelled = False  # set when the backfill was cancelled while this run was sending
+
     def __init__(self, task: ReplayTask, ctx: ReplayContext, state: TaskState, owner: str, queue_url: str):
         self.task = task
         self.ctx = ctx
@@ -203,7 +208,13 @@ class _Run:
         items = build_messages(
             self.task, self._archived(), bucket=self.ctx.archive_bucket, max_message_bytes=self.ctx.max_message_bytes
         )
+        checked_at = time.monotonic()
         for batch in batches(items, max_entries=self.max_entries, max_bytes=self.ctx.max_message_bytes):
+            if time.monotonic() - checked_at >= CANCEL_CHECK_SECONDS:  # cheap: one read every few seconds
+                checked_at = time.monotonic()
+                if _cancelled(self.task, self.ctx):
+                    self.cancelled = True
+                    return True
             wait = self.limiter.wait_time(len(batch.messages)) if self.limiter else 0.0
             if remaining() - wait < STOP_MARGIN_SECONDS:
                 return False
@@ -314,6 +325,10 @@ def run_task(
         if record is not None:
             ctx.progress.mark_running(record)
     run = _Run(task, ctx, state, owner, queue_url)
+    if _cancelled(task, ctx):  # the backfill was cancelled: what was not sent is skipped
+        _finish(run, state="DONE")
+        logger.info("replay task %s skipped: backfill %s was cancelled", task.task_id, task.backfill_id)
+        return run.result("cancelled")
     try:
         finished = run.replay(remaining)
     except LeaseLostError:
@@ -326,9 +341,19 @@ def run_task(
         logger.info("replay task %s: out of time after %d messages; continues", task.task_id, run.sent)
         return run.result("continued")
     _finish(run, state="DONE")
+    if run.cancelled:
+        logger.info("replay task %s stopped after %d messages: backfill cancelled", task.task_id, run.sent)
+        return run.result("cancelled")
     if ctx.progress is not None:
         ctx.progress.maybe_finalize(task.backfill_id, pagerduty=task.pagerduty)
     return run.result("done")
+
+
+def _cancelled(task: ReplayTask, ctx: ReplayContext) -> bool:
+    if ctx.progress is None:
+        return False
+    record = ctx.progress.record(task.backfill_id)
+    return record is not None and record.state is BackfillState.CANCELLED
 
 
 __all__ = [
