@@ -62,7 +62,9 @@ def wide_lineage_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[F
         events += run_events("warehouse", f"reporting_downstream_consumer_of_orders_{i:05d}",
                              inputs=["orders_raw"], outputs=[f"report_{i:05d}"])  # fmt: skip
     with ExitStack() as stack:
-        harness = FaultHarness(stack, marquez_up=False)
+        # A deployment whose Airflow maps more than 10,000 reruns per round (the preflight refuses
+        # plans over AIRFLOW_MAX_MAP_LENGTH, 1024 by default).
+        harness = FaultHarness(stack, marquez_up=False, env={"AIRFLOW_MAX_MAP_LENGTH": "20000"})
         harness.marquez = stack.enter_context(MarquezDouble(events=events, port=harness.marquez_port))
         yield harness
 

@@ -30,7 +30,8 @@ from backfill_orchestrator.client import (
     upload_prepared,
 )
 from backfill_orchestrator.config import InvalidConfigError
-from backfill_orchestrator.lineage import URL_ENV, InvalidMarquezUrlError, MarquezClient
+from backfill_orchestrator.lineage import URL_ENV
+from backfill_orchestrator.lineage.errors import InvalidMarquezUrlError
 from backfill_orchestrator.planner import (
     CATALOG_ENV,
     CatalogUnavailableError,
@@ -73,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
     try:
         catalog = JobCatalog.load(catalog_location) if catalog_location else None
-        lineage = MarquezClient.from_env(base_url=args.marquez_url) if args.marquez_url or os.environ.get(URL_ENV) else None
+        lineage = None
+        if args.marquez_url or os.environ.get(URL_ENV):
+            from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
+
+            lineage = MarquezClient.from_env(base_url=args.marquez_url)
         verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, strict=args.strict)
     except InvalidCatalogError as error:
         for issue in error.issues:

@@ -10,7 +10,7 @@ import os
 from backfill_orchestrator.client.sources import PreparedConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.errors import PolicyRefusal
-from backfill_orchestrator.lineage import URL_ENV, LineageSource, MarquezClient
+from backfill_orchestrator.lineage import URL_ENV, LineageSource
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 from backfill_orchestrator.preflight import Verdict, preflight_config, warehouse_lister
 from backfill_orchestrator.settings.environment import EnvironmentReader
@@ -62,6 +62,8 @@ def preflight_prepared(
     environ = dict(os.environ) if environ is None else environ
     unchecked: list[str] = []
     if lineage is None and environ.get(URL_ENV):
+        from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
+
         lineage = MarquezClient.from_env(environ=environ)
     elif lineage is None:
         unchecked.append(f"lineage (no Marquez URL: set {URL_ENV})")

@@ -25,7 +25,13 @@ from backfill_orchestrator.lineage.graph import (
     parse_lineage_response,
 )
 from backfill_orchestrator.lineage.nodeid import is_addressable, marquez_reads_job_as, split_node_id
-from backfill_orchestrator.lineage.source import InMemoryLineage, LineageSource, lookup_node_id
+from backfill_orchestrator.lineage.source import (
+    API_KEY_ENV,
+    URL_ENV,
+    InMemoryLineage,
+    LineageSource,
+    lookup_node_id,
+)
 from backfill_orchestrator.lineage.walk import DEFAULT_QUERY_DEPTH, fetch_downstream
 
 __all__ = [
@@ -57,7 +63,7 @@ __all__ = [
     "split_node_id",
 ]
 
-_CLIENT_NAMES = frozenset({"API_KEY_ENV", "URL_ENV", "MarquezClient"})
+_CLIENT_NAMES = frozenset({"MarquezClient"})
 
 
 def __getattr__(name: str) -> Any:

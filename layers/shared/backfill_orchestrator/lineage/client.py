@@ -29,13 +29,11 @@ from backfill_orchestrator.lineage.graph import (
     MalformedLineageError,
     parse_lineage_response,
 )
-from backfill_orchestrator.lineage.source import lookup_node_id
+from backfill_orchestrator.lineage.source import API_KEY_ENV, URL_ENV, lookup_node_id
 
 log = logging.getLogger(__name__)
 
 LINEAGE_PATH = "/api/v1/lineage"
-URL_ENV = "MARQUEZ_URL"
-API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
 # Marquez (Dropwizard) answers an unknown *path* with this message; an unknown node has another.
 _PATH_NOT_FOUND = "HTTP 404 Not Found"
 

@@ -12,6 +12,9 @@ from backfill_orchestrator.lineage.errors import UnaddressableJobError, UnknownJ
 from backfill_orchestrator.lineage.graph import LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
 
+URL_ENV = "MARQUEZ_URL"
+API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
+
 
 class LineageSource(Protocol):
     def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
 from backfill_orchestrator import documents
+from backfill_orchestrator.contracts import InvalidDocumentError
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState
@@ -54,6 +53,6 @@ def in_flight_plans(uris: Iterable[str], *, s3_client: Any = None) -> list[Plan]
             raise InFlightPlansError(f"cannot read a plan in flight: {error}") from None
         try:
             plans.append(Plan.from_json(body))
-        except ValidationError as error:
-            raise InFlightPlansError(f"{uri}: not a plan document ({error.error_count()} problems)") from None
+        except InvalidDocumentError as error:
+            raise InFlightPlansError(f"{uri}: not a plan document ({len(error.issues)} problems)") from None
     return plans
