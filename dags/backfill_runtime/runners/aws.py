@@ -269,7 +269,7 @@ class EmrRunner:
             self.client.cancel_steps(
                 ClusterId=cluster_id, StepIds=[handle.run_id], StepCancellationOption="SEND_INTERRUPT"
             )
-        except (ClientError, BotoCoreError, NotImplementedError) as error:
+        except (ClientError, BotoCoreError) as error:
             # A cluster we created is terminated below anyway; one we share keeps the step.
             log.warning("EMR: could not cancel step %s on %s: %s", handle.run_id, cluster_id, error)
             if not handle.details.get("created"):
