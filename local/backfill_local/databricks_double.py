@@ -5,8 +5,8 @@ be parameters of `JobsAPI.submit`, and each task must survive `SubmitTask.from_d
 `as_dict` unchanged (an unknown or misspelt key would be dropped and fail the check). A bad
 request is answered 400 with Databricks' error shape. A run's life cycle advances one state per
 runs/get along its script (`PENDING, RUNNING, TERMINATED/<result>`); `hold` keeps new runs
-RUNNING until released, for timeouts and cancels; `on_submit` lets a test run the job itself
-(the DAG tests write the run report from it)."""
+RUNNING until released, for timeouts and cancels; `on_submit(run_id, body)` lets a test run
+the job itself and `finish(run_id, result)` end the run (the DAG tests run the fake job)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class DatabricksJobsDouble:
     token: str = "dapi-local-test"
     result: str = "SUCCESS"  # the result_state new runs end with
     hold: bool = False  # new runs stay RUNNING until `release()`
-    on_submit: Callable[[dict[str, Any]], None] | None = None
+    on_submit: Callable[[int, dict[str, Any]], None] | None = None
     runs: dict[int, DoubleRun] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
     _tokens: dict[str, int] = field(default_factory=dict)
@@ -124,6 +124,13 @@ class DatabricksJobsDouble:
                 if not run.cancelled and run.state[0] == "RUNNING":
                     run.script = [*run.script[: run.position + 1], ("TERMINATED", result)]
 
+    def finish(self, run_id: int, result: str) -> None:
+        """One held run goes on and ends with `result` (unless it was cancelled)."""
+        with self._lock:
+            run = self.runs[run_id]
+            if not run.cancelled:
+                run.script = [*run.script[: run.position], ("RUNNING", None), ("TERMINATED", result)]
+
     # -- the API ---------------------------------------------------------------------------
     def handle(self, method: str, path: str, headers: Any, body: bytes | None) -> tuple[int, dict[str, Any]]:
         if headers.get("Authorization") != f"Bearer {self.token}":
@@ -158,7 +165,7 @@ class DatabricksJobsDouble:
             if token:
                 self._tokens[token] = run_id
         if self.on_submit is not None:
-            self.on_submit(body)
+            self.on_submit(run_id, body)
         return {"run_id": run_id}
 
     def _run(self, value: Any) -> DoubleRun:

@@ -520,3 +520,15 @@ def test_the_double_rejects_what_the_api_would() -> None:
         check_submit({"tasks": [{"task_key": "t", "new_clusterr": {}}]})
     with pytest.raises(InvalidRequest, match="needs spark_version"):
         check_submit({"tasks": [{"task_key": "t", "new_cluster": {"num_workers": 1}}]})
+
+
+def test_extra_submit_parameters_reach_both_aws_runners() -> None:
+    artifacts = Artifacts(
+        entry_point="s3://a/job.py",
+        py_files=("s3://a/p.zip",),
+        submit_parameters="--archives s3://a/venv.tar.gz#environment",
+    )  # noqa: E501
+    step_argv = EmrRunner(client=None, artifacts=artifacts, profile=PROFILES.get("large")).step(SPEC)[
+        "HadoopJarStep"
+    ]["Args"]
+    assert step_argv[3:7] == ["--py-files", "s3://a/p.zip", "--archives", "s3://a/venv.tar.gz#environment"]

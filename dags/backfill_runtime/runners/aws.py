@@ -44,6 +44,7 @@ class Artifacts:
 
     entry_point: str
     py_files: tuple[str, ...] = ()
+    submit_parameters: str = ""  # more spark-submit flags (--archives of a packed venv, ...); not Databricks
 
 
 def spark_conf(profile: EmrServerlessProfile | EmrProfile, extra: dict[str, str]) -> dict[str, str]:
@@ -63,7 +64,8 @@ def spark_conf(profile: EmrServerlessProfile | EmrProfile, extra: dict[str, str]
 
 
 def _submit_parameters(artifacts: Artifacts) -> str:
-    return f"--py-files {','.join(artifacts.py_files)}" if artifacts.py_files else ""
+    py_files = f"--py-files {','.join(artifacts.py_files)}" if artifacts.py_files else ""
+    return f"{py_files} {artifacts.submit_parameters}".strip()
 
 
 def _refused(service: str, error: Exception) -> SparkSubmissionRefusedError:
@@ -107,7 +109,7 @@ class EmrServerlessRunner:
             "entryPoint": self.artifacts.entry_point,
             "entryPointArguments": spec.arguments,
         }
-        if self.artifacts.py_files:
+        if _submit_parameters(self.artifacts):
             driver["sparkSubmitParameters"] = _submit_parameters(self.artifacts)
         try:
             answer = self.client.start_job_run(
@@ -168,7 +170,7 @@ class EmrRunner:
         conf = [
             arg for key, value in spark_conf(self.profile, {}).items() for arg in ("--conf", f"{key}={value}")
         ]
-        py_files = ["--py-files", ",".join(self.artifacts.py_files)] if self.artifacts.py_files else []
+        py_files = shlex.split(_submit_parameters(self.artifacts))
         argv = [
             "spark-submit",
             "--deploy-mode",

@@ -55,7 +55,8 @@ def _artifacts() -> Artifacts:
             "[backfill] spark_entry_point is not set: the job's entry point (s3:// or dbfs:/)"
         )
     py_files = tuple(p.strip() for p in get_option("spark_py_files", "").split(",") if p.strip())
-    return Artifacts(entry_point=entry_point, py_files=py_files)
+    parameters = get_option("spark_submit_parameters", get_option("emr_spark_parameters", ""))
+    return Artifacts(entry_point=entry_point, py_files=py_files, submit_parameters=parameters)
 
 
 def _required(key: str) -> str:
