@@ -110,7 +110,7 @@ def start() -> dict[str, Any]:
 
     reporting.started(
         backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
-        result_uri=run_conf.result_uri,
+        result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile),
     )  # fmt: skip
     log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
     return {
@@ -122,6 +122,12 @@ def start() -> dict[str, Any]:
         "plan": plan.model_dump(mode="json"),
         "spark_profile": spark_profile,
     }
+
+
+def _describe_profile(resolved: dict[str, Any] | None) -> str | None:
+    from backfill_runtime.runners.select import describe_profile
+
+    return describe_profile(resolved) if resolved else None
 
 
 def _resolve_spark_profile(name: str, problems: list[str]) -> dict[str, Any] | None:

@@ -183,6 +183,8 @@ def test_emr_serverless_runs_a_whole_backfill(env: dict[str, Any], aws: AwsLocal
 
     backfill = _backfill(aws, name="serverless-run", profile="medium")
     _succeeded(env, aws, backfill)
+    history = json.dumps(status_store(aws).get(backfill.backfill_id).history)
+    assert "Spark profile medium on emr_serverless (driver 2 vCPU/8 GB" in history
     account, region = ACCOUNT_REGION
     (run,) = [r for r in emrserverless_backends[account][region].job_runs[env["application_id"]] if backfill.backfill_id in r.name]
     properties = run.configuration_overrides["applicationConfiguration"][0]["properties"]

@@ -532,3 +532,20 @@ def test_extra_submit_parameters_reach_both_aws_runners() -> None:
         "HadoopJarStep"
     ]["Args"]
     assert step_argv[3:7] == ["--py-files", "s3://a/p.zip", "--archives", "s3://a/venv.tar.gz#environment"]
+
+
+def test_profile_description_for_the_status_record() -> None:
+    from backfill_runtime.runners.select import describe_profile
+
+    def described(name: str) -> str:
+        return describe_profile({"name": name, **PROFILES.get(name).model_dump(mode="json")})
+
+    assert described("medium") == (
+        "profile medium on emr_serverless (driver 4 vCPU/16 GB, executors 4 vCPU/16 GB, max 64 vCPU/256 GB, $4.85/h)"
+    )
+    assert described("large") == "profile large on emr (3 instance groups, scaling 3..20 Instances, $9.8/h)"
+    assert (
+        described("databricks-medium")
+        == "profile databricks-medium on databricks (2..8 x i3.xlarge, 15.4.x-scala2.12, $6/h)"
+    )
+    assert described("small") == "profile small on local"

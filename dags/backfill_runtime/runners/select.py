@@ -112,3 +112,34 @@ def build_runner(profile: SparkProfile, *, client: Any = None) -> SparkRunner:
         profile=profile,
         instance_profile_arn=get_option("databricks_instance_profile_arn", "") or None,
     )
+
+
+def describe_profile(resolved: dict[str, Any]) -> str:
+    """One line for the status record and Slack: the profile, its runner and its resources."""
+    profile = profile_from(resolved)
+    parts: list[str] = []
+    if profile.runner == "emr_serverless":
+        parts = [
+            f"driver {profile.driver.cores} vCPU/{profile.driver.memory_gb} GB",
+            f"executors {profile.executor.cores} vCPU/{profile.executor.memory_gb} GB",
+            f"max {profile.max_capacity.cpu} vCPU/{profile.max_capacity.memory_gb} GB",
+        ]
+    elif profile.runner == "emr":
+        if profile.cluster_id:
+            parts = [f"cluster {profile.cluster_id}"]
+        else:
+            shape = profile.instance_groups or profile.instance_fleets or []
+            parts = [f"{len(shape)} instance {'groups' if profile.instance_groups else 'fleets'}"]
+        if profile.managed_scaling:
+            scaling = profile.managed_scaling
+            parts.append(f"scaling {scaling.minimum}..{scaling.maximum} {scaling.unit_type}")
+    elif profile.runner == "databricks":
+        workers = (
+            str(profile.num_workers)
+            if profile.num_workers is not None
+            else f"{profile.min_workers}..{profile.max_workers}"
+        )
+        parts = [f"{workers} x {profile.node_type_id}", profile.spark_version]
+    if profile.price is not None:
+        parts.append(f"${profile.price.usd_per_hour:g}/h")
+    return f"profile {resolved['name']} on {profile.runner}" + (f" ({', '.join(parts)})" if parts else "")
