@@ -549,3 +549,17 @@ def test_profile_description_for_the_status_record() -> None:
         == "profile databricks-medium on databricks (2..8 x i3.xlarge, 15.4.x-scala2.12, $6/h)"
     )
     assert described("small") == "profile small on local"
+
+
+def test_a_stopped_task_cancels_its_run_first(aws: None) -> None:
+    """Airflow stops a task with SIGINT (KeyboardInterrupt) before SIGTERM/SIGKILL: the run
+    on the service is cancelled on the way out."""
+    runner, application_id = _serverless()
+    _start_in(runner, application_id, "RUNNING")
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_to_completion(runner, SPEC, timeout_seconds=3600, sleep=interrupted)
+    assert _serverless_runs(application_id)[0].state == "CANCELLED"
