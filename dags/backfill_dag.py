@@ -96,6 +96,14 @@ def start() -> dict[str, Any]:
         problems.append(f"config_uri: {run_conf.config_uri} is not a valid config ({len(error.issues)} errors)")
     if plan is not None and plan.backfill_id != run_conf.backfill_id:
         problems.append(f"plan_uri: the plan is for backfill {plan.backfill_id}, not {run_conf.backfill_id}")
+    done = None
+    if run_conf.done_uri:  # a retry attempt: what earlier attempts finished is not run again
+        from backfill_orchestrator.contracts import AttemptDone
+
+        try:
+            done = AttemptDone.from_json(read_text(run_conf.done_uri), source=run_conf.done_uri)
+        except (DocumentNotFoundError, InvalidDocumentError) as error:
+            problems.append(f"done_uri: {str(error).splitlines()[0]}")
     rounds = 0
     if plan is not None:
         try:
@@ -121,6 +129,7 @@ def start() -> dict[str, Any]:
         "rounds": rounds,
         "plan": plan.model_dump(mode="json"),
         "spark_profile": spark_profile,
+        "done": done.model_dump(mode="json") if done else None,
     }
 
 
@@ -164,7 +173,10 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
     from backfill_orchestrator.documents import DocumentNotFoundError, read_text
 
     if index == 0:
-        return Ledger.for_plan(plan)
+        from backfill_orchestrator.contracts import AttemptDone
+
+        done = (_started(ti) or {}).get("done")
+        return Ledger.for_plan(plan, done=AttemptDone.model_validate(done) if done else None)
     ids = _ids(index - 1)
     previous = ti.xcom_pull(task_ids=ids["prepare"], key="ledger")
     if previous is None:
@@ -334,6 +346,7 @@ def finish() -> dict[str, Any]:
         run_url=reporting.run_url(ti.dag_id, ti.run_id),
         result_uri=started.get("result_uri"),
     )
+    reporting.release_claims(report.backfill_id)  # after the terminal state: queued backfills may start
     if not report.succeeded:
         failed = ledger.with_status(StepStatus.FAILED)
         summary = report.figures.text(total_steps=len(report.steps))

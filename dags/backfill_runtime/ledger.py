@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from backfill_orchestrator.contracts import RunReport, StepOutcome, StepStatus
+from backfill_orchestrator.contracts import AttemptDone, RunReport, StepOutcome, StepStatus
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.plan import Plan
 from backfill_runtime.rounds import assign_rounds
@@ -48,14 +48,24 @@ class Ledger:
         }
 
     @classmethod
-    def for_plan(cls, plan: Plan) -> Ledger:
+    def for_plan(cls, plan: Plan, *, done: AttemptDone | None = None) -> Ledger:
+        """Every step pending; for a retry attempt, what earlier attempts finished is taken as
+        done (succeeded steps, and the DAG reruns of dates that succeeded) and not run again."""
         rounds = assign_rounds(plan)
-        return cls(
+        ledger = cls(
             {
                 step.id: StepOutcome(status=StepStatus.PENDING, kind=step.kind, round=rounds[step.id], dag_id=step.dag_id)
                 for step in plan.steps
             }
         )
+        if done is not None:
+            for step_id in done.steps_done:
+                if step_id in ledger.entries:
+                    ledger.mark(step_id, StepStatus.SUCCEEDED, detail=f"succeeded in an attempt before {done.attempt}")
+            for step_id, days in done.dates_done.items():
+                if step_id in ledger.entries and ledger.status(step_id) is StepStatus.PENDING:
+                    ledger.mark(step_id, StepStatus.PENDING, dates={day.isoformat(): "success" for day in days})
+        return ledger
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {key: value.model_dump(mode="json", exclude_none=True) for key, value in self.entries.items()}
@@ -93,6 +103,8 @@ class Ledger:
         for step in plan.steps:
             if rounds[step.id] != index:
                 continue
+            if self.status(step.id) is StepStatus.SUCCEEDED:  # an earlier attempt did it
+                continue
             blockers = [p for p in step.upstream if self.status(p) in (StepStatus.FAILED, StepStatus.BLOCKED)]
             if blockers:
                 reason = f"not run: upstream {', '.join(blockers)} did not succeed"
@@ -101,7 +113,12 @@ class Ledger:
             elif step.kind == "spark":
                 spark_ids.append(step.id)
             else:
-                dag_runs.extend(DagRunRequest(step.id, step.dag_id, day) for day in step.dates)
+                earlier = self.entries[step.id].dates or {}
+                dag_runs.extend(
+                    DagRunRequest(step.id, step.dag_id, day)
+                    for day in step.dates
+                    if earlier.get(day) not in DONE_TI_STATES  # succeeded in an earlier attempt
+                )
         return RoundWork(index=index, spark_step_ids=spark_ids, dag_runs=dag_runs, blocked=blocked)
 
     # -- recording a round's results -------------------------------------------------
@@ -136,6 +153,8 @@ class Ledger:
         for index, request in enumerate(requests):
             by_step.setdefault(request.step_id, {})[request.day.isoformat()] = ti_states.get(index) or "not run"
         for step_id, dates in by_step.items():
+            earlier = {day.isoformat(): state for day, state in (self.entries[step_id].dates or {}).items()}
+            dates = {**earlier, **dates}  # dates an earlier attempt finished stay done
             bad = sorted(day for day, state in dates.items() if state not in DONE_TI_STATES)
             if bad:
                 detail = f"DAG run failed for {compact_dates(date.fromisoformat(d) for d in bad)}"

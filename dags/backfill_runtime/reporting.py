@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -117,6 +118,23 @@ class Reporting:
         follow_result(
             result_uri, outcome="accepted", state=BackfillState.RUNNING, reason=None, retrying=None, **changes
         )
+
+    def release_claims(self, backfill_id: str) -> list[str]:
+        """Drop the backfill's claims (`[backfill] claims_table`) and drop a `start` document
+        under `[backfill] control_uri` (s3://<config bucket>/control/) for each queued backfill
+        that can run now. Without the options (or a status table) there are no claims."""
+        table, control_uri = _option("claims_table"), _option("control_uri")
+        if not (table and control_uri and self.store is not None):
+            return []
+        import boto3
+
+        from backfill_orchestrator.claims import registry_for, release_and_start_queued
+
+        registry = registry_for(dynamodb_client=boto3.client("dynamodb"), table_name=table, status_store=self.store)
+        started = release_and_start_queued(registry, backfill_id, control_uri=control_uri, now=datetime.now(UTC))
+        if started:
+            log.info("released the claims of %s; starting %s", backfill_id, ", ".join(started))
+        return started
 
     def finished(
         self,

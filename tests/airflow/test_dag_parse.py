@@ -48,7 +48,7 @@ def parse(tmp_path: Path, options: dict[str, str]) -> dict:
 def test_local_runner_shape(tmp_path: Path) -> None:
     parsed = parse(tmp_path, {"AIRFLOW__BACKFILL__MAX_ROUNDS": "2"})
     assert parsed["errors"] == {}
-    assert parsed["dags"] == ["backfill", "email_discounts", "orders_popular_day_of_week"]
+    assert parsed["dags"] == ["backfill", "email_discounts", "orders_popular_day_of_week", "reconciliation"]
     assert parsed["tasks"] == {
         "start": "_PythonDecoratedOperator",
         "round_0.prepare": "_PythonDecoratedOperator",

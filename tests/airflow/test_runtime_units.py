@@ -298,3 +298,22 @@ def test_a_missing_or_foreign_result_file_is_left_alone_and_never_fails_the_run(
     assert follow_result(foreign, state="RUNNING") is None
     assert json.loads(read_text(foreign)) == {"result_version": 0, "outcome": "accepted"}
     assert follow_result(None, state="RUNNING") is None
+
+
+def test_a_retry_attempt_runs_only_what_earlier_attempts_did_not_finish() -> None:
+    """Attempt 2 of INTERLEAVED after attempt 1 ran a, x, b and d1 on its first date only."""
+    from backfill_orchestrator.contracts import AttemptDone
+
+    plan = make_plan(INTERLEAVED)
+    done = AttemptDone(backfill_id="unit-0123abcd", attempt=2, steps_done=["a", "x", "b"], dates_done={"d1": [D[0]]})
+    ledger = Ledger.for_plan(plan, done=done)
+    assert ledger.status("a") is StepStatus.SUCCEEDED and "before 2" in ledger.entries["a"].detail
+    first = ledger.plan_round(plan, 0)
+    assert first.spark_step_ids == [] and first.dag_runs == []  # round 0 was all done
+    second = ledger.plan_round(plan, 1)
+    assert [(r.step_id, r.day.isoformat()) for r in second.dag_runs] == (
+        [("d1", day) for day in D[1:]] + [("d2", day) for day in D]
+    )
+    ledger.record_dag_runs(second.dag_runs, dict.fromkeys(range(len(second.dag_runs)), "success"))
+    assert ledger.status("d1") is StepStatus.SUCCEEDED  # the earlier date counts as done
+    assert set(ledger.entries["d1"].dates) == {date.fromisoformat(day) for day in D}

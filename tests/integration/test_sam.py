@@ -69,7 +69,14 @@ def test_function_has_its_s3_events_dlq_and_retries(template: dict[str, Any]) ->
         for rule in notification["Filter"]["S3Key"]["Rules"]
         if rule["Name"] == "suffix"
     )
-    assert suffixes == [".json", ".yaml", ".yml"]
+    assert suffixes == [".json", ".json", ".yaml", ".yaml", ".yml", ".yml"]  # configs and control documents
+    prefixes = sorted(
+        rule["Value"]["Ref"]
+        for notification in via_s3["LambdaConfigurations"]
+        for rule in notification["Filter"]["S3Key"]["Rules"]
+        if rule["Name"] == "prefix"
+    )
+    assert prefixes == ["ControlPrefix"] * 3 + ["IncomingPrefix"] * 3
     assert all(n["Function"] == {"GetAtt": "TriggerFunction.Arn"} for n in via_s3["LambdaConfigurations"])
     assert template["Resources"]["ConfigBucket"]["DependsOn"] == "TriggerInvokeFromS3Permission"
     invoke = function["EventInvokeConfig"]
@@ -85,7 +92,7 @@ def test_the_eventbridge_route_filters_on_the_incoming_prefix_and_keeps_failures
     assert rule["Condition"] == "UploadsViaEventBridge"
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
-    assert pattern["detail"]["object"]["key"] == [{"prefix": {"Ref": "IncomingPrefix"}}]
+    assert pattern["detail"]["object"]["key"] == [{"prefix": {"Ref": "IncomingPrefix"}}, {"prefix": {"Ref": "ControlPrefix"}}]
     assert pattern["detail"]["bucket"]["name"] == [{"Ref": "ConfigBucketName"}]
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"GetAtt": "TriggerFunction.Arn"}

@@ -13,7 +13,10 @@ import yaml
 from backfill_orchestrator.config import backfill_id, config_json_schema, load_document, parse_config
 from tests.conftest import EXAMPLES
 
-EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*") if p.suffix in {".yaml", ".yml", ".json"} and "catalog" not in p.name)
+NOT_CONFIGS = ("catalog", "reconciliation")  # the job catalog and the reconciliation rules sit beside the configs
+EXAMPLE_FILES = sorted(
+    p for p in EXAMPLES.glob("*") if p.suffix in {".yaml", ".yml", ".json"} and not any(n in p.name for n in NOT_CONFIGS)
+)
 
 
 @pytest.fixture(scope="module")

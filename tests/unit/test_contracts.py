@@ -15,6 +15,7 @@ import pytest
 
 from backfill_orchestrator.contracts import (
     CONTRACTS,
+    AttemptDone,
     BackfillReport,
     ControlRequest,
     InvalidDocumentError,
@@ -99,6 +100,8 @@ SAMPLES: dict[str, Any] = {
     "result-file": sample_result_file,
     "control": lambda: ControlRequest(action="cancel", backfill_id="orders-fix-1a2b3c4d", reason="wrong dates",
                                       requested_by="jane.doe@example.com", requested_at=NOW),
+    "attempt": lambda: AttemptDone(backfill_id="orders-fix-1a2b3c4d", attempt=2, steps_done=["etl_orders"],
+                                   dates_done={"email_discounts": ["2021-06-04"]}),
 }  # fmt: skip
 
 
@@ -215,18 +218,18 @@ def test_a_malformed_result_file_and_plan_are_located() -> None:
 def test_control_documents_are_validated_like_a_config() -> None:
     bad = {
         "control_version": 1, "action": "pause", "backfill_id": "Orders", "reason": "  ",
-        "requested_by": "jane", "requested_at": "2021-06-14T09:30:00", "extra": True,
+        "requested_by": "jane doe", "requested_at": "2021-06-14T09:30:00", "extra": True,
     }  # fmt: skip
     with pytest.raises(InvalidDocumentError) as caught:
         ControlRequest.from_json(json.dumps(bad), source="control/cancel.json")
     by_location = {issue.location: issue.message for issue in caught.value.issues}
     assert set(by_location) == {"action", "backfill_id", "reason", "requested_by", "requested_at", "extra"}
-    assert by_location["action"].startswith("input should be 'cancel', 'retry', 'approve' or 'reject'")
+    assert by_location["action"].startswith("input should be 'cancel', 'retry', 'approve', 'reject' or 'start'")
     assert by_location["backfill_id"] == "expected <name>-<8 hex digits>, got 'Orders'"
     assert by_location["reason"] == "must not be blank"
-    assert "email address or a Slack handle" in by_location["requested_by"]
+    assert "pattern" in by_location["requested_by"] or "match" in by_location["requested_by"]
     assert "timezone" in by_location["requested_at"]
-    for action in ("cancel", "retry", "approve", "reject"):
+    for action in ("cancel", "retry", "approve", "reject", "start"):
         ok = {**bad, "action": action, "backfill_id": "orders-1a2b3c4d", "reason": "why", "requested_by": "@jane",
               "requested_at": "2021-06-14T09:30:00Z"}  # fmt: skip
         del ok["extra"]

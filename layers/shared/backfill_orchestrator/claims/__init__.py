@@ -9,9 +9,11 @@ from backfill_orchestrator.claims.registry import (
     OnOverlap,
     Queued,
     Refused,
+    registry_for,
 )
+from backfill_orchestrator.claims.release import release_and_start_queued
 
 __all__ = [
     "Admission", "Admitted", "ClaimRegistry", "ClaimSet", "ClaimsUnavailableError", "InvalidClaimsDocumentError",
-    "OnOverlap", "Queued", "Refused",
+    "OnOverlap", "Queued", "Refused", "registry_for", "release_and_start_queued",
 ]

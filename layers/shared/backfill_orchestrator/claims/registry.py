@@ -282,3 +282,21 @@ class _Lock:
             log.warning("admission lock not released: %s", error.response.get("Error", {}).get("Code"))
         except BotoCoreError as error:
             log.warning("admission lock not released (it runs out by itself): %s", error)
+
+
+def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3_client: Any = None) -> ClaimRegistry:
+    """The registry as the trigger and the DAG use it: claim sets read from their documents,
+    a holder live while its status record is in a live state (no record: not live)."""
+    from backfill_orchestrator import documents
+    from backfill_orchestrator.status.model import LIVE_STATES
+
+    def is_live(backfill_id: str) -> bool:
+        record = status_store.get(backfill_id)
+        return record is not None and record.state in LIVE_STATES
+
+    return ClaimRegistry(
+        dynamodb_client=dynamodb_client,
+        table_name=table_name,
+        load_claims=lambda uri: ClaimSet.from_json(documents.read_bytes(uri, s3_client=s3_client), source=uri),
+        holder_is_live=is_live,
+    )

@@ -1,18 +1,20 @@
-"""Control documents: a person's request to act on a running or finished backfill (cancel,
-retry, approve, reject). Dropped or sent by people, so every problem is reported with its
+"""Control documents: a request to act on a backfill (cancel, retry, approve, reject; `start`
+is the orchestrator's own: a queued backfill whose blocking backfill ended). Dropped or sent by people, so every problem is reported with its
 location, like a config."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator
 
-from backfill_orchestrator.config.model import _check_owner
 from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.fields import BackfillId
 
-ControlAction = Literal["cancel", "retry", "approve", "reject"]
+ControlAction = Literal["cancel", "retry", "approve", "reject", "start"]
+# Who asked: an email, a Slack handle (@name) or user (slack:U0123), an AWS principal as the
+# trigger records it (role/<name>/<session>), or the orchestrator itself (system:<component>).
+REQUESTER_PATTERN = r"^[^\s\x00-\x1f]{1,200}$"
 
 
 class ControlRequest(Contract):
@@ -24,8 +26,9 @@ class ControlRequest(Contract):
     action: ControlAction
     backfill_id: BackfillId
     reason: str = Field(min_length=1, max_length=500, description="Why; shown in the record and in Slack")
-    requested_by: Annotated[str, AfterValidator(_check_owner)] = Field(
-        description="An email address or a Slack handle (@name), like a config's owner"
+    requested_by: str = Field(
+        pattern=REQUESTER_PATTERN,
+        description="Who asked: email, @handle, slack:<user id>, an AWS principal, or system:<component>",
     )
     requested_at: AwareDatetime = Field(description="ISO 8601 with a time zone")
 

@@ -15,7 +15,8 @@ from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.states import BackfillState
 from backfill_orchestrator.contracts.steps import StepProblem
 
-Outcome = Literal["accepted", "dry_run", "rejected", "already_known", "failed"]
+# queued: waiting for an overlapping backfill; done/refused: what became of a control document
+Outcome = Literal["accepted", "dry_run", "rejected", "already_known", "failed", "queued", "done", "refused"]
 # Shown even when empty: a reader tells "no backfill id" (an invalid config) from a missing key.
 _ALWAYS = frozenset({"source", "outcome", "backfill_id", "state", "status_id"})
 
@@ -46,6 +47,7 @@ class ResultFile(Contract):
     status_id: str | None = Field(description="The status record's key; None when there is no record")
     errors: list[LocatedError] | None = Field(default=None, description="rejected: every located error")
     reason: str | None = None
+    action: str | None = Field(default=None, description="control documents: the action asked for")
     retrying: str | None = Field(default=None, description="failed: set when the trigger retries by itself")
     config_uri: str | None = None
     plan_uri: str | None = None

@@ -29,6 +29,9 @@ class RunConf(Contract):
         default=None, description="The result file beside the dropped config; the DAG keeps it up to date"
     )
     attempt: int = Field(default=1, ge=1, le=1000, description="1 for the first run of this backfill, then 2, 3, ...")
+    done_uri: DocumentUri | None = Field(
+        default=None, description="A retry attempt: the work earlier attempts finished (AttemptDone), not run again"
+    )
     trace_id: str | None = Field(default=None, pattern=TRACE_ID_PATTERN, description="Correlates logs across components")
 
     @classmethod

@@ -9,7 +9,9 @@ class BackfillState(StrEnum):
     RECEIVED = "RECEIVED"
     REJECTED = "REJECTED"
     PLANNED = "PLANNED"
+    QUEUED = "QUEUED"  # waiting for an overlapping backfill to end (claims)
     TRIGGERED = "TRIGGERED"
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"  # stopped by a cancel control document

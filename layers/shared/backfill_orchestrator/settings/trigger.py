@@ -29,6 +29,9 @@ class DeploymentSettings(CommonSettings):
     incoming_prefix: str = "incoming/"
     results_prefix: str = "results/"
     backfills_prefix: str = "backfills/"
+    control_prefix: str = "control/"
+    claims_table: str | None = None  # overlap protection (claims/); None: overlapping backfills are not held back
+    on_overlap: Literal["wait", "refuse"] = "wait"  # what a backfill overlapping an active one does
     marquez_url: str
     marquez_web_url: str | None = None
     marquez_api_key_secret_id: str | None = None
@@ -67,6 +70,8 @@ class DeploymentSettings(CommonSettings):
         RESULTS_PREFIX, BACKFILLS_PREFIX, MARQUEZ_WEB_URL, MARQUEZ_API_KEY_SECRET_ID,
         AIRFLOW_UI_URL, AIRFLOW_API_VERSION (v2|v1), BACKFILL_DAG_ID, SLACK_API_URL,
         SLACK_SECRET_ID, SLACK_CHANNEL, PAGERDUTY_EVENTS_URL, PAGERDUTY_SECRET_ID,
+        CONTROL_PREFIX (control documents, default control/), CLAIMS_TABLE (overlap
+        protection), ON_OVERLAP (wait|refuse, default wait),
         JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), REPLAY_TARGETS (JSON object
         name -> SQS queue URL), REPLAY_TASKS_QUEUE_URL, SECRETS_MAX_AGE_SECONDS. Empty values
         count as unset."""
@@ -93,6 +98,9 @@ class DeploymentSettings(CommonSettings):
                 f"BACKFILL_DAG_ID: at most {MAX_DAG_ID_LENGTH} characters so that "
                 f"/dags/<dag_id>/dagRuns/<backfill id> fits MWAA's 64-character Path, got {dag_id!r}"
             )
+        on_overlap = env.get("ON_OVERLAP") or "wait"
+        if on_overlap not in ("wait", "refuse"):
+            problems.append(f"ON_OVERLAP: expected wait or refuse, got {on_overlap!r}")
         namespaces_text = env.get("ALLOWED_NAMESPACES")
         allowed = (
             frozenset(part.strip() for part in namespaces_text.split(",") if part.strip())
@@ -106,6 +114,9 @@ class DeploymentSettings(CommonSettings):
             incoming_prefix=env.prefix("INCOMING_PREFIX", "incoming/"),
             results_prefix=env.prefix("RESULTS_PREFIX", "results/"),
             backfills_prefix=env.prefix("BACKFILLS_PREFIX", "backfills/"),
+            control_prefix=env.prefix("CONTROL_PREFIX", "control/"),
+            claims_table=env.get("CLAIMS_TABLE"),
+            on_overlap=on_overlap,  # type: ignore[arg-type]
             marquez_url=marquez_url or "",
             marquez_web_url=env.url("MARQUEZ_WEB_URL"),
             marquez_api_key_secret_id=env.get("MARQUEZ_API_KEY_SECRET_ID"),
@@ -118,8 +129,9 @@ class DeploymentSettings(CommonSettings):
             job_catalog_uri=env.get("JOB_CATALOG_URI"),
             allowed_namespaces=allowed,
         )
-        if len({settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix}) < 3:
-            problems.append("INCOMING_PREFIX / RESULTS_PREFIX / BACKFILLS_PREFIX: must be three different prefixes")
+        prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)
+        if len(set(prefixes)) < 4:
+            problems.append("INCOMING_PREFIX / RESULTS_PREFIX / BACKFILLS_PREFIX / CONTROL_PREFIX: must be different prefixes")
         elif settings.results_prefix.startswith(settings.incoming_prefix) or settings.backfills_prefix.startswith(
             settings.incoming_prefix
         ):

@@ -1,6 +1,12 @@
 """Backfill status records in DynamoDB (see `model.py` for the states, `store.py` for writes)."""
 
-from backfill_orchestrator.status.model import ALLOWED_FROM, TERMINAL_STATES, BackfillState, StatusRecord
+from backfill_orchestrator.status.model import (
+    ALLOWED_FROM,
+    LIVE_STATES,
+    TERMINAL_STATES,
+    BackfillState,
+    StatusRecord,
+)
 from backfill_orchestrator.status.store import (
     RecordExistsError,
     RecordNotFoundError,
@@ -12,6 +18,7 @@ from backfill_orchestrator.status.store import (
 
 __all__ = [
     "ALLOWED_FROM",
+    "LIVE_STATES",
     "TERMINAL_STATES",
     "BackfillState",
     "RecordExistsError",

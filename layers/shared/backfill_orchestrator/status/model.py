@@ -21,14 +21,19 @@ S = BackfillState
 # Airflow, so RUNNING/SUCCEEDED may follow FAILED. RECEIVED is re-entered only through
 # `StatusStore.reclaim` (a redelivered event taking over), never through `transition`.
 ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
-    S.REJECTED: frozenset({S.RECEIVED}),
+    S.REJECTED: frozenset({S.RECEIVED, S.PLANNED}),  # PLANNED: refused by overlap after planning
     S.PLANNED: frozenset({S.RECEIVED}),
-    S.TRIGGERED: frozenset({S.PLANNED}),
+    S.QUEUED: frozenset({S.PLANNED}),
+    # QUEUED: started when the backfill it waited for ended; FAILED/CANCELLED: a retry attempt
+    S.TRIGGERED: frozenset({S.PLANNED, S.QUEUED, S.FAILED, S.CANCELLED}),
     S.RUNNING: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED}),
     S.SUCCEEDED: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED, S.PLANNED}),
-    S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING}),
+    S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
+    S.CANCELLED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
 }
-TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED})
+TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED, S.CANCELLED})
+# States in which a backfill may still write: its claims hold (claims/registry.py).
+LIVE_STATES = frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class StatusRecord:
     messages_failed: int = 0
     # Batch progress, kept by the DAG: steps/dates done of total, current wave (status/watch.py).
     progress: dict[str, Any] | None = None
+    run_attempt: int = 1  # the DAG run attempt: 1, then 2, 3, ... for each retry of failed work
+    controls: frozenset[str] = frozenset()  # control documents acted on (duplicate deliveries act once)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the CLI and the outcome files)."""

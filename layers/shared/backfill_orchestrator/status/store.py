@@ -27,7 +27,7 @@ SETTABLE = frozenset(
     {
         "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
         "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
-        "pagerduty_open", "tasks_total", "progress",
+        "pagerduty_open", "tasks_total", "progress", "run_attempt",
     }
 )  # fmt: skip
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
@@ -98,6 +98,7 @@ def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
     for key in ("errors", "history"):
         known[key] = known.get(key) or []
     known["uploads"] = frozenset(known.get("uploads") or ())
+    known["controls"] = frozenset(known.get("controls") or ())
     return StatusRecord(**known)
 
 
@@ -219,9 +220,12 @@ class StatusStore:
         detail: str,
         holder: str | None = None,
         current: StatusRecord | None = None,
+        reopen: bool = False,
     ) -> StatusRecord | None:
         """Take the record over for another processing attempt, when that is safe; None when not.
 
+        - REJECTED, with `reopen` (a new upload of the identical config): back to RECEIVED,
+          evaluated again.
         - FAILED with `retryable` (the earlier attempt recorded its failure): back to RECEIVED.
         - RECEIVED or PLANNED whose attempt cannot still be running: its lease ran out, or it
           is held by `holder` itself. Lambda retries an async event with the same request id,
@@ -244,6 +248,10 @@ class StatusStore:
             target = BackfillState.RECEIVED
             condition = "#state = :seen AND #retryable = :true"
             values[":true"] = {"BOOL": True}
+        elif record.state is BackfillState.REJECTED and reopen:
+            # The identical config uploaded again after a rejection: its cause may be fixed.
+            target = BackfillState.RECEIVED
+            condition = "#state = :seen"
         elif record.state in (BackfillState.RECEIVED, BackfillState.PLANNED):
             target = record.state
             condition = "#state = :seen AND (#lease_until < :now"
@@ -272,15 +280,18 @@ class StatusStore:
         except TransitionRejectedError:
             return None
 
-    def add_upload(self, backfill_id: str, upload_id: str) -> bool:
-        """Remember another upload of the same config; False if it was already known
-        (a duplicate delivery of the same S3 event)."""
+    def add_upload(self, backfill_id: str, upload_id: str, *, attribute: str = "uploads") -> bool:
+        """Remember another upload of the same config (or, with `attribute="controls"`, a
+        control document acted on); False if it was already known (a duplicate delivery of
+        the same S3 event)."""
+        if attribute not in ("uploads", "controls"):
+            raise ValueError(f"not a set of uploads: {attribute}")
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=self._key(backfill_id),
-                UpdateExpression="ADD uploads :set, #version :one",
-                ConditionExpression="attribute_exists(backfill_id) AND NOT contains(uploads, :upload)",
+                UpdateExpression=f"ADD {attribute} :set, #version :one",
+                ConditionExpression=f"attribute_exists(backfill_id) AND NOT contains({attribute}, :upload)",
                 ExpressionAttributeNames={"#version": "version"},
                 ExpressionAttributeValues={
                     ":set": {"SS": [upload_id]},

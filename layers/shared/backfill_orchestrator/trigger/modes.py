@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
+from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
-from backfill_orchestrator.contracts import RunConf
+from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
@@ -38,6 +39,7 @@ class ModeServices:
     lineage: Callable[[], LineageSource]
     catalog: Callable[[], JobCatalog]
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
+    claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class ModeRequest:
 
 @dataclass(frozen=True)
 class ModeOutcome:
-    state: BackfillState  # PLANNED (dry run), TRIGGERED, REJECTED or FAILED
+    state: BackfillState  # PLANNED (dry run), QUEUED, TRIGGERED, REJECTED or FAILED
     plan: Plan | None = None
     stored: StoredBackfill | None = None
     run: TriggerResult | None = None
@@ -109,23 +111,70 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
 
+    admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
+    if isinstance(admission, Refused):
+        reason = f"refused: {admission.describe()}; resubmit when it has ended, or cancel it"
+        return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
+    if isinstance(admission, Queued):
+        reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
+        services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason})
+        return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
+    run, run_url = trigger_run(
+        services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
+        result_uri=services.storage.result_uri(request.upload),
+    )  # fmt: skip
+    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
+
+
+def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at: str, skip: AttemptDone | None = None) -> Admission:
+    """Claim the (step, date) pairs the plan rewrites (less what earlier attempts finished);
+    Admitted when nothing active overlaps them (or no claims table is configured)."""
+    if services.claims is None:
+        return Admitted(backfill_id)
+    done = {step_id: plan.step(step_id).dates for step_id in (skip.steps_done if skip else [])}
+    for step_id, days in (skip.dates_done if skip else {}).items():
+        done[step_id] = days
+    claims = ClaimSet.from_plan(plan, skip=done)
+    uri = services.storage.store_document(backfill_id, "claims.json", claims.to_json().encode())
+    return services.claims().admit(
+        backfill_id=backfill_id, claims=claims, claims_uri=uri, submitted_at=submitted_at,
+        on_overlap=services.settings.on_overlap,
+    )  # fmt: skip
+
+
+def trigger_run(
+    services: ModeServices,
+    *,
+    backfill_id: str,
+    config_uri: str,
+    plan_uri: str,
+    result_uri: str | None,
+    attempt: int = 1,
+    done_uri: str | None = None,
+) -> tuple[TriggerResult, str | None]:
+    """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
+    record TRIGGERED; a retried trigger finds its run (409 read back), never a second one."""
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
-        backfill_id=backfill_id,
-        config_uri=stored.config_uri,
-        plan_uri=stored.plan_uri,
-        result_uri=services.storage.result_uri(request.upload),
-    ).to_conf()
-    run = airflow.trigger_dag_run(dag_id, run_id=backfill_id, conf=conf)
+        backfill_id=backfill_id, config_uri=config_uri, plan_uri=plan_uri, result_uri=result_uri,
+        attempt=attempt, done_uri=done_uri,
+    ).to_conf()  # fmt: skip
+    run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
     services.status.transition(
         backfill_id,
         BackfillState.TRIGGERED,
-        detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)"),
-        attributes={"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url},
+        detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)")
+        + (f", attempt {attempt}" if attempt > 1 else ""),
+        attributes={"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url, "run_attempt": attempt},
     )
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
+    return run, run_url
+
+
+def dag_run_id(backfill_id: str, attempt: int = 1) -> str:
+    """At most 33 + 10 characters: MWAA's 64-character Path still fits."""
+    return backfill_id if attempt == 1 else f"{backfill_id}__attempt{attempt}"
 
 
 def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:

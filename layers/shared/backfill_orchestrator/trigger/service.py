@@ -57,6 +57,7 @@ from backfill_orchestrator.status import (
     StatusRecord,
     TransitionRejectedError,
 )
+from backfill_orchestrator.trigger.control import ControlService
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
     Upload,
@@ -76,7 +77,7 @@ DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than t
 MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the log line)
 _STATE_OUTCOMES = {
     "PLANNED": "dry_run", "TRIGGERED": "accepted", "RUNNING": "accepted", "SUCCEEDED": "accepted",
-    "REJECTED": "rejected", "FAILED": "failed",
+    "REJECTED": "rejected", "FAILED": "failed", "QUEUED": "queued", "CANCELLED": "accepted",
 }  # fmt: skip
 
 
@@ -88,6 +89,7 @@ class Disposition(StrEnum):
     REJECTED = "rejected"  # invalid config or refused plan
     ALREADY_KNOWN = "already_known"  # identical re-upload
     DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
+    QUEUED = "queued"  # waits for an overlapping backfill to end
     FAILED = "failed"
     IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
 
@@ -169,6 +171,9 @@ class TriggerService:
                 malformed.append(f"record {index}: {error}")
                 continue
             try:
+                if self.services.storage.is_control_document(upload, control_prefix=self.settings.control_prefix):
+                    results.append(self.handle_control(upload, attempt=attempt))
+                    continue
                 results.append(self.handle_upload(upload, attempt=attempt))
             except Exception as error:  # a bug, or an outage before the outcome could be recorded
                 reason = f"{type(error).__name__}: {error}"[:2000]
@@ -190,6 +195,19 @@ class TriggerService:
         if malformed:
             raise MalformedEventError("; ".join(malformed))
         return results
+
+    # -- one control document (trigger/control.py) ---------------------------------------
+    def handle_control(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
+        attempt = attempt or Attempt()
+        control = ControlService(services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock)
+        with deadline_scope(attempt.deadline):
+            outcome = control.handle(upload)
+        self.logger.info("control document %s: %s (%s)", upload.uri, outcome.outcome, outcome.detail[:500])
+        disposition = {
+            "done": Disposition.ACCEPTED, "refused": Disposition.REJECTED, "rejected": Disposition.REJECTED,
+            "duplicate": Disposition.DUPLICATE, "ignored": Disposition.IGNORED,
+        }[outcome.outcome]  # fmt: skip
+        return UploadResult(upload.uri, disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000])
 
     # -- one upload ----------------------------------------------------------------------
     def handle_upload(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
@@ -250,7 +268,16 @@ class TriggerService:
                 self.logger.info("taking over %s (attempt %d, %s)", backfill_id, reclaimed.attempts, reclaimed.state)
                 record = reclaimed
             elif status.add_upload(backfill_id, upload.upload_id):
-                return self._already_known(upload, exists.existing)
+                reopened = None
+                if exists.existing.state is BackfillState.REJECTED:  # its cause may have been fixed since
+                    reopened = status.reclaim(
+                        backfill_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
+                        current=exists.existing, reopen=True, detail=f"resubmitted as {upload.uri}: evaluated again",
+                    )  # fmt: skip
+                if reopened is None:
+                    return self._already_known(upload, exists.existing)
+                self.logger.info("re-evaluating %s after its rejection", backfill_id)
+                record = reopened
             else:
                 self._count("Duplicates")
                 return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
@@ -298,6 +325,21 @@ class TriggerService:
                 channel=channel,
             )
             return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason, retry=not written)
+
+        if outcome.state is BackfillState.QUEUED:  # waits for an overlapping backfill (claims)
+            self._count("Queued")
+            written = self._write_result(upload, self._result_document(
+                upload, Disposition.QUEUED, backfill_id, "QUEUED", reason=outcome.reason,
+                plan=plan_summary(outcome.plan) if outcome.plan else None,
+                config_uri=outcome.stored.config_uri if outcome.stored else None,
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+            ))  # fmt: skip
+            self.notifier.slack(
+                backfill_id,
+                backfill_message(config=config, backfill_id=backfill_id, plan=outcome.plan, state="QUEUED", note=outcome.reason),
+                channel=channel,
+            )
+            return UploadResult(upload.uri, Disposition.QUEUED, backfill_id, "QUEUED", outcome.reason, retry=not written)
 
         dry_run = outcome.state is BackfillState.PLANNED
         disposition = Disposition.DRY_RUN if dry_run else Disposition.ACCEPTED

@@ -52,6 +52,35 @@ class TriggerStorage:
         self.backfills_prefix = backfills_prefix
 
     # -- uploads -----------------------------------------------------------------------
+    def is_control_document(self, upload: Upload, *, control_prefix: str) -> bool:
+        return (
+            upload.bucket == self.bucket
+            and upload.key.startswith(control_prefix)
+            and bool(upload.extension)
+            and not upload.key.endswith("/")
+        )
+
+    def store_document(self, backfill_id: str, name: str, body: bytes) -> str:
+        """A document of the backfill's own (claims, an attempt's done work) under its id."""
+        key = self.backfill_key(backfill_id, name)
+        self._put(key, body, "application/json")
+        return f"s3://{self.bucket}/{key}"
+
+    def read_document(self, uri: str) -> bytes | None:
+        """A document in this bucket by its s3:// URI; None when it does not exist."""
+        prefix = f"s3://{self.bucket}/"
+        if not uri.startswith(prefix):
+            raise StorageError(f"{uri}: not in the config bucket {self.bucket}")
+        key = uri[len(prefix):]
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(f"reading {uri}: {error}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"reading {uri}: {error}") from error
+
     def is_incoming_config(self, upload: Upload) -> bool:
         return (
             upload.bucket == self.bucket

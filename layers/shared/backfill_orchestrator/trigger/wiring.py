@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
+from backfill_orchestrator.claims import ClaimRegistry, registry_for
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
 from backfill_orchestrator.notify import Notifier, build_notifier
@@ -76,10 +77,17 @@ class TriggerWiring:
             lineage=self.lineage,
             catalog=self.catalog,
             sqs=self.sqs if self._sqs_factory is not None else None,
+            claims=(lambda: self.claims(status)) if settings.claims_table else None,
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 
     # -- factories (called only when a config needs them) --------------------------------
+    def claims(self, status: StatusStore) -> ClaimRegistry:
+        assert self.settings.claims_table is not None
+        return registry_for(
+            dynamodb_client=self._dynamodb, table_name=self.settings.claims_table, status_store=status, s3_client=self._s3
+        )
+
     def airflow(self) -> AirflowClient:
         settings = self.settings
         if settings.mwaa_environment:

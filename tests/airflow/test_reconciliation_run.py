@@ -1,0 +1,121 @@
+"""The `reconciliation` DAG on a real Airflow 3, with the real reconciliation Spark job over a
+small broken sample warehouse, S3/DynamoDB/Secrets Manager on moto and a local Slack: what a
+backfill in flight already repairs is not submitted; the rest arrives in the incoming prefix
+as a valid config, and the Slack summary says so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from backfill_local.airflow_local import LocalAirflow
+from backfill_orchestrator.config import parse_config
+from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.reconciliation import ReconciliationReport
+from backfill_orchestrator.status import BackfillState, StatusStore
+from tests.aws_resources import create_table
+
+from .conftest import BUCKET, REPO, AwsLocal, airflow_extra_env, dags_folder
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+STATUS = "reconciliation-status"
+IN_FLIGHT = "recon-in-flight-0000abcd"
+
+BUILD = """
+from datetime import date
+from spark_jobs.engine.runner import run_everything
+from spark_jobs.engine.scope import Scope
+from spark_jobs.engine.session import spark_session
+from spark_jobs.sample.data import GeneratorSettings, break_partitions, generate
+from spark_jobs.sample.tables import ORDERS, TOP_DELIVERY_TIMES
+from spark_jobs.sample.transforms import FOOD_DELIVERY
+warehouse = {warehouse!r}
+with spark_session("build", extra={{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}}) as spark:
+    generate(spark=spark, warehouse=warehouse, settings=GeneratorSettings(start=date(2021, 5, 1), days=4, orders_per_hour=2))
+    run_everything(spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY)
+    break_partitions(spark=spark, warehouse=warehouse, table=ORDERS,
+                     scope=Scope(days=(date(2021, 5, 3),), hours=(5,), feeds=("web",)), mode="drop")
+    break_partitions(spark=spark, warehouse=warehouse, table=TOP_DELIVERY_TIMES,
+                     scope=Scope(days=(date(2021, 5, 2),), feeds=("partner",)), mode="drop")
+"""
+
+
+def _in_flight_backfill(aws: AwsLocal) -> None:
+    """A triggered backfill whose plan already rewrites top_delivery_times on 2021-05-02."""
+    create_table(aws.client("dynamodb"), "StatusTable", table_name=STATUS)
+    store = StatusStore(table_name=STATUS, dynamodb_client=aws.client("dynamodb"))
+    store.create(IN_FLIGHT, attributes={"name": "recon-in-flight", "owner": "@a", "mode": "batch"})
+    store.transition(IN_FLIGHT, BackfillState.PLANNED, detail="planned")
+    store.transition(IN_FLIGHT, BackfillState.TRIGGERED, detail="triggered")
+    step = {"id": "delivery_times_7_days", "job": {"namespace": "food_delivery", "name": "delivery_times_7_days"},
+            "dag_id": "delivery_times_7_days", "kind": "spark", "transform": "delivery_times_7_days",
+            "dates": ["2021-05-02"], "reason": "root"}
+    plan = Plan.model_validate({"backfill_id": IN_FLIGHT, "name": "recon-in-flight", "owner": "@a",
+                                "created_at": "2026-01-01T00:00:00Z", "roots": [step["job"]], "dates": ["2021-05-02"],
+                                "waves": [{"index": 0, "steps": [step]}]})
+    aws.client("s3").put_object(Bucket=BUCKET, Key=f"backfills/{IN_FLIGHT}/plan.json", Body=plan.to_json().encode())
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]) -> Iterator[dict[str, Any]]:
+    slack, pagerduty = receivers
+    tmp = tmp_path_factory.mktemp("reconciliation-dag")
+    warehouse = tmp / "warehouse"
+    warehouse.mkdir()
+    built = subprocess.run([sys.executable, "-c", BUILD.format(warehouse=str(warehouse))], capture_output=True,
+                           text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-3000:]
+    _in_flight_backfill(aws)
+    extra = {
+        **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=tmp / "outputs"),
+        "AIRFLOW__BACKFILL__STATUS_TABLE": STATUS,
+        "AIRFLOW__BACKFILL__RECONCILIATION_RULES": str(REPO / "examples" / "reconciliation.yaml"),
+        "AIRFLOW__BACKFILL__RECONCILIATION_CATALOG": str(REPO / "examples" / "catalog.yaml"),
+        "AIRFLOW__BACKFILL__CONFIG_BUCKET": BUCKET,
+        "AIRFLOW__BACKFILL__RECONCILIATION_WINDOW_DAYS": "4",
+        "AIRFLOW__BACKFILL__RECONCILIATION_TIMEOUT_SECONDS": "600",
+        # The DAG's own identity; here a connection to moto with its own (fake) keys.
+        "AIRFLOW_CONN_AWS_RECONCILIATION": json.dumps({
+            "conn_type": "aws", "login": "reconciler", "password": "reconciler-secret",
+            "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"},
+        }),
+    }
+    with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
+        airflow.wait_for_dags(["reconciliation"])
+        airflow.api("PATCH", "/dags/reconciliation", json_body={"is_paused": False})
+        yield {"airflow": airflow, "slack": slack}
+
+
+def test_a_daily_run_submits_what_no_backfill_repairs_and_summarises(env: dict[str, Any], aws: AwsLocal) -> None:
+    airflow: LocalAirflow = env["airflow"]
+    airflow.trigger("reconciliation", run_id="daily-1", conf={"end": "2021-05-04"})
+    state = airflow.wait_for_run("reconciliation", "daily-1", timeout=900)
+    if state != "success":
+        logs = [airflow.task_log("reconciliation", "daily-1", ti["task_id"]) for ti in
+                airflow.task_instances("reconciliation", "daily-1") if ti["state"] != "success"]
+        pytest.fail(f"run {state}:\n" + "\n".join(log[-3000:] for log in logs))
+
+    s3 = aws.client("s3")
+    report = ReconciliationReport.from_json(
+        s3.get_object(Bucket=BUCKET, Key="reconciliation/2021-05-04/report.json")["Body"].read())
+    assert [str(d) for d in report.days] == ["2021-05-01", "2021-05-02", "2021-05-03", "2021-05-04"]
+    roles = {(m.table, str(m.day), m.role) for m in report.mismatches_listed}
+    assert ("top_delivery_times", "2021-05-02", "in_flight") in roles
+    assert ("orders", "2021-05-03", "root") in roles
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="incoming/reconciliation/").get("Contents", [])]
+    assert len(keys) == 1
+    config = parse_config(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read(), source=keys[0])
+    assert [j.name for j in config.jobs] == ["etl_orders"]
+    assert [str(d) for d in config.days] == ["2021-05-03"] and config.hours == [5] and config.feeds == ["web"]
+    assert "reconciliation/2021-05-04/report.json" in config.description
+
+    # Unpaused, the DAG also ran for the latest day (no data there): its summary says so.
+    summaries = [m["text"] for m in env["slack"].messages if m.get("text", "").startswith("Reconciliation")]
+    mine = [text for text in summaries if text.startswith("Reconciliation 2021-05-01..05-04")]
+    assert len(mine) == 1 and "mismatched partitions; 1 configs submitted" in mine[0]
+    assert all("every table matches" in text for text in summaries if text not in mine)
