@@ -15,8 +15,12 @@ unused ones skip in a second. Task graph per run:
 
     start -> round_0.prepare -> {round_0.spark, round_0.dag_runs[*]} -> round_1.prepare -> ... -> finish
 
-Deployment options (Spark runner, warehouse, retries, concurrency, notification endpoints)
-are Airflow configuration, section `[backfill]`; see docs/airflow.md.
+Each round's Spark submission runs on the runner of the plan's Spark profile (local child
+process, EMR Serverless, EMR on EC2 or Databricks; `backfill_runtime/runners/`), resolved at
+`start` from the deployment's profiles file; an unknown profile refuses the run.
+
+Deployment options (Spark runner and profiles, warehouse, retries, concurrency, notification
+endpoints) are Airflow configuration, section `[backfill]`; see docs/airflow.md and docs/spark.md.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from backfill_runtime.options import (
     DagShape,
     InvalidOptionError,
-    spark_command,
     spark_timeout_seconds,
     warehouse_uri,
 )
@@ -107,12 +110,15 @@ def start() -> dict[str, Any]:
             rounds = check_fits(plan, max_rounds=SHAPE.max_rounds)
         except PlanTooDeepError as error:
             problems.append(str(error))
+    spark_profile = None
+    if plan is not None and any(step.kind == "spark" for step in plan.steps):
+        spark_profile = _resolve_spark_profile(plan.spark_profile, problems)
     if problems:
         raise refuse(problems, run_conf.backfill_id, run_conf.result_uri)
 
     reporting.started(
         backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
-        result_uri=run_conf.result_uri,
+        result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile),
     )  # fmt: skip
     log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
     return {
@@ -122,8 +128,35 @@ def start() -> dict[str, Any]:
         "result_uri": run_conf.result_uri,
         "rounds": rounds,
         "plan": plan.model_dump(mode="json"),
+        "spark_profile": spark_profile,
         "done": done.model_dump(mode="json") if done else None,
     }
+
+
+def _describe_profile(resolved: dict[str, Any] | None) -> str | None:
+    from backfill_runtime.runners.select import describe_profile
+
+    return describe_profile(resolved) if resolved else None
+
+
+def _resolve_spark_profile(name: str, problems: list[str]) -> dict[str, Any] | None:
+    """The plan's profile from the deployment's profiles file; a problem (refusal) otherwise."""
+    from backfill_runtime.runners.select import load_profiles, resolve_profile
+
+    from backfill_orchestrator.contracts import InvalidDocumentError
+    from backfill_orchestrator.documents import DocumentError
+    from backfill_orchestrator.spark_profiles import UnknownProfileError
+
+    try:
+        profile = resolve_profile(name, load_profiles())
+    except UnknownProfileError as error:
+        problems.append(str(error))
+        return None
+    except (DocumentError, InvalidDocumentError, InvalidOptionError) as error:
+        problems.append(f"[backfill] spark_profiles_uri: {str(error).splitlines()[0]}")
+        return None
+    log.info("Spark profile %s: %s", name, profile)
+    return profile
 
 
 # -- bookkeeping shared by every round and `finish` -----------------------------------------
@@ -218,14 +251,25 @@ def prepare(index: int) -> list[dict[str, Any]]:
     return dag_runs
 
 
-# -- the Spark submission: local spark-submit or EMR Serverless, by configuration -------------
+# -- the Spark submission, on the runner of the plan's profile ---------------------------------
 def _spark_spec(ti: Any, index: int) -> dict[str, Any] | None:
     return ti.xcom_pull(task_ids=_ids(index)["prepare"], key="spark")
 
 
 @task(task_id="spark")
-def spark_local(index: int) -> None:
-    from backfill_runtime.spark import SparkInputError, job_arguments, run_local
+def spark(index: int) -> dict[str, Any]:
+    """Submit the round's sub-plan, wait, and map the end to the task's outcome: a run that
+    failed is retried (Airflow retries); bad input, a refused submission, a timeout and a cancel
+    fail the task at once. Stopping the task (a cancel, a kill) cancels the run first."""
+    from backfill_runtime.runners import (
+        JobSpec,
+        SparkRunCancelledError,
+        SparkRunTimedOutError,
+        SparkSubmissionRefusedError,
+        run_to_completion,
+    )
+    from backfill_runtime.runners.base import SparkJobInputError
+    from backfill_runtime.runners.select import build_runner, profile_from
 
     from backfill_orchestrator.documents import remove
 
@@ -233,60 +277,30 @@ def spark_local(index: int) -> None:
     spec = _spark_spec(ti, index)
     if not spec:
         raise AirflowSkipException("no spark steps in this round")
+    started = _started(ti) or {}
     try:
         warehouse = warehouse_uri()
+        profile = profile_from(started["spark_profile"])
+        runner = build_runner(profile)
     except InvalidOptionError as error:
         raise AirflowFailException(str(error)) from None
     remove(spec["report_uri"])  # a retry must not read the previous attempt's report
+    job = JobSpec(
+        name=f"backfill-{started['backfill_id']}-round-{index}-try-{ti.try_number}",
+        plan_uri=spec["plan_uri"],
+        warehouse_uri=warehouse,
+        report_uri=spec["report_uri"],
+    )
+    timeout = min(spark_timeout_seconds(), profile.timeout_minutes * 60)
+    # A child process is cheap to poll; a service's API is polled every spark_poll_seconds.
+    poll_seconds = 0.5 if profile.runner == "local" else SHAPE.spark_poll_seconds
     try:
-        run_local(
-            spark_command(),
-            job_arguments(plan_uri=spec["plan_uri"], warehouse_uri=warehouse, report_uri=spec["report_uri"]),
-            timeout=spark_timeout_seconds(),
-        )
-    except SparkInputError as error:
+        handle = run_to_completion(runner, job, timeout_seconds=timeout, poll_seconds=poll_seconds)
+    except (SparkJobInputError, SparkSubmissionRefusedError) as error:
         raise AirflowFailException(str(error)) from None
-
-
-def _remove_stale_report(context: Any) -> None:
-    from backfill_orchestrator.documents import remove
-
-    spec = _spark_spec(context["ti"], int(context["ti"].task_id.split(".")[0].removeprefix("round_")))
-    if spec:
-        remove(spec["report_uri"])
-
-
-def spark_emr_serverless(index: int) -> list[Any]:
-    """A gate (skips when the round has no spark steps) and the amazon provider's operator."""
-    from airflow.providers.amazon.aws.operators.emr import EmrServerlessStartJobOperator
-    from airflow.providers.standard.operators.python import ShortCircuitOperator
-
-    pull = f"ti.xcom_pull(task_ids='{_ids(index)['prepare']}', key='spark')"
-    gate = ShortCircuitOperator(
-        task_id="has_spark",
-        python_callable=lambda **context: bool(_spark_spec(context["ti"], index)),
-        ignore_downstream_trigger_rules=False,
-    )
-    arguments = [
-        "--plan", "{{ " + pull + "['plan_uri'] }}",
-        "--warehouse", "{{ conf.get('backfill', 'warehouse_uri') }}",
-        "--report", "{{ " + pull + "['report_uri'] }}",
-    ]  # fmt: skip
-    submit: dict[str, Any] = {"entryPoint": SHAPE.emr_entry_point, "entryPointArguments": arguments}
-    if SHAPE.emr_spark_parameters:
-        submit["sparkSubmitParameters"] = SHAPE.emr_spark_parameters
-    job = EmrServerlessStartJobOperator(
-        task_id="spark",
-        application_id=SHAPE.emr_application_id,
-        execution_role_arn=SHAPE.emr_execution_role_arn,
-        job_driver={"sparkSubmit": submit},
-        name="backfill-{{ dag_run.conf['backfill_id'] }}-round-" + str(index),
-        aws_conn_id=SHAPE.aws_conn_id,
-        wait_for_completion=True,
-        on_execute_callback=_remove_stale_report,
-    )
-    gate >> job
-    return [gate, job]
+    except (SparkRunTimedOutError, SparkRunCancelledError) as error:  # a retry would only repeat it
+        raise AirflowFailException(str(error)) from None
+    return {"runner": handle.runner, "run_id": handle.run_id, "profile": started["spark_profile"]["name"]}
 
 
 # -- finish: outcome, report, status, notifications -----------------------------------------
@@ -361,11 +375,8 @@ with DAG(
         with TaskGroup(group_id=f"round_{index}"):
             planned = prepare(index)
             previous >> planned
-            if SHAPE.spark_runner == "local":
-                spark_tasks = [spark_local(index)]
-            else:
-                spark_tasks = spark_emr_serverless(index)
-            planned >> spark_tasks[0]
+            spark_task = spark(index)
+            planned >> spark_task
             reruns = RerunDagOperator.partial(
                 task_id="dag_runs",
                 reset_dag_run=True,
@@ -376,5 +387,5 @@ with DAG(
                 openlineage_inject_parent_info=False,
                 map_index_template="{{ task.trigger_dag_id }} {{ task.logical_date[:10] }}",
             ).expand_kwargs(planned)
-        previous = [spark_tasks[-1], reruns]
+        previous = [spark_task, reruns]
     previous >> finish()

@@ -12,8 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
-SparkRunner = Literal["local", "emr_serverless"]
-SPARK_RUNNERS = ("local", "emr_serverless")
+SparkRunner = Literal["local", "emr_serverless", "emr", "databricks"]
+SPARK_RUNNERS = ("local", "emr_serverless", "emr", "databricks")
 SECTION = "backfill"
 
 
@@ -26,6 +26,11 @@ def _get(key: str, default: str) -> str:
 
     value = conf.get(SECTION, key, fallback=default)
     return default if value is None or str(value).strip() == "" else str(value).strip()
+
+
+def get_option(key: str, default: str) -> str:
+    """A `[backfill]` option read when a task runs (stripped; empty means the default)."""
+    return _get(key, default)
 
 
 def _int(key: str, default: int, *, minimum: int) -> int:
@@ -57,14 +62,9 @@ class DagShape:
     max_retry_delay_seconds: int
     max_parallel_dag_runs: int
     rerun_poke_seconds: int
+    spark_poll_seconds: int
     rerun_deferrable: bool
     max_active_runs: int
-    # EMR Serverless (spark_runner = emr_serverless)
-    emr_application_id: str
-    emr_execution_role_arn: str
-    emr_entry_point: str
-    emr_spark_parameters: str
-    aws_conn_id: str
 
     @classmethod
     def from_config(cls) -> DagShape:
@@ -79,22 +79,14 @@ class DagShape:
             max_retry_delay_seconds=_int("max_retry_delay_seconds", 600, minimum=1),
             max_parallel_dag_runs=_int("max_parallel_dag_runs", 4, minimum=1),
             rerun_poke_seconds=_int("rerun_poke_seconds", 30, minimum=1),
+            spark_poll_seconds=_int("spark_poll_seconds", 30, minimum=1),
             rerun_deferrable=_bool("rerun_deferrable", False),
             max_active_runs=_int("max_active_runs", 2, minimum=1),
-            emr_application_id=_get("emr_application_id", ""),
-            emr_execution_role_arn=_get("emr_execution_role_arn", ""),
-            emr_entry_point=_get("emr_entry_point", ""),
-            emr_spark_parameters=_get("emr_spark_parameters", ""),
-            aws_conn_id=_get("aws_conn_id", "aws_default"),
         )
-        if runner == "emr_serverless":
-            missing = [
-                key
-                for key in ("emr_application_id", "emr_execution_role_arn", "emr_entry_point")
-                if not getattr(shape, key)
-            ]
-            if missing:
-                raise InvalidOptionError(f"[{SECTION}] spark_runner = emr_serverless needs {', '.join(missing)}")
+        if runner != "local" and not _get("spark_profiles_uri", ""):
+            raise InvalidOptionError(
+                f"[{SECTION}] spark_runner = {runner} needs spark_profiles_uri (the profiles give its cluster sizes)"
+            )
         return shape
 
 

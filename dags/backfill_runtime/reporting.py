@@ -103,8 +103,11 @@ class Reporting:
         rounds: int,
         run_url: str | None,
         result_uri: str | None = None,
+        spark_profile: str | None = None,
     ) -> None:
         detail = f"{len(plan.steps)} steps in {rounds} round{'s' if rounds != 1 else ''}"
+        if spark_profile:
+            detail += f"; Spark {spark_profile}"
         self._transition(backfill_id, BackfillState.RUNNING, detail=detail)
         if self._thread_exists(backfill_id):
             message = status_message(backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url)

@@ -82,6 +82,11 @@ def aws() -> Iterator[AwsLocal]:
         secrets.create_secret(Name="backfill/pagerduty", SecretString=json.dumps({"routing_key": PD_KEY}))
         yield local
     finally:
+        # The server keeps its state in moto's process-wide backends: reset them, or the next
+        # module's server (same pytest process) finds this module's table and bucket.
+        import requests
+
+        requests.post(f"{local.endpoint}/moto-api/reset", timeout=10)
         server.stop()
 
 

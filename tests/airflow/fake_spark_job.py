@@ -61,10 +61,11 @@ def main() -> int:
             ))
     time.sleep(0.5)
     finished = datetime.now(UTC).isoformat()
-    warehouse = Path(args.warehouse)
-    warehouse.mkdir(parents=True, exist_ok=True)
-    with (warehouse / "submissions.jsonl").open("a") as log:
-        log.write(json.dumps({"plan": args.plan, "steps": [r.id for r in results], "started_at": started, "finished_at": finished}) + "\n")
+    if not args.warehouse.startswith("s3://"):  # the remote runners' tests use an s3:// warehouse
+        warehouse = Path(args.warehouse)
+        warehouse.mkdir(parents=True, exist_ok=True)
+        with (warehouse / "submissions.jsonl").open("a") as log:
+            log.write(json.dumps({"plan": args.plan, "steps": [r.id for r in results], "started_at": started, "finished_at": finished}) + "\n")
     report = RunReport(
         backfill_id=plan.backfill_id, plan=args.plan, warehouse=args.warehouse, application_id="fake-spark-job",
         started_at=started, finished_at=finished, seconds=0.5, steps=results,

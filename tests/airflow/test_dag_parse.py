@@ -26,7 +26,6 @@ print(json.dumps({{
     "errors": {{k: v[-400:] for k, v in bag.import_errors.items()}},
     "dags": sorted(bag.dags),
     "tasks": {{t.task_id: type(t).__name__ for t in dag.tasks}} if dag else {{}},
-    "emr_job_driver": getattr(dag.get_task("round_0.spark"), "job_driver", None) if dag else None,
 }}))
 """
 
@@ -62,30 +61,25 @@ def test_local_runner_shape(tmp_path: Path) -> None:
     }
 
 
-def test_emr_serverless_runner_is_configuration_not_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", ["emr_serverless", "emr", "databricks"])
+def test_a_remote_runner_is_configuration_not_code(tmp_path: Path, runner: str) -> None:
+    """Every runner is the same task (it submits on the profile's runner when it runs)."""
     parsed = parse(
         tmp_path,
         {
             "AIRFLOW__BACKFILL__MAX_ROUNDS": "1",
-            "AIRFLOW__BACKFILL__SPARK_RUNNER": "emr_serverless",
-            "AIRFLOW__BACKFILL__EMR_APPLICATION_ID": "00fabc123",
-            "AIRFLOW__BACKFILL__EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::123456789012:role/emr-backfill",
-            "AIRFLOW__BACKFILL__EMR_ENTRY_POINT": "s3://artifacts/spark_jobs/backfill_job.py",
+            "AIRFLOW__BACKFILL__SPARK_RUNNER": runner,
+            "AIRFLOW__BACKFILL__SPARK_PROFILES_URI": "s3://deploy/spark/profiles.yaml",
         },
     )
     assert parsed["errors"] == {}
-    assert parsed["tasks"]["round_0.has_spark"] == "ShortCircuitOperator"
-    assert parsed["tasks"]["round_0.spark"] == "EmrServerlessStartJobOperator"
-    submit = parsed["emr_job_driver"]["sparkSubmit"]
-    assert submit["entryPoint"] == "s3://artifacts/spark_jobs/backfill_job.py"
-    assert submit["entryPointArguments"][0::2] == ["--plan", "--warehouse", "--report"]
-    assert "round_0.prepare" in submit["entryPointArguments"][1]
+    assert parsed["tasks"]["round_0.spark"] == "_PythonDecoratedOperator"
 
 
 def test_a_bad_option_is_an_import_error_naming_it(tmp_path: Path) -> None:
-    parsed = parse(tmp_path, {"AIRFLOW__BACKFILL__SPARK_RUNNER": "databricks"})
+    parsed = parse(tmp_path, {"AIRFLOW__BACKFILL__SPARK_RUNNER": "kubernetes"})
     (error,) = [v for k, v in parsed["errors"].items() if k.endswith("backfill_dag.py")]
-    assert "spark_runner: expected one of ('local', 'emr_serverless'), got 'databricks'" in error
+    assert "spark_runner: expected one of ('local', 'emr_serverless', 'emr', 'databricks'), got 'kubernetes'" in error
     parsed = parse(tmp_path, {"AIRFLOW__BACKFILL__SPARK_RUNNER": "emr_serverless"})
     (error,) = parsed["errors"].values()
-    assert "needs emr_application_id, emr_execution_role_arn, emr_entry_point" in error
+    assert "spark_runner = emr_serverless needs spark_profiles_uri" in error
