@@ -163,7 +163,7 @@ def run_plan(
             for step in (s for s in wave.steps if s.kind == "spark"):
                 results[step.id] = StepResult(
                     id=step.id, transform=step.transform or "", wave=wave.index, status=StepStatus.BLOCKED,
-                    seconds=0.0, error="not run: the backfill was cancelled",
+                    seconds=0.0, blocked_by=["cancelled"], error="not run: the backfill was cancelled",
                 )
             continue
         for step in (s for s in wave.steps if s.kind == "spark"):
