@@ -1,0 +1,165 @@
+"""Building the OpenLineage events (pure: no I/O). The emitter sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+from urllib.parse import urlparse
+
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import error_message_run, job_type_job, output_statistics_output_dataset, parent_run
+
+from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
+from backfill_orchestrator.lineage_events.facets import BackfillPartitionsOutputDatasetFacet, BackfillRunFacet
+from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id
+
+PRODUCER = "https://github.com/backfill-orchestrator/backfill-orchestrator/tree/0.1.0"
+INTEGRATION = "BACKFILL_ORCHESTRATOR"
+MAX_PARTITIONS_LISTED = 1000  # an event stays bounded; the count is always exact
+FinalState = Literal["COMPLETE", "FAIL", "ABORT"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackfillFacts:
+    """What every component knows about a backfill attempt (from the plan or the run conf)."""
+
+    backfill_id: str
+    attempt: int = 1
+    namespace: str = "backfill"
+    config_uri: str | None = None
+    dates: Sequence[str] = ()
+    hours: Sequence[int] | None = None
+    feeds: Sequence[str] | None = None
+    submitter: str | None = None
+    trace_id: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return backfill_run_id(backfill_id=self.backfill_id, attempt=self.attempt)
+
+    def facet(self) -> BackfillRunFacet:
+        return BackfillRunFacet(
+            backfillId=self.backfill_id, attempt=self.attempt, configUri=self.config_uri,
+            dates=[str(day) for day in self.dates], hours=list(self.hours) if self.hours is not None else None,
+            feeds=list(self.feeds) if self.feeds is not None else None, submitter=self.submitter,
+            traceId=self.trace_id, producer=PRODUCER,
+        )  # fmt: skip
+
+    def parent_facet(self) -> parent_run.ParentRunFacet:
+        """The backfill run as the parent (and root) of a step's run."""
+        return parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=self.run_id),
+            job=parent_run.Job(namespace=self.namespace, name=self.backfill_id),
+            root=parent_run.Root(
+                run=parent_run.RootRun(runId=self.run_id),
+                job=parent_run.RootJob(namespace=self.namespace, name=self.backfill_id),
+            ),
+            producer=PRODUCER,
+        )
+
+
+def _iso(when: datetime | None) -> str:
+    return (when or datetime.now(UTC)).astimezone(UTC).isoformat()
+
+
+def _job_type(job_type: str) -> job_type_job.JobTypeJobFacet:
+    return job_type_job.JobTypeJobFacet(
+        processingType="BATCH", integration=INTEGRATION, jobType=job_type, producer=PRODUCER
+    )
+
+
+def _error(message: str) -> error_message_run.ErrorMessageRunFacet:
+    return error_message_run.ErrorMessageRunFacet(message=message[:2000], programmingLanguage="PYTHON", producer=PRODUCER)
+
+
+def backfill_event(
+    facts: BackfillFacts, state: Literal["START"] | FinalState, *, when: datetime | None = None, reason: str | None = None
+) -> RunEvent:
+    run_facets: dict = {"backfill": facts.facet()}
+    if reason and state in ("FAIL", "ABORT"):
+        run_facets["errorMessage"] = _error(reason)
+    return RunEvent(
+        eventType=RunState[state],
+        eventTime=_iso(when),
+        run=Run(runId=facts.run_id, facets=run_facets),
+        job=Job(namespace=facts.namespace, name=facts.backfill_id, facets={"jobType": _job_type("BACKFILL")}),
+        producer=PRODUCER,
+    )
+
+
+def dataset_address(warehouse: str, table: str) -> tuple[str, str]:
+    """(namespace, name) of a warehouse table, following OpenLineage's dataset naming:
+    `s3://bucket` + key path for S3, `file` + absolute path for a local directory."""
+    parsed = urlparse(warehouse)
+    if parsed.scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{parsed.netloc}", "/".join(p for p in (parsed.path.strip("/"), table) if p)
+    path = parsed.path if parsed.scheme == "file" else warehouse
+    return "file", f"{path.rstrip('/')}/{table}"
+
+
+def _outputs(step: StepResult, warehouse: str, *, final: bool) -> list[OutputDataset]:
+    if not step.output_table:
+        return []
+    namespace, name = dataset_address(warehouse, step.output_table)
+    facets: dict = {}
+    if final and step.succeeded:
+        facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            rowCount=step.rows_out, size=step.bytes_written, producer=PRODUCER
+        )
+        facets["backfillPartitions"] = BackfillPartitionsOutputDatasetFacet(
+            written=step.partitions_written[:MAX_PARTITIONS_LISTED],
+            deleted=step.partitions_deleted[:MAX_PARTITIONS_LISTED],
+            writtenCount=step.partitions_written_count,
+            truncated=max(len(step.partitions_written), len(step.partitions_deleted)) > MAX_PARTITIONS_LISTED,
+            producer=PRODUCER,
+        )
+    return [OutputDataset(namespace=namespace, name=name, outputFacets=facets)]
+
+
+def _inputs(step: StepResult, warehouse: str) -> list[InputDataset]:
+    tables = sorted(set(step.input_tables.values())) if step.input_tables else sorted(step.rows_in_by_input)
+    return [InputDataset(*dataset_address(warehouse, table)) for table in tables]
+
+
+def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> list[RunEvent]:
+    """START and COMPLETE/FAIL for every spark step that ran, as child runs of the backfill run.
+    A blocked step never ran: it has no run."""
+    events: list[RunEvent] = []
+    for step in report.steps:
+        if step.status is StepStatus.BLOCKED:
+            continue
+        run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=step.id)
+        job = Job(
+            namespace=facts.namespace, name=f"{facts.backfill_id}.{step.id}",
+            facets={"jobType": _job_type("SPARK_STEP")},
+        )  # fmt: skip
+        start_facets: dict = {"parent": facts.parent_facet()}
+        end_facets: dict = {"parent": facts.parent_facet()}
+        if not step.succeeded:
+            end_facets["errorMessage"] = _error(step.error or "step failed")
+        inputs = _inputs(step, warehouse)
+        events.append(RunEvent(
+            eventType=RunState.START, eventTime=_iso(report.started_at), run=Run(runId=run_id, facets=start_facets),
+            job=job, inputs=inputs, outputs=_outputs(step, warehouse, final=False), producer=PRODUCER,
+        ))  # fmt: skip
+        events.append(RunEvent(
+            eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL, eventTime=_iso(report.finished_at),
+            run=Run(runId=run_id, facets=end_facets), job=job, inputs=inputs,
+            outputs=_outputs(step, warehouse, final=True), producer=PRODUCER,
+        ))  # fmt: skip
+    return events
+
+
+def rerun_parent_conf(facts: BackfillFacts) -> dict[str, str]:
+    """The `openlineage` section of a rerun's conf: the Airflow OpenLineage provider (>= 2.8)
+    reads it as the DAG run's parent, and never overwrites these keys when it injects its own."""
+    return {
+        "parentRunId": facts.run_id,
+        "parentJobNamespace": facts.namespace,
+        "parentJobName": facts.backfill_id,
+        "rootParentRunId": facts.run_id,
+        "rootParentJobNamespace": facts.namespace,
+        "rootParentJobName": facts.backfill_id,
+    }
