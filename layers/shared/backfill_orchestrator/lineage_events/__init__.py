@@ -7,7 +7,6 @@ canceller compute the same ids without passing state. Emission never raises: a l
 backend that is down is logged and counted (`LineageEventsFailed`), never fails a backfill."""
 
 from backfill_orchestrator.lineage_events.emitter import (
-
     LineageEmitter,
     LineageSettings,
     backfill_aborted,
@@ -15,7 +14,7 @@ from backfill_orchestrator.lineage_events.emitter import (
     backfill_started,
     spark_steps,
 )
-from backfill_orchestrator.lineage_events.events import BackfillFacts, rerun_parent_conf
+from backfill_orchestrator.lineage_events.facts import BackfillFacts, rerun_parent_conf
 from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id
 
 __all__ = [

@@ -12,14 +12,16 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from backfill_orchestrator.contracts import RunReport
-from backfill_orchestrator.lineage_events.events import BackfillFacts, FinalState, backfill_event, step_events
+from backfill_orchestrator.lineage_events.facts import DEFAULT_NAMESPACE, BackfillFacts, FinalState
+
+if TYPE_CHECKING:
+    from backfill_orchestrator.contracts import RunReport
+
 
 TRANSPORT_VARIABLE = "OPENLINEAGE_TRANSPORT"  # JSON, the client's transport config
 NAMESPACE_VARIABLE = "OPENLINEAGE_NAMESPACE"
-DEFAULT_NAMESPACE = "backfill"
 FAILURE_METRIC = "LineageEventsFailed"
 DEFAULT_HTTP_TIMEOUT = 5.0  # seconds: a slow Marquez delays a task by at most this per event
 
@@ -116,6 +118,10 @@ class LineageEmitter:
 
 def backfill_started(emitter: LineageEmitter, facts: BackfillFacts, *, when: datetime | None = None) -> bool:
     """START of the backfill run: when the trigger has triggered the DAG run."""
+    if not emitter.enabled:
+        return False
+    from backfill_orchestrator.lineage_events.events import backfill_event
+
     return emitter.emit(backfill_event(facts, "START", when=when))
 
 
@@ -124,6 +130,10 @@ def backfill_finished(
     when: datetime | None = None,
 ) -> bool:  # fmt: skip
     """COMPLETE, FAIL or ABORT of the backfill run."""
+    if not emitter.enabled:
+        return False
+    from backfill_orchestrator.lineage_events.events import backfill_event
+
     return emitter.emit(backfill_event(facts, state, when=when, reason=reason))
 
 
@@ -137,4 +147,8 @@ def backfill_aborted(
 def spark_steps(emitter: LineageEmitter, facts: BackfillFacts, report: RunReport, *, warehouse: str) -> int:
     """The Spark steps of one run report as child runs of the backfill run; returns how many
     events were sent."""
+    if not emitter.enabled:
+        return 0
+    from backfill_orchestrator.lineage_events.events import step_events
+
     return sum(emitter.emit(event) for event in step_events(facts, report, warehouse=warehouse))

@@ -2,62 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 from urllib.parse import urlparse
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
-from openlineage.client.facet_v2 import error_message_run, job_type_job, output_statistics_output_dataset, parent_run
+from openlineage.client.facet_v2 import (
+    error_message_run,
+    job_type_job,
+    output_statistics_output_dataset,
+    parent_run,
+)
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.lineage_events.facets import BackfillPartitionsOutputDatasetFacet, BackfillRunFacet
-from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id
+from backfill_orchestrator.lineage_events.facts import BackfillFacts, FinalState
+from backfill_orchestrator.lineage_events.ids import step_run_id
 
 PRODUCER = "https://github.com/backfill-orchestrator/backfill-orchestrator/tree/0.1.0"
 INTEGRATION = "BACKFILL_ORCHESTRATOR"
 MAX_PARTITIONS_LISTED = 1000  # an event stays bounded; the count is always exact
-FinalState = Literal["COMPLETE", "FAIL", "ABORT"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class BackfillFacts:
-    """What every component knows about a backfill attempt (from the plan or the run conf)."""
+def run_facet(facts: BackfillFacts) -> BackfillRunFacet:
+    return BackfillRunFacet(
+        backfillId=facts.backfill_id, attempt=facts.attempt, configUri=facts.config_uri,
+        dates=[str(day) for day in facts.dates], hours=list(facts.hours) if facts.hours is not None else None,
+        feeds=list(facts.feeds) if facts.feeds is not None else None, submitter=facts.submitter,
+        traceId=facts.trace_id, producer=PRODUCER,
+    )  # fmt: skip
 
-    backfill_id: str
-    attempt: int = 1
-    namespace: str = "backfill"
-    config_uri: str | None = None
-    dates: Sequence[str] = ()
-    hours: Sequence[int] | None = None
-    feeds: Sequence[str] | None = None
-    submitter: str | None = None
-    trace_id: str | None = None
 
-    @property
-    def run_id(self) -> str:
-        return backfill_run_id(backfill_id=self.backfill_id, attempt=self.attempt)
-
-    def facet(self) -> BackfillRunFacet:
-        return BackfillRunFacet(
-            backfillId=self.backfill_id, attempt=self.attempt, configUri=self.config_uri,
-            dates=[str(day) for day in self.dates], hours=list(self.hours) if self.hours is not None else None,
-            feeds=list(self.feeds) if self.feeds is not None else None, submitter=self.submitter,
-            traceId=self.trace_id, producer=PRODUCER,
-        )  # fmt: skip
-
-    def parent_facet(self) -> parent_run.ParentRunFacet:
-        """The backfill run as the parent (and root) of a step's run."""
-        return parent_run.ParentRunFacet(
-            run=parent_run.Run(runId=self.run_id),
-            job=parent_run.Job(namespace=self.namespace, name=self.backfill_id),
-            root=parent_run.Root(
-                run=parent_run.RootRun(runId=self.run_id),
-                job=parent_run.RootJob(namespace=self.namespace, name=self.backfill_id),
-            ),
-            producer=PRODUCER,
-        )
+def parent_facet(facts: BackfillFacts) -> parent_run.ParentRunFacet:
+    """The backfill run as the parent (and root) of a step's run."""
+    return parent_run.ParentRunFacet(
+        run=parent_run.Run(runId=facts.run_id),
+        job=parent_run.Job(namespace=facts.namespace, name=facts.backfill_id),
+        root=parent_run.Root(
+            run=parent_run.RootRun(runId=facts.run_id),
+            job=parent_run.RootJob(namespace=facts.namespace, name=facts.backfill_id),
+        ),
+        producer=PRODUCER,
+    )
 
 
 def _iso(when: datetime | None) -> str:
@@ -77,7 +63,7 @@ def _error(message: str) -> error_message_run.ErrorMessageRunFacet:
 def backfill_event(
     facts: BackfillFacts, state: Literal["START"] | FinalState, *, when: datetime | None = None, reason: str | None = None
 ) -> RunEvent:
-    run_facets: dict = {"backfill": facts.facet()}
+    run_facets: dict = {"backfill": run_facet(facts)}
     if reason and state in ("FAIL", "ABORT"):
         run_facets["errorMessage"] = _error(reason)
     return RunEvent(
@@ -135,8 +121,8 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
             namespace=facts.namespace, name=f"{facts.backfill_id}.{step.id}",
             facets={"jobType": _job_type("SPARK_STEP")},
         )  # fmt: skip
-        start_facets: dict = {"parent": facts.parent_facet()}
-        end_facets: dict = {"parent": facts.parent_facet()}
+        start_facets: dict = {"parent": parent_facet(facts)}
+        end_facets: dict = {"parent": parent_facet(facts)}
         if not step.succeeded:
             end_facets["errorMessage"] = _error(step.error or "step failed")
         inputs = _inputs(step, warehouse)
@@ -151,15 +137,3 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
         ))  # fmt: skip
     return events
 
-
-def rerun_parent_conf(facts: BackfillFacts) -> dict[str, str]:
-    """The `openlineage` section of a rerun's conf: the Airflow OpenLineage provider (>= 2.8)
-    reads it as the DAG run's parent, and never overwrites these keys when it injects its own."""
-    return {
-        "parentRunId": facts.run_id,
-        "parentJobNamespace": facts.namespace,
-        "parentJobName": facts.backfill_id,
-        "rootParentRunId": facts.run_id,
-        "rootParentJobNamespace": facts.namespace,
-        "rootParentJobName": facts.backfill_id,
-    }

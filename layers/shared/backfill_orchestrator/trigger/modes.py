@@ -15,11 +15,13 @@ from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import RunConf
 from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
 from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStore
+from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
 
@@ -38,6 +40,7 @@ class ModeServices:
     lineage: Callable[[], LineageSource]
     catalog: Callable[[], JobCatalog]
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
+    lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,14 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
 
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
-    conf = RunConf(
+    run_conf = RunConf(
         backfill_id=backfill_id,
         config_uri=stored.config_uri,
         plan_uri=stored.plan_uri,
         result_uri=services.storage.result_uri(request.upload),
-    ).to_conf()
+        trace_id=current_trace_id(),
+    )
+    conf = run_conf.to_conf()
     run = airflow.trigger_dag_run(dag_id, run_id=backfill_id, conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
     services.status.transition(
@@ -125,6 +130,12 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)"),
         attributes={"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url},
     )
+    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
+        backfill_started(services.lineage_events, services.lineage_events.facts(
+            backfill_id=backfill_id, attempt=run_conf.attempt, config_uri=stored.config_uri,
+            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
+            submitter=config.owner, trace_id=run_conf.trace_id,
+        ))  # fmt: skip
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
 
 

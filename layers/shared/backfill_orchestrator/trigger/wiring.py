@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
+from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
@@ -76,6 +78,9 @@ class TriggerWiring:
             lineage=self.lineage,
             catalog=self.catalog,
             sqs=self.sqs if self._sqs_factory is not None else None,
+            lineage_events=LineageEmitter.from_settings(
+                LineageSettings.from_env(os.environ), metrics=metrics, logger=logger
+            ),
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 
