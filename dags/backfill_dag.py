@@ -346,7 +346,7 @@ def _observe(started: dict[str, Any], report: Any, *, ti: Any, started_at: datet
 
     from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
     from backfill_orchestrator.documents import DocumentError, read_text
-    from backfill_orchestrator.lineage_events import backfill_finished, spark_steps
+    from backfill_orchestrator.lineage_events import backfill_finished, dag_reruns, spark_steps
 
     task_log = task_logger(backfill_id=report.backfill_id, attempt=started.get("attempt"), trace_id=started.get("trace_id"))
     sink = metrics_sink(dimensions={"dag_id": ti.dag_id})
@@ -360,6 +360,10 @@ def _observe(started: dict[str, Any], report: Any, *, ti: Any, started_at: datet
                 task_log.warning("no lineage events for the spark steps of %s: %s", uri, str(error)[:300])
                 continue
             spark_steps(lineage, facts, run_report, warehouse=run_report.warehouse)
+        for step_id, outcome in report.steps.items():
+            if outcome.kind == "airflow_dag" and outcome.dates:
+                dates = {day.isoformat(): state for day, state in outcome.dates.items()}
+                dag_reruns(lineage, facts, step_id=step_id, dag_id=outcome.dag_id, dates=dates)
         failed = [p.step for p in report.problems]
         reason = None if report.succeeded else f"steps not succeeded: {', '.join(failed)}"[:2000]
         backfill_finished(lineage, facts, "COMPLETE" if report.succeeded else "FAIL", reason=reason)

@@ -12,6 +12,7 @@ from backfill_orchestrator.lineage_events.emitter import (
     backfill_aborted,
     backfill_finished,
     backfill_started,
+    dag_reruns,
     spark_steps,
 )
 from backfill_orchestrator.lineage_events.facts import BackfillFacts, rerun_parent_conf
@@ -26,6 +27,7 @@ __all__ = [
     "backfill_finished",
     "backfill_run_id",
     "backfill_started",
+    "dag_reruns",
     "rerun_parent_conf",
     "spark_steps",
     "step_run_id",

@@ -152,3 +152,12 @@ def spark_steps(emitter: LineageEmitter, facts: BackfillFacts, report: RunReport
     from backfill_orchestrator.lineage_events.events import step_events
 
     return sum(emitter.emit(event) for event in step_events(facts, report, warehouse=warehouse))
+
+
+def dag_reruns(emitter: LineageEmitter, facts: BackfillFacts, *, step_id: str, dag_id: str, dates: dict[str, str]) -> int:
+    """A DAG step's reruns (date -> rerun task state) as child runs of the backfill run."""
+    if not emitter.enabled:
+        return 0
+    from backfill_orchestrator.lineage_events.events import dag_rerun_events
+
+    return sum(emitter.emit(e) for e in dag_rerun_events(facts, step_id=step_id, dag_id=dag_id, dates=dates))

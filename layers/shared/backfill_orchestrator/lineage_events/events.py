@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 from urllib.parse import urlparse
 
@@ -10,6 +11,7 @@ from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, R
 from openlineage.client.facet_v2 import (
     error_message_run,
     job_type_job,
+    nominal_time_run,
     output_statistics_output_dataset,
     parent_run,
 )
@@ -137,3 +139,43 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
         ))  # fmt: skip
     return events
 
+
+
+NOT_RUN_STATES = frozenset({"not run", "skipped", "removed", "upstream_failed"})
+
+
+def dag_rerun_events(
+    facts: BackfillFacts, *, step_id: str, dag_id: str, dates: Mapping[str, str], when: datetime | None = None
+) -> list[RunEvent]:
+    """One child run of the backfill run per (DAG, date) rerun that ran: job
+    `<backfill id>.<step>`, nominal time the rerun's logical day, COMPLETE when its rerun task
+    succeeded, else FAIL. A rerun that never ran has no run. (With the Airflow OpenLineage
+    provider installed the rerun DAG's own events carry the same parent, from the conf.)"""
+    events: list[RunEvent] = []
+    job = Job(
+        namespace=facts.namespace, name=f"{facts.backfill_id}.{step_id}",
+        facets={"jobType": _job_type("DAG_RERUN")},
+    )  # fmt: skip
+    for day_text, state in sorted(dates.items()):
+        if state in NOT_RUN_STATES:
+            continue
+        day = date.fromisoformat(day_text)
+        start = datetime.combine(day, time(0), tzinfo=UTC)
+        facets: dict = {
+            "parent": parent_facet(facts),
+            "nominalTime": nominal_time_run.NominalTimeRunFacet(
+                nominalStartTime=start.isoformat(), nominalEndTime=(start + timedelta(days=1)).isoformat(),
+                producer=PRODUCER,
+            ),
+        }  # fmt: skip
+        run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=f"{step_id}/{day_text}")
+        end = dict(facets)
+        if state != "success":
+            end["errorMessage"] = _error(f"rerun of DAG {dag_id} for {day_text} ended {state}")
+        events.append(RunEvent(eventType=RunState.START, eventTime=_iso(when), run=Run(runId=run_id, facets=facets),
+                               job=job, producer=PRODUCER))  # fmt: skip
+        events.append(RunEvent(
+            eventType=RunState.COMPLETE if state == "success" else RunState.FAIL, eventTime=_iso(when),
+            run=Run(runId=run_id, facets=end), job=job, producer=PRODUCER,
+        ))  # fmt: skip
+    return events
