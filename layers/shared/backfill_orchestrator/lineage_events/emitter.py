@@ -24,6 +24,8 @@ TRANSPORT_VARIABLE = "OPENLINEAGE_TRANSPORT"  # JSON, the client's transport con
 NAMESPACE_VARIABLE = "OPENLINEAGE_NAMESPACE"
 FAILURE_METRIC = "LineageEventsFailed"
 DEFAULT_HTTP_TIMEOUT = 5.0  # seconds: a slow Marquez delays a task by at most this per event
+DEFAULT_HTTP_RETRY = {"total": 2, "backoff_factor": 0.5}  # the client's default retries 5 times
+MAX_CONSECUTIVE_FAILURES = 3  # then the emitter stops trying: a dead Marquez costs a task seconds, not minutes
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ class LineageSettings:
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
             return cls(namespace=namespace, problem='expected a JSON object with a "type" (http, console, file, ...)')
         if value["type"] == "http":
-            value = {"timeout": DEFAULT_HTTP_TIMEOUT, "endpoint": "api/v1/lineage", **value}
+            value = {"timeout": DEFAULT_HTTP_TIMEOUT, "endpoint": "api/v1/lineage", "retry": DEFAULT_HTTP_RETRY, **value}
         return cls(transport=value, namespace=namespace)
 
     @classmethod
@@ -67,6 +69,7 @@ class LineageEmitter:
     logger: Any = field(default_factory=lambda: log)
     sent: int = 0
     failed: int = 0
+    consecutive_failures: int = 0
 
     @classmethod
     def from_settings(cls, settings: LineageSettings, *, metrics: Any = None, logger: Any = None) -> LineageEmitter:
@@ -94,10 +97,17 @@ class LineageEmitter:
     def emit(self, event: Any) -> bool:
         if self.client is None:
             return False
+        if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
+            self.failed += 1
+            self._count(self.metrics)
+            return False
         try:
             self.client.emit(event)
         except Exception as error:  # Marquez down, refusing, or slow: the backfill goes on
             self.failed += 1
+            self.consecutive_failures += 1
+            if self.consecutive_failures == MAX_CONSECUTIVE_FAILURES:
+                self.logger.error("OpenLineage: %d failures in a row; not sending more events from here", self.failed)
             self.logger.warning(
                 "OpenLineage %s event for %s/%s not sent: %s: %s", event.eventType.value, event.job.namespace,
                 event.job.name, type(error).__name__, str(error)[:300],
@@ -105,6 +115,7 @@ class LineageEmitter:
             self._count(self.metrics)
             return False
         self.sent += 1
+        self.consecutive_failures = 0
         return True
 
     @staticmethod
