@@ -59,9 +59,9 @@ class EmfSink:
     """powertools Metrics: EMF JSON on stdout (the task log); CloudWatch extracts the metrics."""
 
     def __init__(self, namespace: str, dimensions: Mapping[str, str]):
-        from aws_lambda_powertools import Metrics
+        from aws_lambda_powertools.metrics import EphemeralMetrics
 
-        self._metrics = Metrics(namespace=namespace, service=SERVICE)
+        self._metrics = EphemeralMetrics(namespace=namespace, service=SERVICE)  # no state shared across tasks
         for key, value in dimensions.items():
             self._metrics.add_dimension(name=key, value=value)
 

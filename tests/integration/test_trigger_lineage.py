@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
 from backfill_orchestrator.lineage_events import backfill_run_id
 from backfill_orchestrator.trigger import Disposition
 
-from .test_trigger_flow import VALID, TriggerHarness, harness  # noqa: F401 - the fixture
+from .test_trigger_flow import VALID, TriggerHarness
 
 TRACE_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+
+
+@pytest.fixture
+def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
+    with ExitStack() as stack:
+        yield TriggerHarness(stack)
 
 
 def test_triggered_backfill_emits_start_with_the_trace_id(harness: TriggerHarness, monkeypatch: pytest.MonkeyPatch):
