@@ -22,6 +22,7 @@ are Airflow configuration, section `[backfill]`; see docs/airflow.md.
 from __future__ import annotations
 
 import logging
+import os
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -237,11 +238,14 @@ def spark_local(index: int) -> None:
     except InvalidOptionError as error:
         raise AirflowFailException(str(error)) from None
     remove(spec["report_uri"])  # a retry must not read the previous attempt's report
+    started = _started(ti) or {}
+    env = {**os.environ, "BACKFILL_ATTEMPT": str(started.get("attempt") or 1), "BACKFILL_TRACE_ID": started.get("trace_id") or ""}
     try:
         run_local(
             spark_command(),
             job_arguments(plan_uri=spec["plan_uri"], warehouse_uri=warehouse, report_uri=spec["report_uri"]),
             timeout=spark_timeout_seconds(),
+            env=env,  # the job's JSON log lines carry the attempt and trace id
         )
     except SparkInputError as error:
         raise AirflowFailException(str(error)) from None
