@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+import pytest
 import requests
 
 from backfill_local.marquez_double import MarquezDouble
@@ -101,3 +102,27 @@ def test_a_backfill_sent_through_the_real_transport_shows_as_parent_and_children
         assert [r["state"] for r in runs["runs"]] == ["ABORTED"]
         missing = requests.get(f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs/nope/runs", timeout=10)
         assert missing.status_code == 404 and missing.json()["message"] == "Job 'nope' not found."
+
+
+def test_the_demo_prints_the_backfill_run_its_spark_steps_and_reruns():
+    from backfill_local.lineage_report import LineageMissingError, backfill_lineage
+
+    with MarquezDouble(seed="food_delivery", strict_spec=True) as double:
+        emitter = LineageEmitter.from_settings(
+            LineageSettings.parse(json.dumps({"type": "http", "url": double.url}), FACTS.namespace)
+        )
+        with pytest.raises(LineageMissingError, match="has no run of job"):
+            backfill_lineage(double.url, namespace=FACTS.namespace, backfill_id=BACKFILL)
+        backfill_started(emitter, FACTS)
+        spark_steps(emitter, FACTS, run_report(), warehouse="s3a://lake/warehouse")
+        dag_reruns(emitter, FACTS, step_id="email_discounts", dag_id="email_discounts",
+                   dates={"2021-06-04": "success", "2021-06-10": "success"})  # fmt: skip
+        backfill_finished(emitter, FACTS, "COMPLETE")
+        lines = backfill_lineage(double.url, namespace=FACTS.namespace, backfill_id=BACKFILL)
+    text = "\n".join(lines)
+    assert lines[0].startswith(f"backfill {FACTS.namespace}/{BACKFILL} run ") and ": COMPLETED" in lines[0]
+    assert "trace 1-5759e988-bd862e3fe1be46a994272793" in lines[0]
+    assert "↳ Spark step etl_orders: 1 run(s), writes warehouse/orders" in text
+    assert "↳ Spark step etl_orders_7_days: 1 run(s)" in text
+    assert "↳ DAG rerun email_discounts: 2 run(s)" in text
+    assert text.count("COMPLETED for 2021-06-") == 2
