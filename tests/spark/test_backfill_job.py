@@ -81,6 +81,9 @@ def test_broken_pipeline_backfilled_from_a_plan_equals_a_clean_run(spark, pristi
         for day in (DROPPED_DAY, CORRUPTED_DAY) for hour in range(24) for feed in ("app", "web")
     ]
     assert orders.rows_in == orders.rows_out > 0
+    # What the lineage events need: the tables it read and wrote, and the bytes written.
+    assert (orders.output_table, orders.input_tables) == ("orders", {"raw_orders": "raw_orders"})
+    assert orders.bytes_written is not None and orders.bytes_written > 0
     assert report.external_steps == ["email_discounts", "orders_popular_day_of_week"]
     assert_tables_equal(spark, root, pristine)
 
