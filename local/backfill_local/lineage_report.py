@@ -4,10 +4,13 @@ reruns per date). The demo prints it; works against a real Marquez too."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 from urllib.parse import quote
 
 import requests
+
+from backfill_orchestrator.dates import compact_dates
 
 
 class LineageMissingError(RuntimeError):
@@ -41,7 +44,11 @@ def backfill_lineage(marquez_url: str, *, namespace: str, backfill_id: str) -> l
         kind = (job["latestRun"] or {}).get("facets", {}).get("nominalTime") and "DAG rerun" or "Spark step"
         outputs = ", ".join(o["name"] for o in job["outputs"]) or "-"
         lines.append(f"  ↳ {kind} {job['simpleName']}: {len(runs)} run(s), writes {outputs}")
+        by_state: dict[str, list[date]] = {}
         for child in sorted(runs, key=lambda r: (r.get("nominalStartTime") or "", r["id"])):
-            day = (child.get("nominalStartTime") or "")[:10]
-            lines.append(f"      run {child['id']} {child['state']}" + (f" for {day}" if day else ""))
+            if child.get("nominalStartTime"):  # a DAG rerun: one run per date, listed by state
+                by_state.setdefault(child["state"], []).append(date.fromisoformat(child["nominalStartTime"][:10]))
+            else:
+                lines.append(f"      run {child['id']} {child['state']}")
+        lines += [f"      {state} for {compact_dates(days)}" for state, days in sorted(by_state.items())]
     return lines

@@ -125,4 +125,4 @@ def test_the_demo_prints_the_backfill_run_its_spark_steps_and_reruns():
     assert "↳ Spark step etl_orders: 1 run(s), writes warehouse/orders" in text
     assert "↳ Spark step etl_orders_7_days: 1 run(s)" in text
     assert "↳ DAG rerun email_discounts: 2 run(s)" in text
-    assert text.count("COMPLETED for 2021-06-") == 2
+    assert "      COMPLETED for 2021-06-04, 06-10" in text
