@@ -32,6 +32,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, TaskGroup, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from backfill_runtime.observability import task_logger
 from backfill_runtime.options import (
     DagShape,
     InvalidOptionError,
@@ -120,9 +121,12 @@ def start() -> dict[str, Any]:
         backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
         result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile),
     )  # fmt: skip
-    log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
+    task_log = task_logger(backfill_id=run_conf.backfill_id, attempt=run_conf.attempt, trace_id=run_conf.trace_id)
+    task_log.info("backfill %s: %d steps in %d rounds", run_conf.backfill_id, len(plan.steps), rounds)
     return {
         "backfill_id": run_conf.backfill_id,
+        "attempt": run_conf.attempt,
+        "trace_id": run_conf.trace_id,
         "config_uri": run_conf.config_uri,
         "plan_uri": run_conf.plan_uri,
         "result_uri": run_conf.result_uri,
@@ -207,9 +211,11 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
 def prepare(index: int) -> list[dict[str, Any]]:
     """Returns the round's DAG reruns (what `dag_runs` maps over); pushes `ledger`, `spark` and
     `requests` under their own XCom keys for the next round."""
+    from backfill_runtime.observability import backfill_facts, lineage_settings
     from backfill_runtime.rounds import sub_plan
 
     from backfill_orchestrator.documents import sibling, write_text
+    from backfill_orchestrator.lineage_events import rerun_parent_conf
     from backfill_orchestrator.plan import Plan
 
     ti = get_current_context()["ti"]
@@ -232,16 +238,21 @@ def prepare(index: int) -> list[dict[str, Any]]:
             "step_ids": work.spark_step_ids,
         }
     backfill_id = started["backfill_id"]
+    rerun_conf: dict[str, Any] = {"backfill_id": backfill_id, "trace_id": started.get("trace_id")}
+    lineage = lineage_settings()
+    if lineage.transport is not None:  # the backfill run is each rerun's OpenLineage parent (provider key `openlineage`)
+        rerun_conf["openlineage"] = rerun_parent_conf(backfill_facts(started, namespace=lineage.namespace))
     dag_runs = [
         {
             "trigger_dag_id": run.dag_id,
             "trigger_run_id": new_run_id(backfill_id=backfill_id, day=run.day),
             "logical_date": run.day.isoformat(),
-            "conf": {"backfill_id": backfill_id, "step": run.step_id},
+            "conf": {**rerun_conf, "step": run.step_id},
         }
         for run in work.dag_runs
     ]
-    log.info(
+    task_log = task_logger(backfill_id=backfill_id, attempt=started.get("attempt"), trace_id=started.get("trace_id"))
+    task_log.info(
         "round %d: spark steps %s; %d DAG reruns; blocked %s",
         index, work.spark_step_ids, len(dag_runs), sorted(work.blocked),
     )  # fmt: skip
@@ -347,11 +358,49 @@ def finish() -> dict[str, Any]:
         result_uri=started.get("result_uri"),
     )
     reporting.release_claims(report.backfill_id)  # after the terminal state: queued backfills may start
+    _observe(started, report, ti=ti, started_at=get_current_context()["dag_run"].start_date)
     if not report.succeeded:
         failed = ledger.with_status(StepStatus.FAILED)
         summary = report.figures.text(total_steps=len(report.steps))
         raise AirflowFailException(f"backfill {report.backfill_id} failed: steps {failed}; {summary}")
     return report.figures.model_dump(mode="json")
+
+
+def _observe(started: dict[str, Any], report: Any, *, ti: Any, started_at: datetime | None) -> None:
+    """Lineage events (the Spark steps as child runs, then the backfill's COMPLETE/FAIL) and the
+    run's metrics. Never raises: observability must not change a backfill's outcome."""
+    from backfill_runtime.observability import backfill_facts, lineage_emitter, metrics_sink, report_metrics
+
+    from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
+    from backfill_orchestrator.documents import DocumentError, read_text
+    from backfill_orchestrator.lineage_events import backfill_finished, dag_reruns, spark_steps
+
+    task_log = task_logger(backfill_id=report.backfill_id, attempt=started.get("attempt"), trace_id=started.get("trace_id"))
+    sink = metrics_sink(dimensions={"dag_id": ti.dag_id})
+    lineage = lineage_emitter(metrics=sink, logger=task_log)
+    if lineage.enabled:
+        facts = backfill_facts(started, namespace=lineage.namespace)
+        for uri in report.spark_reports:
+            try:
+                run_report = RunReport.from_json(read_text(uri), source=uri)
+            except (DocumentError, InvalidDocumentError) as error:
+                task_log.warning("no lineage events for the spark steps of %s: %s", uri, str(error)[:300])
+                continue
+            spark_steps(lineage, facts, run_report, warehouse=run_report.warehouse)
+        for step_id, outcome in report.steps.items():
+            if outcome.kind == "airflow_dag" and outcome.dates:
+                dates = {day.isoformat(): state for day, state in outcome.dates.items()}
+                dag_reruns(lineage, facts, step_id=step_id, dag_id=outcome.dag_id, dates=dates)
+        failed = [p.step for p in report.problems]
+        reason = None if report.succeeded else f"steps not succeeded: {', '.join(failed)}"[:2000]
+        backfill_finished(lineage, facts, "COMPLETE" if report.succeeded else "FAIL", reason=reason)
+        task_log.info("OpenLineage: %d events sent, %d failed", lineage.sent, lineage.failed)
+    seconds = (datetime.now(UTC) - started_at).total_seconds() if started_at else 0.0
+    try:
+        report_metrics(sink, report.figures, seconds=seconds)
+        sink.flush()
+    except Exception as error:  # a metrics backend problem is logged, never fails the run
+        task_log.warning("metrics not sent: %s: %s", type(error).__name__, error)
 
 
 with DAG(
@@ -384,7 +433,6 @@ with DAG(
                 poke_interval=SHAPE.rerun_poke_seconds,
                 deferrable=SHAPE.rerun_deferrable,
                 max_active_tis_per_dag=SHAPE.max_parallel_dag_runs,
-                openlineage_inject_parent_info=False,
                 map_index_template="{{ task.trigger_dag_id }} {{ task.logical_date[:10] }}",
             ).expand_kwargs(planned)
         previous = [spark_task, reruns]

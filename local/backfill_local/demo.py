@@ -43,6 +43,7 @@ TABLE = "backfill-status-local"
 SLACK_TOKEN = "xoxb-demo-token"
 PD_KEY = "R0UT1NGKEY0F32CHARACTERSDEMO0000"
 REGION = "us-east-1"
+DEMO_TRACE_ID = "1-6740c2a1-0a1b2c3d4e5f60718293a4b5"
 DATA_START, DATA_DAYS = "2021-06-01", 21
 BROKEN_DAYS = "2021-06-04,2021-06-10..2021-06-12"
 CONFIG = {
@@ -189,7 +190,8 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
     secret_arns = prepare_aws(endpoint)
     marquez_url = os.environ.get("DEMO_MARQUEZ_URL")
     if not marquez_url:
-        marquez_url = stack.enter_context(MarquezDouble(seed="food_delivery")).url
+        marquez_url = stack.enter_context(MarquezDouble(seed="food_delivery", strict_spec=True)).url
+    lineage_transport = json.dumps({"type": "http", "url": marquez_url})  # OpenLineage events of the backfill
     slack = stack.enter_context(SlackReceiver(token=SLACK_TOKEN, on_record=print_received))
     pagerduty = stack.enter_context(PagerDutyReceiver(routing_key=PD_KEY, on_record=print_received))
     print(f"   AWS {endpoint}; Marquez {marquez_url}; Slack {slack.api_url}; PagerDuty {pagerduty.events_url}")
@@ -218,6 +220,7 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
                 "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "3",
                 "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
                 "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
+                "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
                 "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
             },
         )
@@ -266,6 +269,8 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
         "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "BackfillOrchestratorDemo",
+        "OPENLINEAGE_TRANSPORT": lineage_transport,
+        "_X_AMZN_TRACE_ID": f"Root={DEMO_TRACE_ID};Sampled=1",  # as Lambda sets it: followed into the DAG's logs
     }
     os.environ.update(trigger_env)
     answer = invoke_trigger(s3, submission.key)
@@ -294,6 +299,14 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
     if result.state != "SUCCEEDED" or result.figures is None or result.plan is None:
         raise DemoFailure(f"the result file beside the config says {result.state}, not SUCCEEDED with figures")
     print(f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}")
+    stage("the backfill in the lineage graph, read back from Marquez")
+    from backfill_local.lineage_report import LineageMissingError, backfill_lineage
+
+    try:
+        for line in backfill_lineage(marquez_url, namespace="backfill", backfill_id=submission.backfill_id):
+            print(f"   {line}")
+    except LineageMissingError as error:
+        raise DemoFailure(str(error)) from None
 
     if airflow is not None:  # its memory is better spent on the comparison's Spark
         airflow.stop()

@@ -24,6 +24,16 @@ the planner's correctness depends on them:
   run accumulate: the sample declares them on START only). A run facet `parent` makes the job
   a child: `parentJobName` is set and the name is prefixed `<parent>.` unless it already is.
 
+`POST /api/v1/lineage` checks an event as Marquez's `LineageEvent` model does (JSON object;
+`eventTime`, `producer`, `schemaURL`, `run.runId` (a UUID), `job.namespace`, `job.name`;
+`eventType` one of the spec's) and answers 201, 400 for a body that is not JSON, 422 for an
+invalid event. With `strict_spec=True` it also validates the event and its facets against
+the OpenLineage JSON Schemas (`openlineage_schemas.validate_event`). Accepted events are kept
+(`events`, the last MAX_KEPT_EVENTS). `GET /api/v1/namespaces/<ns>/jobs` and
+`GET /api/v1/namespaces/<ns>/jobs/<job>/runs` answer as Marquez (JobData with
+`parentJobName`, runs newest first with their facets), so a backfill's child runs can be read
+back.
+
 Runs on 127.0.0.1 (port 0 picks a free one). From tests:
 
     with MarquezDouble(seed="food_delivery") as marquez:
@@ -51,8 +61,12 @@ from urllib.parse import parse_qs, urlsplit
 from backfill_orchestrator.lineage.nodeid import NodeIdParseError, split_node_id
 
 LINEAGE_PATH = "/api/v1/lineage"
+NAMESPACES_PATH = "/api/v1/namespaces/"
+EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
+MAX_KEPT_EVENTS = 10_000
 DEFAULT_DEPTH = 20
 PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
+SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 SEEDS = ("food_delivery",)
 _STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
 _DONE = {"COMPLETED", "FAILED", "ABORTED"}
@@ -166,6 +180,29 @@ def _required_text(event: dict[str, Any], *path: str) -> str:
     return value
 
 
+def check_event(event: Any) -> None:
+    """What Marquez's `LineageEvent` model refuses (422): the required fields and their forms."""
+    if not isinstance(event, dict):
+        raise InvalidEventError("an event must be a JSON object")
+    problems = []
+    for path in (("eventTime",), ("producer",), ("schemaURL",), ("run", "runId"), ("job", "namespace"), ("job", "name")):
+        try:
+            _required_text(event, *path)
+        except InvalidEventError as error:
+            problems.append(str(error))
+    run_id = (event.get("run") or {}).get("runId") if isinstance(event.get("run"), dict) else None
+    if isinstance(run_id, str) and run_id:
+        try:
+            uuid.UUID(run_id)
+        except ValueError:
+            problems.append(f"run.runId: not a UUID: {run_id!r}")
+    event_type = event.get("eventType")
+    if event_type is not None and event_type not in EVENT_TYPES:
+        problems.append(f"eventType: must be one of {', '.join(EVENT_TYPES)}, got {event_type!r}")
+    if problems:
+        raise InvalidEventError("; ".join(problems))
+
+
 class LineageStore:
     """Marquez's lineage model in memory. Thread-safe; every query is linear in its answer."""
 
@@ -277,6 +314,24 @@ class LineageStore:
     @property
     def job_count(self) -> int:
         return len(self._jobs)
+
+    def jobs(self, namespace: str) -> dict[str, Any]:
+        """`GET /namespaces/<ns>/jobs`: the namespace's jobs, by name."""
+        with self._lock:
+            jobs = [self._job_data(job) for key, job in sorted(self._jobs.items()) if key[0] == namespace]
+        return {"jobs": jobs, "totalCount": len(jobs)}
+
+    def runs(self, namespace: str, name: str) -> dict[str, Any]:
+        """`GET /namespaces/<ns>/jobs/<name>/runs`: newest first; 404 for an unknown job."""
+        key = (namespace, name)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                raise NodeNotFoundError(f"Job '{name}' not found.")
+            runs = [self._runs[run_id] for run_id, owner in self._run_job.items() if owner == key]
+            runs.sort(key=lambda run: run.created_at, reverse=True)
+            answer = [self._run_data(job, run) for run in runs]
+        return {"runs": answer, "totalCount": len(answer)}
 
     def lineage(self, node_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
         """Marquez's `GET /lineage` (`OpenLineageResource.getLineage`, `LineageService.lineage`)."""
@@ -515,6 +570,7 @@ def run_events(
         "inputs": [dataset(item) for item in inputs],
         "outputs": [dataset(item) for item in outputs],
         "producer": PRODUCER,
+        "schemaURL": SCHEMA_URL,
     }
     complete = {
         "eventType": "COMPLETE",
@@ -522,6 +578,7 @@ def run_events(
         "run": {"runId": run_id, "facets": facets},
         "job": {"namespace": namespace, "name": name},
         "producer": PRODUCER,
+        "schemaURL": SCHEMA_URL,
     }
     return [start, complete]
 
@@ -567,8 +624,11 @@ class MarquezDouble:
         seed: str | None = None,
         events: Iterable[dict[str, Any]] = (),
         api_key: str | None = None,
+        strict_spec: bool = False,
     ):
         self.store = store or LineageStore()
+        self.strict_spec = strict_spec
+        self.events: deque[dict[str, Any]] = deque(maxlen=MAX_KEPT_EVENTS)  # accepted POSTs
         if seed:
             self.store.ingest_all(seed_events(seed))
         self.store.ingest_all(events)
@@ -658,8 +718,26 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
                 })
             return parts.path, query
 
+        def _namespaces(self, path: str) -> None:
+            """/api/v1/namespaces/<ns>/jobs[/<job>/runs] (names URL-encoded, as Marquez's clients send)."""
+            from urllib.parse import unquote
+
+            parts = path[len(NAMESPACES_PATH):].split("/")
+            try:
+                if len(parts) == 2 and parts[1] == "jobs":
+                    self._send(HTTPStatus.OK, double.store.jobs(unquote(parts[0])))
+                elif len(parts) == 4 and parts[1] == "jobs" and parts[3] == "runs":
+                    self._send(HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2])))
+                else:
+                    self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+            except NodeNotFoundError as error:
+                self._error(HTTPStatus.NOT_FOUND, str(error))
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             path, query = self._log()
+            if path.startswith(NAMESPACES_PATH) and self._authorized():
+                self._namespaces(path)
+                return
             if path != LINEAGE_PATH:
                 self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
                 return
@@ -703,10 +781,23 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             try:
                 event = json.loads(self.rfile.read(length) or b"null")
+            except ValueError as error:  # Jackson cannot read the body: Dropwizard answers 400
+                self._error(HTTPStatus.BAD_REQUEST, f"Unable to process JSON: {error}")
+                return
+            try:
+                check_event(event)
+                if double.strict_spec:
+                    from backfill_local.openlineage_schemas import validate_event
+
+                    problems = validate_event(event)
+                    if problems:
+                        raise InvalidEventError("; ".join(problems[:20]))
                 double.store.ingest(event)
-            except (ValueError, InvalidEventError) as error:
+            except InvalidEventError as error:
                 self._error(HTTPStatus.UNPROCESSABLE_ENTITY, str(error))
                 return
+            with double._lock:
+                double.events.append(event)
             self.send_response(HTTPStatus.CREATED)
             self.send_header("Content-Length", "0")
             self.end_headers()

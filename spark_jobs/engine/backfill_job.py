@@ -34,6 +34,7 @@ def _make_packages_importable() -> None:
 _make_packages_importable()
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import threading  # noqa: E402
@@ -125,6 +126,28 @@ def stop_on_sigterm(spark: Any) -> threading.Event:
     return stop
 
 
+ATTEMPT_VARIABLE, TRACE_VARIABLE = "BACKFILL_ATTEMPT", "BACKFILL_TRACE_ID"  # set by the DAG's local runner
+
+
+def _json_lines(report: RunReport) -> str:
+    """One JSON line per step, with the keys the Lambdas and the DAG log (backfill_id, step,
+    attempt, trace_id), so a log search follows one backfill into the Spark job."""
+    attempt = os.environ.get(ATTEMPT_VARIABLE)
+    common = {
+        "service": "backfill-spark", "backfill_id": report.backfill_id, "application_id": report.application_id,
+        "attempt": int(attempt) if attempt and attempt.isdigit() else None,
+        "trace_id": os.environ.get(TRACE_VARIABLE) or None,
+    }  # fmt: skip
+    return "\n".join(
+        json.dumps({
+            "level": "INFO" if step.succeeded else "ERROR", "message": f"step {step.status}", **common,
+            "step": step.id, "status": step.status, "seconds": step.seconds, "rows_out": step.rows_out,
+            "partitions_written": step.partitions_written_count, "error": step.error,
+        })  # fmt: skip
+        for step in report.steps
+    )
+
+
 def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -155,6 +178,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
             max_parallel=args.max_parallel, plan_uri=args.plan, stop=stop,
         )
     print(_summary(report))
+    print(_json_lines(report), flush=True)
     try:
         write_bytes(report_uri, report.to_json().encode(), s3_client=s3_client)
     except DocumentError as error:

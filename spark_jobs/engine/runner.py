@@ -131,6 +131,9 @@ def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, 
         rows_out=written.rows,
         partitions_written=list(written.rows_by_partition),
         partitions_deleted=written.deleted,
+        bytes_written=written.bytes_written,
+        output_table=transform.output.name,
+        input_tables={name: spec.table.name for name, spec in transform.inputs.items()},
     )
 
 

@@ -52,6 +52,11 @@ class HadoopFs:
             return []
         return [status.getPath().toString() for status in statuses if status.isDirectory()]
 
+    def size(self, uri: str) -> int:
+        """Bytes under `uri` (the lineage events' output statistics)."""
+        path = self._path(uri)
+        return int(path.getFileSystem(self._conf).getContentSummary(path).getLength())
+
     def delete(self, uri: str) -> None:
         path = self._path(uri)
         path.getFileSystem(self._conf).delete(path, True)

@@ -102,6 +102,7 @@ def list_partitions(*, spark: SparkSession, warehouse: str, table: Table, scope:
 class WriteResult:
     rows_by_partition: dict[str, int]  # partition path -> rows written, in partition order
     deleted: list[str]  # partition paths in scope that got no rows and were removed
+    bytes_written: int | None = None  # size of the written partitions' files, when measured
 
     @property
     def rows(self) -> int:
@@ -149,4 +150,5 @@ def replace_partitions(
         if path not in rows_by_partition:
             filesystem.delete(f"{table.uri(warehouse)}/{path}")
             deleted.append(path)
-    return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted)
+    bytes_written = sum(filesystem.size(f"{table.uri(warehouse)}/{path}") for path in rows_by_partition)
+    return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)

@@ -31,6 +31,9 @@ class StepResult(Contract):
     partitions_written: list[str] = Field(default_factory=list, description="`day=.../hour=.../feed=...`")
     partitions_written_count: int = Field(default=0, ge=0, description="len(partitions_written)")
     partitions_deleted: list[str] = Field(default_factory=list, description="In scope, no rows any more")
+    bytes_written: int | None = Field(default=None, ge=0, description="Size of the written partitions; None: not measured")
+    output_table: str | None = Field(default=None, description="The table the step rewrote (for lineage events)")
+    input_tables: dict[str, str] = Field(default_factory=dict, description="Input name -> the table it reads")
     error: str | None = Field(default=None, description="failed: what went wrong")
     blocked_by: list[str] = Field(default_factory=list, description="blocked: the upstream steps that did not succeed")
 

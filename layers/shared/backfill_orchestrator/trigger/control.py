@@ -38,6 +38,7 @@ from backfill_orchestrator.contracts import (
 )
 from backfill_orchestrator.contracts.steps import StepStatus
 from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.lineage_events import backfill_aborted
 from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.plan import Plan
@@ -144,6 +145,10 @@ class ControlService:
             attributes={"reason": f"cancelled: {reason}"[:2000], "progress": record.progress},
         )  # fmt: skip
         self._release(record.backfill_id)
+        if self.services.lineage_events is not None:  # the backfill's run ends ABORT in the lineage graph
+            backfill_aborted(self.services.lineage_events, self.services.lineage_events.facts(
+                backfill_id=record.backfill_id, attempt=record.run_attempt, config_uri=record.config_uri,
+            ), reason=reason)  # fmt: skip
         if record.mode == "replay":
             return "cancelled: replay tasks stop at their next batch; unsent ones are skipped"
         finished = _finished_steps(record)

@@ -16,12 +16,14 @@ from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, Cla
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
 from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan, estimate_totals
 from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStore
+from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
 
@@ -41,6 +43,7 @@ class ModeServices:
     catalog: Callable[[], JobCatalog]
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
     claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
+    lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,12 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
         result_uri=services.storage.result_uri(request.upload),
     )  # fmt: skip
+    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
+        backfill_started(services.lineage_events, services.lineage_events.facts(
+            backfill_id=backfill_id, attempt=1, config_uri=stored.config_uri,
+            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
+            submitter=config.owner, trace_id=current_trace_id(),
+        ))  # fmt: skip
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
 
 
@@ -164,7 +173,7 @@ def trigger_run(
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
         backfill_id=backfill_id, config_uri=config_uri, plan_uri=plan_uri, result_uri=result_uri,
-        attempt=attempt, done_uri=done_uri,
+        attempt=attempt, done_uri=done_uri, trace_id=current_trace_id(),
     ).to_conf()  # fmt: skip
     run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, 
 from backfill_orchestrator.claims import ClaimRegistry, registry_for
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
+from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
@@ -78,6 +80,9 @@ class TriggerWiring:
             catalog=self.catalog,
             sqs=self.sqs if self._sqs_factory is not None else None,
             claims=(lambda: self.claims(status)) if settings.claims_table else None,
+            lineage_events=LineageEmitter.from_settings(
+                LineageSettings.from_env(os.environ), metrics=metrics, logger=logger
+            ),
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 

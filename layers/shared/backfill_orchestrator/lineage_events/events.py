@@ -1,0 +1,181 @@
+"""Building the OpenLineage events (pure: no I/O). The emitter sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
+from urllib.parse import urlparse
+
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import (
+    error_message_run,
+    job_type_job,
+    nominal_time_run,
+    output_statistics_output_dataset,
+    parent_run,
+)
+
+from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
+from backfill_orchestrator.lineage_events.facets import BackfillPartitionsOutputDatasetFacet, BackfillRunFacet
+from backfill_orchestrator.lineage_events.facts import BackfillFacts, FinalState
+from backfill_orchestrator.lineage_events.ids import step_run_id
+
+PRODUCER = "https://github.com/backfill-orchestrator/backfill-orchestrator/tree/0.1.0"
+INTEGRATION = "BACKFILL_ORCHESTRATOR"
+MAX_PARTITIONS_LISTED = 1000  # an event stays bounded; the count is always exact
+
+
+def run_facet(facts: BackfillFacts) -> BackfillRunFacet:
+    return BackfillRunFacet(
+        backfillId=facts.backfill_id, attempt=facts.attempt, configUri=facts.config_uri,
+        dates=[str(day) for day in facts.dates], hours=list(facts.hours) if facts.hours is not None else None,
+        feeds=list(facts.feeds) if facts.feeds is not None else None, submitter=facts.submitter,
+        traceId=facts.trace_id, producer=PRODUCER,
+    )  # fmt: skip
+
+
+def parent_facet(facts: BackfillFacts) -> parent_run.ParentRunFacet:
+    """The backfill run as the parent (and root) of a step's run."""
+    return parent_run.ParentRunFacet(
+        run=parent_run.Run(runId=facts.run_id),
+        job=parent_run.Job(namespace=facts.namespace, name=facts.backfill_id),
+        root=parent_run.Root(
+            run=parent_run.RootRun(runId=facts.run_id),
+            job=parent_run.RootJob(namespace=facts.namespace, name=facts.backfill_id),
+        ),
+        producer=PRODUCER,
+    )
+
+
+def _iso(when: datetime | None) -> str:
+    return (when or datetime.now(UTC)).astimezone(UTC).isoformat()
+
+
+def _job_type(job_type: str) -> job_type_job.JobTypeJobFacet:
+    return job_type_job.JobTypeJobFacet(
+        processingType="BATCH", integration=INTEGRATION, jobType=job_type, producer=PRODUCER
+    )
+
+
+def _error(message: str) -> error_message_run.ErrorMessageRunFacet:
+    return error_message_run.ErrorMessageRunFacet(message=message[:2000], programmingLanguage="PYTHON", producer=PRODUCER)
+
+
+def backfill_event(
+    facts: BackfillFacts, state: Literal["START"] | FinalState, *, when: datetime | None = None, reason: str | None = None
+) -> RunEvent:
+    run_facets: dict = {"backfill": run_facet(facts)}
+    if reason and state in ("FAIL", "ABORT"):
+        run_facets["errorMessage"] = _error(reason)
+    return RunEvent(
+        eventType=RunState[state],
+        eventTime=_iso(when),
+        run=Run(runId=facts.run_id, facets=run_facets),
+        job=Job(namespace=facts.namespace, name=facts.backfill_id, facets={"jobType": _job_type("BACKFILL")}),
+        producer=PRODUCER,
+    )
+
+
+def dataset_address(warehouse: str, table: str) -> tuple[str, str]:
+    """(namespace, name) of a warehouse table, following OpenLineage's dataset naming:
+    `s3://bucket` + key path for S3, `file` + absolute path for a local directory."""
+    parsed = urlparse(warehouse)
+    if parsed.scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{parsed.netloc}", "/".join(p for p in (parsed.path.strip("/"), table) if p)
+    path = parsed.path if parsed.scheme == "file" else warehouse
+    return "file", f"{path.rstrip('/')}/{table}"
+
+
+def _outputs(step: StepResult, warehouse: str, *, final: bool) -> list[OutputDataset]:
+    if not step.output_table:
+        return []
+    namespace, name = dataset_address(warehouse, step.output_table)
+    facets: dict = {}
+    if final and step.succeeded:
+        facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            rowCount=step.rows_out, size=step.bytes_written, producer=PRODUCER
+        )
+        facets["backfillPartitions"] = BackfillPartitionsOutputDatasetFacet(
+            written=step.partitions_written[:MAX_PARTITIONS_LISTED],
+            deleted=step.partitions_deleted[:MAX_PARTITIONS_LISTED],
+            writtenCount=step.partitions_written_count,
+            truncated=max(len(step.partitions_written), len(step.partitions_deleted)) > MAX_PARTITIONS_LISTED,
+            producer=PRODUCER,
+        )
+    return [OutputDataset(namespace=namespace, name=name, outputFacets=facets)]
+
+
+def _inputs(step: StepResult, warehouse: str) -> list[InputDataset]:
+    tables = sorted(set(step.input_tables.values())) if step.input_tables else sorted(step.rows_in_by_input)
+    return [InputDataset(*dataset_address(warehouse, table)) for table in tables]
+
+
+def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> list[RunEvent]:
+    """START and COMPLETE/FAIL for every spark step that ran, as child runs of the backfill run.
+    A blocked step never ran: it has no run."""
+    events: list[RunEvent] = []
+    for step in report.steps:
+        if step.status is StepStatus.BLOCKED:
+            continue
+        run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=step.id)
+        job = Job(
+            namespace=facts.namespace, name=f"{facts.backfill_id}.{step.id}",
+            facets={"jobType": _job_type("SPARK_STEP")},
+        )  # fmt: skip
+        start_facets: dict = {"parent": parent_facet(facts)}
+        end_facets: dict = {"parent": parent_facet(facts)}
+        if not step.succeeded:
+            end_facets["errorMessage"] = _error(step.error or "step failed")
+        inputs = _inputs(step, warehouse)
+        events.append(RunEvent(
+            eventType=RunState.START, eventTime=_iso(report.started_at), run=Run(runId=run_id, facets=start_facets),
+            job=job, inputs=inputs, outputs=_outputs(step, warehouse, final=False), producer=PRODUCER,
+        ))  # fmt: skip
+        events.append(RunEvent(
+            eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL, eventTime=_iso(report.finished_at),
+            run=Run(runId=run_id, facets=end_facets), job=job, inputs=inputs,
+            outputs=_outputs(step, warehouse, final=True), producer=PRODUCER,
+        ))  # fmt: skip
+    return events
+
+
+
+NOT_RUN_STATES = frozenset({"not run", "skipped", "removed", "upstream_failed"})
+
+
+def dag_rerun_events(
+    facts: BackfillFacts, *, step_id: str, dag_id: str, dates: Mapping[str, str], when: datetime | None = None
+) -> list[RunEvent]:
+    """One child run of the backfill run per (DAG, date) rerun that ran: job
+    `<backfill id>.<step>`, nominal time the rerun's logical day, COMPLETE when its rerun task
+    succeeded, else FAIL. A rerun that never ran has no run. (With the Airflow OpenLineage
+    provider installed the rerun DAG's own events carry the same parent, from the conf.)"""
+    events: list[RunEvent] = []
+    job = Job(
+        namespace=facts.namespace, name=f"{facts.backfill_id}.{step_id}",
+        facets={"jobType": _job_type("DAG_RERUN")},
+    )  # fmt: skip
+    for day_text, state in sorted(dates.items()):
+        if state in NOT_RUN_STATES:
+            continue
+        day = date.fromisoformat(day_text)
+        start = datetime.combine(day, time(0), tzinfo=UTC)
+        facets: dict = {
+            "parent": parent_facet(facts),
+            "nominalTime": nominal_time_run.NominalTimeRunFacet(
+                nominalStartTime=start.isoformat(), nominalEndTime=(start + timedelta(days=1)).isoformat(),
+                producer=PRODUCER,
+            ),
+        }  # fmt: skip
+        run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=f"{step_id}/{day_text}")
+        end = dict(facets)
+        if state != "success":
+            end["errorMessage"] = _error(f"rerun of DAG {dag_id} for {day_text} ended {state}")
+        events.append(RunEvent(eventType=RunState.START, eventTime=_iso(when), run=Run(runId=run_id, facets=facets),
+                               job=job, producer=PRODUCER))  # fmt: skip
+        events.append(RunEvent(
+            eventType=RunState.COMPLETE if state == "success" else RunState.FAIL, eventTime=_iso(when),
+            run=Run(runId=run_id, facets=end), job=job, producer=PRODUCER,
+        ))  # fmt: skip
+    return events
