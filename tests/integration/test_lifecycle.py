@@ -269,3 +269,16 @@ def _counts(steps: dict[str, Any]) -> dict[str, int]:
         counts[step["status"]] += 1
     return counts
 
+
+
+def test_cancel_ends_the_backfills_lineage_run_with_abort(lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    from backfill_orchestrator.lineage_events import LineageEmitter
+    from tests.unit.test_lineage_events import Recorder
+
+    recorder = Recorder()
+    monkeypatch.setattr(LineageEmitter, "from_settings", classmethod(lambda cls, settings, **_: cls(client=recorder)))
+    backfill_id = submit(lifecycle).backfill_id
+    control(lifecycle, backfill_id, "cancel", reason="wrong dates")
+    kinds = [(event["eventType"], event["job"]["name"]) for event in recorder.events]
+    assert kinds == [("START", backfill_id), ("ABORT", backfill_id)]
+    assert recorder.events[0]["run"]["runId"] == recorder.events[1]["run"]["runId"]  # the same backfill run
