@@ -256,6 +256,10 @@ def prepare(index: int) -> list[dict[str, Any]]:
         "round %d: spark steps %s; %d DAG reruns; blocked %s",
         index, work.spark_step_ids, len(dag_runs), sorted(work.blocked),
     )  # fmt: skip
+    if index < started["rounds"]:
+        from backfill_runtime.reporting import record_progress
+
+        record_progress(backfill_id, ledger, round_index=index, rounds=started["rounds"])
     ti.xcom_push(key="ledger", value=ledger.to_dict())
     ti.xcom_push(key="spark", value=spark)
     ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in work.dag_runs])

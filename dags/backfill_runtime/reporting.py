@@ -199,3 +199,28 @@ class Reporting:
             return False
         record = self.store.get(backfill_id)
         return bool(record and record.slack_thread_ts)
+
+
+def record_progress(backfill_id: str, ledger: Any, *, round_index: int, rounds: int) -> None:
+    """Steps done of total and the current round on the status record, for `backfill watch`.
+    Informational: a record that cannot be updated is logged, never fails the round."""
+    table = _option("status_table")
+    if not table:
+        return
+    import boto3
+
+    from backfill_orchestrator.contracts import StepStatus
+
+    counts = ledger.counts()
+    progress = {
+        "steps_total": len(ledger.entries),
+        "steps_done": counts[StepStatus.SUCCEEDED],
+        "steps_failed": counts[StepStatus.FAILED] + counts[StepStatus.BLOCKED],
+        "wave": round_index + 1,  # the DAG's round (a Spark submission and its DAG reruns)
+        "waves": rounds,
+    }
+    try:
+        StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb")).annotate(backfill_id, {"progress": progress})
+    except Exception as error:  # progress is for people watching; the backfill goes on
+        log.warning("progress of %s not recorded: %s", backfill_id, str(error)[:300])
+

@@ -125,6 +125,9 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
     record = status_store(aws).get(backfill.backfill_id)
     assert record.state == BackfillState.SUCCEEDED
     assert [h["state"] for h in record.history][-2:] == ["RUNNING", "SUCCEEDED"]
+    # `backfill watch` reads the progress the last round recorded
+    assert record.progress["steps_total"] == len(backfill.plan.steps)
+    assert record.progress["waves"] >= 1 and record.progress["wave"] == record.progress["waves"]
     slack = env["slack"]
     texts = [m["text"] for m in slack.messages if backfill.backfill_id in m["text"]]
     assert any("RUNNING" in t for t in texts) and any("SUCCEEDED" in t for t in texts), texts
