@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from backfill_orchestrator.identity import Principal, principal_from_id, slack_principal
-from backfill_orchestrator.plan.model import Plan
+from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.policy import (
     BackfillFacts,
     InvalidPolicyError,

@@ -15,7 +15,7 @@ from typing import Literal
 
 from backfill_orchestrator.config.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
-from backfill_orchestrator.plan.model import Plan
+from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy
 

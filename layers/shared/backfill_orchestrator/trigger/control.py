@@ -315,7 +315,7 @@ def release_claims(services: ModeServices, backfill_id: str, *, now: datetime) -
         return []
     storage = services.storage
     control_uri = f"s3://{storage.bucket}/{services.settings.control_prefix}"
-    return release_and_start_queued(services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage._s3)
+    return release_and_start_queued(services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage.s3_client)
 
 
 def storage_uri(storage: Any, backfill_id: str, name: str) -> str:

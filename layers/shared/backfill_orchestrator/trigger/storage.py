@@ -53,6 +53,10 @@ class TriggerStorage:
         self.backfills_prefix = backfills_prefix
 
     # -- uploads -----------------------------------------------------------------------
+    @property
+    def s3_client(self) -> Any:
+        return self._s3
+
     def is_control_document(self, upload: Upload, *, control_prefix: str) -> bool:
         return (
             upload.bucket == self.bucket
