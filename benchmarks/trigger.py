@@ -18,7 +18,9 @@ Cold: `import app` in a fresh interpreter (median of 5), beside `import boto3` a
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import http.client
 import io
 import json
 import logging
@@ -28,12 +30,56 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = 40
 COLD_RUNS = 5
 BUCKET = "bench-configs"
 TABLE = "bench-status"
+
+
+class RoundTrips:
+    """Counts the round trips of the code under test, per kind: every AWS call attempt with
+    botocore's `before-send` hook (retries included; registered first, so moto's in-process
+    stub cannot answer before it), every other HTTP request at `http.client`'s `putrequest`,
+    where requests/urllib3 (Marquez, Airflow, PagerDuty) and slack_sdk's urllib all end up.
+    Requests to `aws_ports` (a moto server) are left to the botocore hook, so nothing counts
+    twice. `names` labels the other servers by port."""
+
+    def __init__(self, *, aws_ports: set[int] | None = None, names: dict[int, str] | None = None):
+        self.aws_ports = aws_ports or set()
+        self.names = names or {}
+        self.calls: list[str] = []
+        self._original = http.client.HTTPConnection.putrequest
+
+    def watch_events(self, events: object) -> None:
+        """A botocore event emitter: a client's `meta.events`, or a session's (`boto3.DEFAULT_SESSION.events`,
+        for clients made after this call)."""
+        events.register_first("before-send", self._aws, unique_id="bench-round-trips")  # type: ignore[attr-defined]
+
+    def __enter__(self) -> RoundTrips:
+        counter, original = self, self._original
+
+        def putrequest(connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object) -> None:
+            if connection.port not in counter.aws_ports:
+                counter.calls.append(f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}")
+            return original(connection, method, url, *args, **kwargs)
+
+        http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        http.client.HTTPConnection.putrequest = self._original  # type: ignore[method-assign]
+
+    def take(self) -> list[str]:
+        """The calls counted since the last take."""
+        calls, self.calls = self.calls, []
+        return calls
+
+    def _aws(self, event_name: str, **_: object) -> None:
+        self.calls.append(event_name.removeprefix("before-send."))  # e.g. s3.GetObject
+        return None
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -85,12 +131,11 @@ def main() -> int:
     host, port = moto.get_host_and_port()
     os.environ["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
     try:
-        with (
-            MarquezDouble(seed="food_delivery") as marquez,
-            AirflowDouble(dag_ids={"backfill"}) as airflow,
-            SlackReceiver(token="xoxb-bench") as slack,
-            PagerDutyReceiver() as pagerduty,
-        ):
+        with contextlib.ExitStack() as stack:
+            marquez = stack.enter_context(MarquezDouble(seed="food_delivery"))
+            airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
+            slack = stack.enter_context(SlackReceiver(token="xoxb-bench"))
+            pagerduty = stack.enter_context(PagerDutyReceiver())
             s3 = boto3.client("s3")
             dynamodb = boto3.client("dynamodb")
             secrets = boto3.client("secretsmanager")
@@ -127,6 +172,12 @@ def main() -> int:
                     "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
                 }
             )
+            names = {urlsplit(url).port: name for name, url in (
+                ("marquez", marquez.url), ("airflow", airflow.url), ("slack", slack.api_url),
+                ("pagerduty", pagerduty.events_url),
+            )}  # fmt: skip
+            counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
+            counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
             sys.path.insert(0, str(REPO / "functions" / "trigger"))
             import app
 
@@ -150,13 +201,18 @@ def main() -> int:
                 return (time.perf_counter() - started) * 1000, answer
 
             first_ms, _ = invoke(event_for("incoming/warmup.yaml", config_body(9999)))
-            ours, duplicates = [], []
+            first_calls = counter.take()
+            ours, duplicates, trips, duplicate_trips = [], [], [], []
             for index in range(CONFIGS):
                 event = event_for(f"incoming/bench-{index}.yaml", config_body(index))
+                counter.take()
                 elapsed, answer = invoke(event)
+                calls = counter.take()
                 assert answer["results"][0]["disposition"] == "accepted", answer
                 ours.append(elapsed)
+                trips.append(calls)
                 elapsed, answer = invoke(event)
+                duplicate_trips.append(counter.take())
                 assert answer["results"][0]["disposition"] == "duplicate", answer
                 duplicates.append(elapsed)
             assert len(airflow.runs) == CONFIGS + 1 and len(slack.messages) == CONFIGS + 1
@@ -164,13 +220,15 @@ def main() -> int:
             # Baseline: the unavoidable round trips, done plainly.
             session = requests.Session()
             token = session.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
-            baseline = []
+            base_s3, base_dynamodb = boto3.client("s3"), boto3.client("dynamodb")  # counted, like the handler's
+            baseline, baseline_trips = [], []
             for index in range(CONFIGS):
                 key = f"incoming/base-{index}.yaml"
                 s3.put_object(Bucket=BUCKET, Key=key, Body=config_body(index))
+                counter.take()
                 started = time.perf_counter()
-                body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-                dynamodb.put_item(
+                body = base_s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+                base_dynamodb.put_item(
                     TableName="bench-baseline", Item={"backfill_id": {"S": f"base-{index}"}, "state": {"S": "TRIGGERED"}},
                     ConditionExpression="attribute_not_exists(backfill_id)",
                 )  # fmt: skip
@@ -180,8 +238,9 @@ def main() -> int:
                     headers={"Authorization": f"Bearer {token}"},
                 )
                 assert response.status_code == 200, response.text
-                s3.put_object(Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10])
+                base_s3.put_object(Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10])
                 baseline.append((time.perf_counter() - started) * 1000)
+                baseline_trips.append(len(counter.take()))
     finally:
         moto.stop()
 
@@ -197,11 +256,19 @@ def main() -> int:
     print(f"{'duplicate delivery p50':<28}{statistics.median(duplicates):>10.1f}{base_p50:>13.1f}"
           f"{statistics.median(duplicates) / base_p50:>8.2f}")  # fmt: skip
     print(f"{'cold import (median of 5)':<28}{cold:>10.0f}{cold_base:>13.0f}{cold / cold_base:>8.2f}   (baseline: import boto3)")
+    round_trips = statistics.median(len(calls) for calls in trips)
+    print(f"round trips per valid config: median {round_trips:g}, max {max(len(c) for c in trips)} "
+          f"(baseline {statistics.median(baseline_trips):g}; duplicate delivery "
+          f"{statistics.median(len(c) for c in duplicate_trips):g}; first invocation {len(first_calls)}, secrets and token included)")  # fmt: skip
+    for name, count in collections.Counter(trips[len(trips) // 2]).items():
+        print(f"  {count} x {name}")
     print(
-        f"BENCH trigger warm_ms_p50={ours_p50:.1f} warm_ms_p90={percentile(ours, 0.9):.1f} "
-        f"baseline_ms_p50={base_p50:.1f} ratio={ours_p50 / base_p50:.2f} "
-        f"duplicate_ms_p50={statistics.median(duplicates):.1f} cold_import_ms={cold:.0f} "
-        f"cold_import_boto3_ms={cold_base:.0f}"
+        f"more: warm_ms_p90={percentile(ours, 0.9):.1f} duplicate_ms_p50={statistics.median(duplicates):.1f} "
+        f"cold_import_boto3_ms={cold_base:.0f} baseline_round_trips={statistics.median(baseline_trips):g}"
+    )
+    print(
+        f"BENCH trigger warm_ms_p50={ours_p50:.1f} baseline_ms_p50={base_p50:.1f} round_trips={round_trips:g} "
+        f"cold_import_ms={cold:.0f} ratio={ours_p50 / base_p50:.2f}"
     )
     return 0
 
