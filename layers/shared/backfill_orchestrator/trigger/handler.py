@@ -4,7 +4,11 @@ Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
 AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
-Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
+Secrets are redacted from every log line (`backfill_orchestrator.redaction`).
+
+The Tracer exists only when tracing is on (`tracing.lambda_tracer`: building one imports the
+X-Ray SDK, even disabled). What every valid config needs is imported here, in Lambda's init
+phase; what only some need (claims, control documents, replay, MWAA) where it is used."""
 
 from __future__ import annotations
 
@@ -13,18 +17,19 @@ from dataclasses import asdict
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from backfill_orchestrator import redaction
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.settings import DeploymentSettings
+from backfill_orchestrator.tracing import lambda_tracer, traced_handler
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
 from backfill_orchestrator.trigger.wiring import TriggerWiring
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "backfill-trigger"))
-tracer = Tracer()
+tracer = lambda_tracer()  # None when tracing is off
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "BackfillOrchestrator"))
 copy_config_to_registered_loggers(source_logger=logger, include={"backfill_orchestrator"})
 
@@ -60,7 +65,7 @@ def reset() -> None:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@traced_handler(tracer)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     redaction.install(logger)  # every invocation: covers handlers added since (the runtime's)

@@ -57,7 +57,6 @@ from backfill_orchestrator.status import (
     StatusRecord,
     TransitionRejectedError,
 )
-from backfill_orchestrator.trigger.control import ControlService
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
     Upload,
@@ -198,6 +197,9 @@ class TriggerService:
 
     # -- one control document (trigger/control.py) ---------------------------------------
     def handle_control(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
+        # Imported here: control documents (and the claims they use) are rare next to configs.
+        from backfill_orchestrator.trigger.control import ControlService
+
         attempt = attempt or Attempt()
         control = ControlService(services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock)
         with deadline_scope(attempt.deadline):
