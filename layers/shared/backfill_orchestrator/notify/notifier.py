@@ -1,6 +1,7 @@
 """The one notification entry point for every component (trigger, DAG, replay).
 
     notifier.slack(backfill_id, message)            # first call starts the thread, later ones reply
+    notifier.slack(backfill_id, message, record=r)  # the thread from a record in hand: no table read
     notifier.page(backfill_id, summary=..., enabled=config.notify.pagerduty)
     notifier.resolve(backfill_id, enabled=...)
 
@@ -18,9 +19,10 @@ from typing import Any, Protocol
 
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient, PagerDutyError, Severity
 from backfill_orchestrator.notify.slack import SlackClient, SlackError, SlackMessage
-from backfill_orchestrator.status import StatusStore, StatusStoreError
+from backfill_orchestrator.status import StatusRecord, StatusStore, StatusStoreError
 
 logger = logging.getLogger(__name__)
+MAX_REMEMBERED_THREADS = 1000
 
 
 class MetricsSink(Protocol):
@@ -46,18 +48,34 @@ class Notifier:
         self._store = status_store
         self._default_channel = default_channel
         self._metrics = metrics
+        self._threads: dict[str, tuple[str, str]] = {}  # threads this notifier started or stored
 
-    def slack(self, backfill_id: str | None, message: SlackMessage, *, channel: str | None = None) -> bool:
+    def slack(
+        self,
+        backfill_id: str | None,
+        message: SlackMessage,
+        *,
+        channel: str | None = None,
+        record: StatusRecord | None = None,
+    ) -> bool:
         """Post to the backfill's thread (starting it if there is none yet). `channel`
-        (e.g. the config's notify.slack_channel) applies when a thread starts. True if sent."""
+        (e.g. the config's notify.slack_channel) applies when a thread starts. `record` is the
+        backfill's status record as the caller holds it (returned by its own last write): its
+        thread is used as is, without reading the table again. True if sent."""
         if self._slack is None:
             return False
         try:
-            thread_channel, thread_ts = self._thread(backfill_id)
+            thread_channel, thread_ts = self._thread(backfill_id, record)
             target = thread_channel or channel or self._default_channel
             posted = self._slack.post(message, channel=target, thread_ts=thread_ts)
-            if posted and backfill_id and not thread_ts and self._store is not None:
-                self._store.set_slack_thread(backfill_id, channel=posted.channel, ts=posted.ts)
+            if posted and backfill_id and not thread_ts:
+                if len(self._threads) >= MAX_REMEMBERED_THREADS:  # a long-lived notifier stays bounded
+                    self._threads.clear()
+                self._threads[backfill_id] = (posted.channel, posted.ts)
+                if self._store is not None:
+                    # Another component may have started the thread meanwhile: reply to that one from now on.
+                    stored_ts = self._store.set_slack_thread(backfill_id, channel=posted.channel, ts=posted.ts)
+                    self._threads[backfill_id] = (posted.channel, stored_ts)
             return True
         except (SlackError, StatusStoreError) as error:
             logger.warning("Slack notification not sent: %s", error)
@@ -120,10 +138,13 @@ class Notifier:
         self._count("PagerDutyFailures")
         return False
 
-    def _thread(self, backfill_id: str | None) -> tuple[str | None, str | None]:
+    def _thread(self, backfill_id: str | None, record: StatusRecord | None) -> tuple[str | None, str | None]:
         if not backfill_id or self._store is None or not self._slack.supports_threads:  # type: ignore[union-attr]
             return None, None
-        record = self._store.get(backfill_id)
+        if backfill_id in self._threads:
+            return self._threads[backfill_id]
+        if record is None or record.backfill_id != backfill_id:
+            record = self._store.get(backfill_id)
         if record is None or not record.slack_thread_ts:
             return None, None
         return record.slack_channel, record.slack_thread_ts

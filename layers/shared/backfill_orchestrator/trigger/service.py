@@ -305,17 +305,18 @@ class TriggerService:
         if outcome.state is BackfillState.REJECTED:
             attributes = {"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason}
             try:
-                status.transition(backfill_id, BackfillState.REJECTED, detail=outcome.reason, attributes=attributes)
+                ended = status.transition(backfill_id, BackfillState.REJECTED, detail=outcome.reason, attributes=attributes)
             except TransitionRejectedError:  # refused after PLANNED: REJECTED cannot follow, FAILED (final) can
-                status.transition(backfill_id, BackfillState.FAILED, detail=outcome.reason,
-                                  attributes={**attributes, "retryable": False})  # fmt: skip
+                ended = status.transition(backfill_id, BackfillState.FAILED, detail=outcome.reason,
+                                          attributes={**attributes, "retryable": False})  # fmt: skip
             self._count("Rejected")
             written = self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
-            self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name), channel=channel)
+            self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name),
+                                channel=channel, record=ended)  # fmt: skip
             return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason, retry=not written)
 
         if outcome.state is BackfillState.FAILED:  # a refusal by the mode, not an outage: no page
-            status.transition(
+            ended = status.transition(
                 backfill_id, BackfillState.FAILED, detail=outcome.reason,
                 attributes={"reason": outcome.reason, "retryable": False},
             )  # fmt: skip
@@ -325,6 +326,7 @@ class TriggerService:
                 backfill_id,
                 backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
                 channel=channel,
+                record=ended,
             )
             return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason, retry=not written)
 
@@ -340,6 +342,7 @@ class TriggerService:
                 backfill_id,
                 backfill_message(config=config, backfill_id=backfill_id, plan=outcome.plan, state="QUEUED", note=outcome.reason),
                 channel=channel,
+                record=record,  # as claimed: the mode's writes since do not touch the thread
             )
             return UploadResult(upload.uri, Disposition.QUEUED, backfill_id, "QUEUED", outcome.reason, retry=not written)
 
@@ -372,6 +375,7 @@ class TriggerService:
                 note="Dry run: planned and stored, nothing triggered." if dry_run else None,
             ),
             channel=channel,
+            record=record,  # as claimed: the mode's writes since do not touch the thread
         )
         if record.pagerduty_open:  # an earlier attempt paged; this one succeeded
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
@@ -385,9 +389,9 @@ class TriggerService:
         reason = f"{type(error).__name__}: {error}"[:2000]
         self.logger.error("backfill %s failed: %s", backfill_id, reason, exc_info=not isinstance(error, BackfillError))
         self._count("Failed")
-        unrecorded = None
+        unrecorded = failed = None
         try:
-            self.services.status.transition(
+            failed = self.services.status.transition(
                 backfill_id, BackfillState.FAILED, detail=reason[:500],
                 attributes={"reason": reason, "retryable": True},
             )  # fmt: skip
@@ -411,6 +415,7 @@ class TriggerService:
             backfill_id,
             status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason[:500]} (it will be retried automatically)"),
             channel=config.notify.slack_channel,
+            record=failed,
         )
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
@@ -483,7 +488,7 @@ class TriggerService:
                         return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", "result written by a retry", retry=not written)
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, None, str(exists.existing.state))
-            status.transition(
+            rejected = status.transition(
                 record_id,
                 BackfillState.REJECTED,
                 detail=f"{len(issues)} errors",
@@ -492,7 +497,7 @@ class TriggerService:
             self._count("Rejected")
             self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
             written = self._write_result(upload, document)
-            self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues))
+            self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues), record=rejected)
             return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors", retry=not written)
 
     def _reported(self, upload: Upload, status_id: str, state: str) -> bool:
