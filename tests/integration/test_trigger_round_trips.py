@@ -1,0 +1,85 @@
+"""What one valid batch config costs in AWS and HTTP round trips, counted on the wire the way
+benchmarks/trigger.py counts them (botocore `before-send`, `http.client` requests), so the
+count cannot grow unnoticed. Deployment as the benchmark's: Slack with a bot token (threads),
+PagerDuty, a job catalog; no claims table, no policy, no OpenLineage events. The first
+config of a warm container also reads the secrets, the catalog and Airflow's token; the
+second one is counted."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from backfill_orchestrator.trigger import Disposition
+from tests.integration.test_trigger_flow import VALID, TriggerHarness
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
+# (config GET, claim, DAG trigger, result file) plus lineage, the stored config / plan /
+# picture, PLANNED before the trigger, TRIGGERED after it, Slack and its thread.
+EXPECTED = {
+    "s3.GetObject": 1,  # the upload
+    "dynamodb.PutItem": 1,  # the claim (RECEIVED)
+    "marquez GET /api/v1/lineage": 1,
+    "s3.PutObject": 4,  # config.yaml, plan.json, plan.html, the result file
+    "dynamodb.UpdateItem": 3,  # PLANNED, TRIGGERED, the Slack thread
+    "airflow POST /api/v2/dags/backfill/dagRuns": 1,
+    "slack POST /api/chat.postMessage": 1,
+}
+
+
+def round_trips_class() -> Any:
+    spec = importlib.util.spec_from_file_location("trigger_benchmark", REPO / "benchmarks" / "trigger.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RoundTrips
+
+
+@pytest.fixture
+def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
+    with ExitStack() as stack:
+        yield TriggerHarness(stack)
+
+
+def config(name: str) -> bytes:
+    return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
+
+
+def test_a_valid_batch_config_costs_twelve_round_trips(harness: TriggerHarness) -> None:
+    names = {
+        urlsplit(url).port: name
+        for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
+                          ("slack", harness.slack.api_url), ("pagerduty", harness.pagerduty.events_url))
+    }  # fmt: skip
+    with round_trips_class()(names=names) as counter:
+        for client in (harness.s3, harness.dynamodb, harness.secrets):
+            counter.watch_events(client.meta.events)
+        first = harness.invoke(harness.upload(config("first"), key="incoming/first.yaml"))
+        assert [r.disposition for r in first] == [Disposition.ACCEPTED]
+        counter.take()  # secrets, catalog, token: once per container, not per config
+
+        event = harness.upload(config("second"), key="incoming/second.yaml")
+        counter.take()
+        second = harness.invoke(event)
+        calls = counter.take()
+
+        duplicate = harness.invoke(event)
+        duplicate_calls = counter.take()
+
+    assert [r.disposition for r in second] == [Disposition.ACCEPTED]
+    assert dict(Counter(calls)) == EXPECTED, calls
+    assert sum(EXPECTED.values()) == 12
+    assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
+    # A duplicate delivery reads the config, finds the claim taken, and stops.
+    assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]
+    assert duplicate_calls == ["s3.GetObject", "dynamodb.PutItem"]
+    assert len(harness.slack.messages) == 2 and len(harness.airflow.runs) == 2
