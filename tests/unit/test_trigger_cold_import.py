@@ -1,6 +1,6 @@
 """The trigger handler's cold import: no X-Ray SDK unless tracing is on (building a powertools
-Tracer imports it, 150-175 ms, even disabled), and nothing only some configs need (claims,
-control documents, replay dispatch). Each case imports in a fresh interpreter."""
+Tracer imports it, 150-175 ms, even disabled), and nothing only some uploads need (control
+documents, replay dispatch). Each case imports in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 from backfill_orchestrator.tracing import tracing_enabled
 
 REPO = Path(__file__).resolve().parents[2]
-DEFERRED = ["aws_xray_sdk", "backfill_orchestrator.claims", "backfill_orchestrator.trigger.control",
-            "backfill_orchestrator.replay.dispatch"]  # fmt: skip
+DEFERRED = ["aws_xray_sdk", "backfill_orchestrator.trigger.control", "backfill_orchestrator.replay.dispatch"]
 
 
 def imported_after_handler(**env: str) -> dict[str, object]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
+from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.lineage import LineageSource
@@ -24,9 +25,6 @@ from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStor
 from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
-
-if TYPE_CHECKING:  # imported where used: only deployments with a claims table need them
-    from backfill_orchestrator.claims import Admission, ClaimRegistry
 
 REPLAY_NOT_ENABLED = "replay mode is not enabled in this deployment"
 
@@ -121,17 +119,14 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
 
-    if services.claims is not None:  # without a claims table every backfill is admitted
-        from backfill_orchestrator.claims import Queued, Refused
-
-        admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
-        if isinstance(admission, Refused):
-            reason = f"refused: {admission.describe()}; resubmit when it has ended, or cancel it"
-            return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
-        if isinstance(admission, Queued):
-            reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
-            services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason})
-            return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
+    admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
+    if isinstance(admission, Refused):
+        reason = f"refused: {admission.describe()}; resubmit when it has ended, or cancel it"
+        return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
+    if isinstance(admission, Queued):
+        reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
+        services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason})
+        return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
     run, run_url = trigger_run(
         services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
         result_uri=services.storage.result_uri(request.upload),
@@ -148,8 +143,6 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
 def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at: str, skip: AttemptDone | None = None) -> Admission:
     """Claim the (step, date) pairs the plan rewrites (less what earlier attempts finished);
     Admitted when nothing active overlaps them (or no claims table is configured)."""
-    from backfill_orchestrator.claims import Admitted, ClaimSet
-
     if services.claims is None:
         return Admitted(backfill_id)
     done = {step_id: plan.step(step_id).dates for step_id in (skip.steps_done if skip else [])}
@@ -205,7 +198,7 @@ def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     config, backfill_id, settings = request.config, request.backfill_id, services.settings
     if not settings.replay_tasks_queue_url or services.sqs is None:
         return ModeOutcome(BackfillState.FAILED, reason=REPLAY_NOT_ENABLED)
-    from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
+    from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks  # replay configs only
 
     try:
         tasks = plan_replay(config, targets=settings.replay_targets)

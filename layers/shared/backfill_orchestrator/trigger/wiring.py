@@ -9,13 +9,14 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
+from backfill_orchestrator.claims import ClaimRegistry, registry_for
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
@@ -28,9 +29,6 @@ from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.modes import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
-
-if TYPE_CHECKING:
-    from backfill_orchestrator.claims import ClaimRegistry
 
 CATALOG_MAX_AGE_SECONDS = 60
 
@@ -90,8 +88,6 @@ class TriggerWiring:
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:
-        from backfill_orchestrator.claims import registry_for  # only deployments with a claims table
-
         assert self.settings.claims_table is not None
         return registry_for(
             dynamodb_client=self._dynamodb, table_name=self.settings.claims_table, status_store=status, s3_client=self._s3
