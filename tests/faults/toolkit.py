@@ -219,7 +219,8 @@ class AwsFaults:
     def __init__(self) -> None:
         self._rules: list[_AwsRule] = []
         self._hooked: list[tuple[Any, str, str]] = []
-        self._params: dict[int, tuple[str, dict[str, Any]]] = {}
+        # Per client and thread: the trigger sends some calls side by side on one client.
+        self._params: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.sent: list[tuple[str, str | None]] = []  # (operation, fault code or None) per attempt
 
@@ -269,7 +270,7 @@ class AwsFaults:
 
     def _before_call(self, client: Any) -> Callable[..., None]:
         def hook(params: dict[str, Any], model: Any, **_: Any) -> None:
-            self._params[id(client)] = (model.name, params)
+            self._params[(id(client), threading.get_ident())] = (model.name, params)
             self.calls.append((model.name, params))
             for rule in self._rules:
                 if rule.crash and rule.claims(model.name, params):
@@ -282,7 +283,7 @@ class AwsFaults:
         protocol = client.meta.service_model.protocol
 
         def hook(request: Any, **_: Any) -> AWSResponse | None:
-            operation, params = self._params.get(id(client), ("", {}))
+            operation, params = self._params.get((id(client), threading.get_ident()), ("", {}))
             for rule in self._rules:
                 if not rule.crash and rule.claims(operation, params):
                     rule.applied += 1
