@@ -1,0 +1,42 @@
+"""The config, plan and picture of a backfill are stored side by side (three PutObjects at
+once): one of them failing past botocore's retries fails the attempt before anything is
+triggered, and Lambda's retry stores them all and triggers exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from backfill_orchestrator.status import BackfillState
+from backfill_orchestrator.trigger import TriggerFailedError
+from tests.faults.harness import FaultHarness
+from tests.faults.toolkit import AwsFaults
+from tests.integration.test_trigger_flow import VALID
+
+REQUEST = "8f5c1a2e-0000-4000-8000-000000000002"
+
+
+def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_triggers_once(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.throttle(harness.s3, "PutObject", when=lambda params: params.get("Key", "").endswith("/plan.html"))
+
+    with pytest.raises(TriggerFailedError):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    backfill_id = harness.only_record_id()
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.FAILED and record.retryable and "plan.html" in record.reason
+    assert record.plan_uri is None  # PLANNED was never recorded
+    assert aws_faults.attempts("PutObject", faulted=True) == 9  # only plan.html, 1 + 8 botocore attempts
+    assert harness.airflow.requests == [] and harness.result_file()["outcome"] == "failed"
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and len(harness.airflow.runs) == 1
+    for name in ("config.yaml", "plan.json", "plan.html"):
+        harness.s3.head_object(Bucket=harness.bucket, Key=f"backfills/{backfill_id}/{name}")
