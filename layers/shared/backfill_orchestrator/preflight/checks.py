@@ -156,7 +156,7 @@ def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: Preflig
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def missing_dates_message(step: PlanStep, missing: Iterable) -> str:

@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import requests
@@ -46,7 +47,8 @@ class TriggerWiring:
         session_factory: Callable[[], requests.Session] = retrying_session,
     ):
         """`session_factory` makes the HTTP sessions (tests pass one with short backoff)."""
-        self.settings = settings
+        # The preflight reads upstream freshness and run durations from the deployment's Marquez.
+        self.settings = replace(settings, preflight=replace(settings.preflight, run_history=self.lineage))
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
         self._mwaa_factory = mwaa_client_factory
