@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import pytest
 
@@ -197,6 +198,9 @@ def test_the_trigger_keeps_the_estimate_and_the_picture(harness_plain):
     assert "etl_orders_7_days" in page and "<script" not in page
     first_message = harness_plain.slack.messages[0]
     assert "*Estimate:*" in str(first_message)
+    # A clickable link to the picture: the S3 console's page of the object (no PLAN_LINK_BASE).
+    assert f"/s3/object/{harness_plain.bucket}?region=" in str(first_message)
+    assert quote(page_key, safe="") in str(first_message)
 
 
 def test_the_estimate_says_which_durations_come_from_marquez_history(harness_plain):
