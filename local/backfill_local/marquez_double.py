@@ -30,9 +30,14 @@ the planner's correctness depends on them:
 invalid event. With `strict_spec=True` it also validates the event and its facets against
 the OpenLineage JSON Schemas (`openlineage_schemas.validate_event`). Accepted events are kept
 (`events`, the last MAX_KEPT_EVENTS). `GET /api/v1/namespaces/<ns>/jobs` and
-`GET /api/v1/namespaces/<ns>/jobs/<job>/runs` answer as Marquez (JobData with
-`parentJobName`, runs newest first with their facets), so a backfill's child runs can be read
-back.
+`GET /api/v1/namespaces/<ns>/jobs/<job>/runs?limit=&offset=` answer as Marquez (JobData with
+`parentJobName`; runs as `RunDao.findAll`: by startedAt newest first, never-started last,
+`limit` default 100, both >= 0, `totalCount` of all the job's runs, `nominalStartTime`/
+`nominalEndTime` from the `nominalTime` run facet, `durationMs` from start to end), so a
+backfill's child runs can be read back and the preflight's upstream freshness and durations
+tested. To seed runs, send events: `run_events(..., nominal=(start, end), outcome="FAIL")`
+gives one run of a job for those dates (in tests, `store.ingest_all(...)`; for the demo, a
+JSON list of events with `--events FILE`).
 
 Runs on 127.0.0.1 (port 0 picks a free one). From tests:
 
