@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_delivery_events, run_events
-from backfill_orchestrator.config import parse_config
+from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage import MarquezUnavailableError
 from backfill_orchestrator.lineage.runs import JobRun, parse_runs_response
 from backfill_orchestrator.preflight import run_preflight
 from backfill_orchestrator.preflight.freshness import judge_dates, read_runs
+from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from tests.unit.test_preflight import EXAMPLE_CATALOG, codes, plan_of
 
@@ -164,12 +165,13 @@ class DownMarquez(InProcessMarquez):
         raise MarquezUnavailableError("http://marquez", "cannot connect")
 
 
-@pytest.mark.parametrize(("required", "raise_errors", "outcome"), [
-    (False, False, "unchecked"), (True, False, "unchecked"), (False, True, "warning"), (True, True, "raised"),
+@pytest.mark.parametrize(("extra", "raise_errors", "outcome"), [
+    ({}, False, "unchecked"), ({"require_fresh_upstream": True}, False, "unchecked"), ({}, True, "warning"),
+    ({"require_fresh_upstream": True}, True, "raised"), ({"strict": True}, True, "raised"),
 ])
-def test_marquez_down_while_reading_runs(required, raise_errors, outcome):
+def test_marquez_down_while_reading_runs(extra, raise_errors, outcome):
     store = store_with()
-    cfg = config(require_fresh_upstream=required)
+    cfg = config(**extra)
     call = lambda: run_preflight(  # noqa: E731
         cfg, plan=plan_of(cfg, store), catalog=EXAMPLE_CATALOG, limits=LIMITS, history=DownMarquez(store),
         marquez_errors_raise=raise_errors,
@@ -230,3 +232,29 @@ def test_a_spark_round_over_the_time_limit_is_a_warning_refused_when_strict():
     assert finding.severity == "warning" and "round 1" in finding.message and "over the Spark job's time limit of 1.0 h" in finding.message
     strict = verdict(config(strict=True), store, limits=PreflightLimits(spark_timeout_seconds=3600))
     assert not strict.accepted
+
+
+def test_the_settings_come_from_the_deployments_variables():
+    env = EnvironmentReader({
+        "REQUIRE_FRESH_UPSTREAM": "true", "SPARK_TIMEOUT_SECONDS": "7200", "UPSTREAM_CHECK_MAX_JOBS": "5",
+        "UPSTREAM_CHECK_MAX_RUNS": "300", "RUN_HISTORY_MAX_JOBS": "0",
+    })
+    limits = PreflightLimits.read(env)
+    assert (limits.require_fresh_upstream, limits.spark_timeout_seconds, limits.upstream_max_jobs,
+            limits.upstream_max_runs, limits.history_max_jobs) == (True, 7200, 5, 300, 0)
+    bad = EnvironmentReader({"SPARK_TIMEOUT_SECONDS": "10", "REQUIRE_FRESH_UPSTREAM": "yes"})
+    PreflightLimits.read(bad)
+    with pytest.raises(SettingsError, match="SPARK_TIMEOUT_SECONDS: expected a whole number from 60") as raised:
+        bad.check()
+    assert "REQUIRE_FRESH_UPSTREAM: expected true or false" in str(raised.value)
+
+
+def test_require_fresh_upstream_left_false_keeps_the_backfill_id():
+    assert backfill_id(config()) == backfill_id(config(require_fresh_upstream=False))
+    assert backfill_id(config()) != backfill_id(config(require_fresh_upstream=True))
+
+
+def test_no_history_is_read_past_the_cap():
+    store = store_with(sample=False)
+    found = verdict(config(), store, limits=PreflightLimits(history_max_jobs=0))
+    assert {step.seconds.basis for step in found.estimate.steps} == {"assumed"}
