@@ -265,3 +265,12 @@ def test_the_cli_and_the_client_say_freshness_was_not_checked_when_marquez_runs_
     assert "not checked: upstream freshness (unexpected answer from Marquez at" in capsys.readouterr().err
     submission = submit_backfill(ROLLING + "require_fresh_upstream: true\n", bucket=harness_plain.bucket, s3_client=harness_plain.s3)
     assert any(note.startswith("upstream freshness (unexpected answer") for note in submission.verdict.unchecked)
+
+
+def test_submit_refuses_a_stale_upstream_when_required_and_uploads_nothing(harness_plain, tmp_path, capsys):
+    path = tmp_path / "backfill.yaml"
+    path.write_text(ROLLING + "require_fresh_upstream: true\n")
+    assert main(["submit", str(path), "--bucket", harness_plain.bucket]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: jobs[0]: upstream food_delivery/etl_orders (it writes what food_delivery/etl_orders_7_days reads): no run for 2021-06-04" in err
+    assert "Contents" not in harness_plain.s3.list_objects_v2(Bucket=harness_plain.bucket, Prefix="incoming/")
