@@ -49,6 +49,8 @@ def wiring() -> TriggerWiring:
             secrets_client=boto3.client("secretsmanager", config=AWS_CLIENT_CONFIG),
             mwaa_client_factory=lambda: boto3.client("mwaa", config=AWS_CLIENT_CONFIG),
             sqs_client_factory=lambda: boto3.client("sqs", config=AWS_CLIENT_CONFIG),
+            ssm_client_factory=lambda: boto3.client("ssm", config=AWS_CLIENT_CONFIG),
+            iam_client_factory=lambda: boto3.client("iam", config=AWS_CLIENT_CONFIG),
         )
     return _wiring
 

@@ -44,6 +44,7 @@ class ModeServices:
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
     claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
     lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
+    approval: Any = None  # trigger.approval.ApprovalGate: identities and the policy (None: nothing gated)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class ModeRequest:
 
 @dataclass(frozen=True)
 class ModeOutcome:
-    state: BackfillState  # PLANNED (dry run), QUEUED, TRIGGERED, REJECTED or FAILED
+    state: BackfillState  # PLANNED (dry run), AWAITING_APPROVAL, QUEUED, TRIGGERED, REJECTED or FAILED
     plan: Plan | None = None
     stored: StoredBackfill | None = None
     run: TriggerResult | None = None
@@ -119,6 +120,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
+    from backfill_orchestrator.trigger.approval import gate_submission  # imports this module
+
+    gated = gate_submission(request, services, plan=plan, stored=stored)
+    if gated is not None:  # refused by the policy, or awaiting a second person's approval
+        return gated
 
     admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
     if isinstance(admission, Refused):
