@@ -327,3 +327,35 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(stac
     assert run["body"]["conf"]["backfill_id"] == backfill_id
     assert h.airflow.runs[("backfill", backfill_id)]["conf"]["plan_uri"] == record.plan_uri
     assert any("approve by slack:U0BOB" in (m["text"] or "") for m in h.slack.thread(message["ts"]))
+
+
+# -- the template's part: the trigger reads the policy, and no more -----------------------------
+def test_the_trigger_function_reads_the_policy_with_least_privilege() -> None:
+    from tests.aws_resources import template
+
+    function = template()["Resources"]["TriggerFunction"]["Properties"]
+    variables = function["Environment"]["Variables"]
+    assert variables["POLICY_URI"] == {"If": [
+        "HasPolicyKey", {"Sub": "s3://${ConfigBucketName}/${PolicyKey}"},
+        {"If": ["HasPolicyParameter", {"Sub": "ssm:${PolicyParameterName}"}, ""]},
+    ]}  # fmt: skip
+    assert variables["CONTROL_DELEGATES"] == {
+        "If": ["SlackInteractivityEnabled", {"Sub": "${SlackInteractivityFunctionRole.RoleId}:*"}, ""]
+    }
+    gated = {p["If"][0]: p["If"][1]["Statement"] for p in function["Policies"] if "If" in p}
+    (document,) = gated["HasPolicyKey"]
+    assert (document["Action"], document["Resource"]) == (
+        "s3:GetObject", {"Sub": "arn:${AWS::Partition}:s3:::${ConfigBucketName}/${PolicyKey}"}
+    )
+    (parameter,) = gated["HasPolicyParameter"]
+    assert parameter["Action"] == "ssm:GetParameter" and parameter["Resource"]["Sub"].endswith(":parameter${PolicyParameterName}")
+    (names,) = gated["HasPolicy"]
+    assert names["Action"] == ["iam:ListRoles", "iam:ListUsers"] and "*" not in names["Resource"]
+    # A delegate glob as the template writes it matches the Slack function's sessions only.
+    from backfill_orchestrator.identity import principal_from_id
+    from backfill_orchestrator.policy import PolicySource
+    from backfill_orchestrator.trigger.approval import ApprovalGate
+
+    gate = ApprovalGate(policy_source=PolicySource(None), delegates=frozenset({"AROASLACK:*"}))
+    assert gate.is_delegate(principal_from_id("AWS:AROASLACK:backfill-slack-interactivity-prod"))
+    assert not gate.is_delegate(principal_from_id("AWS:AROAJANE:AROASLACK"))
