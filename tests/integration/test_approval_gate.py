@@ -206,6 +206,7 @@ def test_an_approval_after_the_request_expired_is_refused_and_the_backfill_rejec
     record = gate.h.status.get(backfill_id)
     assert record.state is BackfillState.REJECTED and record.approval["outcome"] == "expired"
     assert gate.triggered_runs() == []
+    assert gate.h.result_file()["outcome"] == "rejected" and "expired" in gate.h.result_file()["reason"]
 
 
 def test_a_rejection_ends_the_backfill_with_who_and_why(stack: ExitStack) -> None:
@@ -235,6 +236,38 @@ def test_cancel_while_awaiting_approval(stack: ExitStack) -> None:
     approved, key, _ = gate.control(backfill_id, "approve", by=BOB)
     assert approved.disposition == "rejected" and "CANCELLED" in gate.control_result(key)["reason"]
     assert gate.triggered_runs() == []
+
+
+def test_an_approved_backfill_overlapping_a_running_one_waits_then_starts(stack: ExitStack) -> None:
+    gate = Gate(stack, policy=THRESHOLD)
+    first = gate.submit().backfill_id
+    gate.control(first, "approve", by=BOB)
+    second = gate.submit(body=VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b"), key="incoming/second.yaml").backfill_id
+    assert gate.h.status.get(second).state is BackfillState.AWAITING_APPROVAL  # nothing claimed while it waits
+    approved, _, _ = gate.control(second, "approve", by=BOB)
+    assert approved.disposition == "accepted" and approved.state == "QUEUED"
+    assert first in gate.h.status.get(second).reason and len(gate.triggered_runs()) == 1
+    written = gate.h.result_file("incoming/second.yaml")  # the upload's result file follows the decision
+    assert (written["outcome"], written["state"]) == ("queued", "QUEUED") and "approved by" in written["reason"]
+    gate.control(first, "cancel", by=JANE)  # the first ends: the second is started by a `start` document
+    (start,) = [o["Key"] for o in gate.h.s3.list_objects_v2(Bucket=gate.h.bucket, Prefix=f"control/{second}/")["Contents"]
+                if "/start-" in o["Key"]]  # fmt: skip
+    head = gate.h.s3.head_object(Bucket=gate.h.bucket, Key=start)
+    from tests.integration.test_trigger_flow import s3_event
+
+    event = s3_event(start, size=head["ContentLength"], version_id=head.get("VersionId"), etag=head["ETag"],
+                     sequencer="00000000000000AA", bucket=gate.h.bucket)  # fmt: skip
+    (started,) = gate.h.invoke(event)
+    assert started.state == "TRIGGERED" and len(gate.triggered_runs()) == 2
+
+
+def test_grants_scope_who_may_cancel(stack: ExitStack) -> None:
+    gate = Gate(stack, policy=THRESHOLD)
+    backfill_id = gate.submit().backfill_id
+    assert gate.h.status.get(backfill_id).root_jobs == ["food_delivery/etl_orders"]
+    refused, key, _ = gate.control(backfill_id, "cancel", by=MO)  # marketing may approve marketing/* only
+    assert refused.disposition == "rejected" and "grants: cancel" in gate.control_result(key)["reason"]
+    assert gate.h.status.get(backfill_id).state is BackfillState.AWAITING_APPROVAL
 
 
 def test_a_duplicate_approve_delivery_acts_once(stack: ExitStack) -> None:

@@ -9,6 +9,7 @@ on-call paged; nothing starts on a policy nobody can read)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from slack_sdk.models.blocks import Block
 
 from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.contracts import ControlRequest
+from backfill_orchestrator.contracts import ControlRequest, ResultFile
 from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.identity import (
     IamNameResolver,
@@ -46,6 +47,7 @@ from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.modes import ModeOutcome, ModeRequest, ModeServices, admit, trigger_run
 from backfill_orchestrator.trigger.storage import StoredBackfill
 
+log = logging.getLogger(__name__)
 EXPIRED_RULE = "approval.expires_after_hours"
 GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
 AWAITING_BUTTONS = ("approve", "reject", "cancel")
@@ -89,11 +91,15 @@ class ApprovalGate:
 
 
 # -- identity of an upload ----------------------------------------------------------------------
-def submitter_attributes(services: ModeServices, upload: Upload) -> dict[str, str]:
-    """`submitted_by` for a new status record: the uploader's Principal.display, when known."""
+def submission_attributes(services: ModeServices, upload: Upload, config: BackfillConfig) -> dict[str, Any]:
+    """For a new status record: `submitted_by` (the uploader's Principal.display, when the event
+    names one) and `root_jobs` (what control actions' grants are checked against)."""
     gate = services.approval
     principal = gate.uploader(upload) if gate is not None else upload.principal
-    return {"submitted_by": principal.display} if principal is not None else {}
+    attributes: dict[str, Any] = {"root_jobs": [job.key for job in config.jobs or []]}
+    if principal is not None:
+        attributes["submitted_by"] = principal.display
+    return attributes
 
 
 def control_actor(services: ModeServices, upload: Upload, request: ControlRequest) -> tuple[Principal | None, bool]:
@@ -112,10 +118,15 @@ def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan,
     """None: the backfill may be admitted now. Otherwise REJECTED (refused by the policy, the
     located reasons naming the rule) or AWAITING_APPROVAL (recorded here)."""
     gate = services.approval
-    policy = gate.policy() if gate is not None else None
-    if gate is None or policy is None:
+    if gate is None:
         return None
     principal = gate.uploader(request.upload)
+    if principal is not None and principal.display != request.record.submitted_by:
+        # A rejected config uploaded again by someone else: the record now names them.
+        services.status.annotate(request.backfill_id, {"submitted_by": principal.display})
+    policy = gate.policy()
+    if policy is None:
+        return None
     estimate: Mapping[str, Any] = plan.estimate or {}
     decision = decide_submission(
         policy, principal=principal, plan=plan,
@@ -191,6 +202,7 @@ def authorize(
             attributes={"reason": f"approval expired: {message}"[:2000],
                         "approval": {"outcome": "expired", "by": by, "at": now.isoformat()}},
         )  # fmt: skip
+        _report(services, record, "rejected", BackfillState.REJECTED, f"approval expired: {message}", now=now)
         raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED", rule=EXPIRED_RULE)
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
@@ -211,10 +223,12 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
     if isinstance(admission, Queued):
         why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
         _move(services, record, BackfillState.QUEUED, why, attributes={"reason": why})
+        _report(services, record, "queued", BackfillState.QUEUED, why, now=now)
         return why
     if not isinstance(admission, Admitted):
         why = f"approved by {by}, but refused: {admission.describe()}; resubmit when it has ended"
         _move(services, record, BackfillState.REJECTED, why, attributes={"reason": why})
+        _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
         return why
     try:
         run, _ = trigger_run(
@@ -223,6 +237,8 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         )  # fmt: skip
     except TransitionRejectedError as error:  # another approval got there first; its run is the one
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
+    _report(services, record, "accepted", BackfillState.TRIGGERED, f"approved by {by}", now=now,
+            dag_id=services.settings.backfill_dag_id, dag_run_id=run.run.run_id)  # fmt: skip
     if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
         backfill_started(services.lineage_events, services.lineage_events.facts(
             backfill_id=record.backfill_id, attempt=1, config_uri=record.config_uri,
@@ -240,16 +256,39 @@ def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str
     _move(services, record, BackfillState.REJECTED, why, by=by, attributes={
         "reason": why[:2000], "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
     })  # fmt: skip
+    _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
     return why
 
 
 def original_result_uri(services: ModeServices, record: StatusRecord) -> str | None:
     """The result file of the upload that submitted the backfill (the DAG keeps it current)."""
+    upload = _original_upload(services, record)
+    return services.storage.result_uri(upload) if upload is not None else None
+
+
+def _original_upload(services: ModeServices, record: StatusRecord) -> Upload | None:
     storage = services.storage
     prefix = f"s3://{storage.bucket}/"
     if not record.source_uri or not record.source_uri.startswith(prefix):
         return None
-    return storage.result_uri(Upload(bucket=storage.bucket, key=record.source_uri[len(prefix):]))
+    return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix):])
+
+
+def _report(services: ModeServices, record: StatusRecord, outcome: str, state: BackfillState, reason: str, *,
+            now: datetime, **fields: Any) -> None:  # fmt: skip
+    """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
+    with only S3 access sees the decision. Best effort: the decision is on the record already."""
+    upload = _original_upload(services, record)
+    if upload is None:
+        return
+    try:
+        services.storage.write_result(upload, ResultFile(
+            source=upload.uri, outcome=outcome, backfill_id=record.backfill_id, state=state, status_id=record.backfill_id,
+            reason=reason[:2000], config_uri=record.config_uri, plan_uri=record.plan_uri,
+            status_command=f"backfill status {record.backfill_id}", written_at=now, **fields,
+        ))  # fmt: skip
+    except Exception as error:  # noqa: BLE001 - the record and the control document's result say it too
+        log.warning("could not rewrite the result file of %s: %s", upload.uri, str(error)[:300])
 
 
 def _require_awaiting(record: StatusRecord, action: str) -> None:

@@ -3,7 +3,8 @@
 Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
-AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
+AlreadyKnown, AwaitingApproval, ControlPolicyRefused, SlackFailures, PagerDutyFailures,
+ResultWriteFailures, MalformedEvents.
 Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
 
 from __future__ import annotations

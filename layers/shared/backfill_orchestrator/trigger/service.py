@@ -57,7 +57,7 @@ from backfill_orchestrator.status import (
     StatusRecord,
     TransitionRejectedError,
 )
-from backfill_orchestrator.trigger.approval import approval_request_message, submitter_attributes
+from backfill_orchestrator.trigger.approval import approval_request_message, submission_attributes
 from backfill_orchestrator.trigger.control import ControlService
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
@@ -254,7 +254,7 @@ class TriggerService:
                     "mode": config.mode,
                     "dry_run": config.dry_run,
                     "source_uri": upload.uri,
-                    **submitter_attributes(self.services, upload),
+                    **submission_attributes(self.services, upload, config),
                 },
             )
         except RecordExistsError as exists:
