@@ -14,18 +14,19 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 import boto3
 import pytest
 
 from backfill_local.slack_signing import block_actions_body, http_api_event
-from backfill_orchestrator.interactivity.payload import request_from_http_event
-from backfill_orchestrator.interactivity.wiring import InteractivitySettings, build_service
+from backfill_orchestrator.interactivity import handler as interactivity_handler
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger.wiring import TriggerWiring
 from tests.aws_resources import create_table
-from tests.integration.test_trigger_flow import TABLE, VALID, TriggerHarness, fast_session
+from tests.integration.test_trigger_flow import TABLE, VALID, TriggerHarness, fast_session, s3_event
+from tests.unit.test_slack_interactivity import FakeLambdaContext
 
 CLAIMS = "backfill-claims-test"
 POLICY_KEY = "policy/policy.yaml"
@@ -253,8 +254,6 @@ def test_an_approved_backfill_overlapping_a_running_one_waits_then_starts(stack:
     (start,) = [o["Key"] for o in gate.h.s3.list_objects_v2(Bucket=gate.h.bucket, Prefix=f"control/{second}/")["Contents"]
                 if "/start-" in o["Key"]]  # fmt: skip
     head = gate.h.s3.head_object(Bucket=gate.h.bucket, Key=start)
-    from tests.integration.test_trigger_flow import s3_event
-
     event = s3_event(start, size=head["ContentLength"], version_id=head.get("VersionId"), etag=head["ETag"],
                      sequencer="00000000000000AA", bucket=gate.h.bucket)  # fmt: skip
     (started,) = gate.h.invoke(event)
@@ -306,56 +305,60 @@ def _sign(body: str, timestamp: int) -> str:
     return "v0=" + hmac.new(SIGNING_SECRET.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
 
 
-def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(stack: ExitStack) -> None:
+def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
+    stack: ExitStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gate = Gate(stack, policy=THRESHOLD)
     h = gate.h
     backfill_id = gate.submit().backfill_id
     assert h.status.get(backfill_id).state is BackfillState.AWAITING_APPROVAL and gate.triggered_runs() == []
 
-    # The Slack interactivity function, wired as in its handler, with moto's tables and secret.
+    # The Slack interactivity function's Lambda handler, configured as the template does, on
+    # moto's tables and secret; its replies go to the Slack receiver's webhook.
     create_table(h.dynamodb, "SlackRequestsTable", table_name="slack-requests")
     secret = h.secrets.create_secret(Name="slack-signing", SecretString=json.dumps({"signing_secret": SIGNING_SECRET}))
-    counts: list[str] = []
-    replies: list[dict[str, Any]] = []
-    interactivity = build_service(
-        InteractivitySettings.from_env({
-            "CONFIG_BUCKET": h.bucket, "STATUS_TABLE": TABLE, "SLACK_SIGNING_SECRET_ID": secret["ARN"],
-            "SLACK_REQUESTS_TABLE": "slack-requests", "POLICY_URI": f"s3://{h.bucket}/{POLICY_KEY}",
-        }),
-        s3_client=h.s3, dynamodb_client=h.dynamodb, secrets_client=h.secrets, ssm_client=None, count=counts.append,
-    )  # fmt: skip
-    interactivity.respond = lambda url, body: replies.append(body)
+    for name, value in {
+        "CONFIG_BUCKET": h.bucket, "STATUS_TABLE": TABLE, "SLACK_SIGNING_SECRET_ID": secret["ARN"],
+        "SLACK_REQUESTS_TABLE": "slack-requests", "POLICY_URI": f"s3://{h.bucket}/{POLICY_KEY}",
+        "SLACK_RESPONSE_URL_PREFIX": h.slack.webhook_url, "POWERTOOLS_METRICS_NAMESPACE": "Test",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    interactivity_handler.reset()
+    stack.callback(interactivity_handler.reset)
 
-    # Bob presses the Approve button of the thread's message, as Slack posts it.
+    # Bob presses the Approve button of the thread's first message, as Slack posts it.
     (message,) = [m for m in h.slack.messages if m["thread_ts"] is None]
     (buttons,) = [b for b in message["blocks"] if b["type"] == "actions" and b["block_id"].startswith("control-")]
     approve = next(e for e in buttons["elements"] if e["action_id"] == "backfill_approve")
     body = block_actions_body(action="approve", backfill_id=approve["value"], user_id="U0BOB", user_name="bob",
-                              message_ts=message["ts"], channel_id=message["channel"])  # fmt: skip
+                              response_url=h.slack.webhook_url, message_ts=message["ts"], channel_id=message["channel"])  # fmt: skip
+    payload = json.loads(parse_qs(body)["payload"][0])
+    payload["message"]["blocks"] = message["blocks"]  # the message as it is in the thread
+    body = urlencode({"payload": json.dumps(payload)})
     timestamp = int(time.time())
-    forged = interactivity.handle(request_from_http_event(
-        http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp)[:-4] + "0000")
-    ))
-    assert forged["statusCode"] == 401 and counts == ["SlackBadSignature"]
-    response = interactivity.handle(request_from_http_event(http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp))))
-    assert response["statusCode"] == 200 and counts[-1] == "SlackControlWritten"
-    assert replies[-1]["replace_original"] is True and "Approved by <@U0BOB>" in replies[-1]["text"]
+    forged = http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp)[:-4] + "0000")
+    assert interactivity_handler.handler(forged, FakeLambdaContext())["statusCode"] == 401
+    assert h.s3.list_objects_v2(Bucket=h.bucket, Prefix="control/").get("KeyCount") == 0
+    signed = http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp))
+    assert interactivity_handler.handler(signed, FakeLambdaContext())["statusCode"] == 200
+    assert interactivity_handler.handler(signed, FakeLambdaContext())["statusCode"] == 409  # a replay
+    (updated,) = [m for m in h.slack.messages if m["via"] == "webhook"]  # buttons replaced by who approved
+    assert "Approved by <@U0BOB>" in updated["text"]
+    assert not any(b["type"] == "actions" and b.get("block_id", "").startswith("control-") for b in updated["blocks"])
 
     # The control document it wrote reaches the trigger as S3 announces it: uploaded by the
     # interactivity function's role, acting for slack:U0BOB.
     (listed,) = h.s3.list_objects_v2(Bucket=h.bucket, Prefix="control/")["Contents"]
     head = h.s3.head_object(Bucket=h.bucket, Key=listed["Key"])
-    from tests.integration.test_trigger_flow import s3_event
-
     event = s3_event(listed["Key"], size=listed["Size"], version_id=head.get("VersionId"), etag=head["ETag"],
                      sequencer="00000000000000FF", bucket=h.bucket)  # fmt: skip
-    event["Records"][0]["userIdentity"]["principalId"] = gate.principal_id(SLACK_ROLE, f"backfill-slack-interactivity-{backfill_id[:8]}")
+    event["Records"][0]["userIdentity"]["principalId"] = gate.principal_id(SLACK_ROLE, "backfill-slack-interactivity-test")
     (result,) = h.invoke(event)
     assert (result.disposition, result.state) == ("accepted", "TRIGGERED"), result
 
     record = h.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id
-    assert record.approval["by"] == "slack:U0BOB"
+    assert record.approval["by"] == "slack:U0BOB" and record.submitted_by == "role/data-eng/jane.doe@example.com"
     (run,) = gate.triggered_runs()
     assert run["body"]["conf"]["backfill_id"] == backfill_id
     assert h.airflow.runs[("backfill", backfill_id)]["conf"]["plan_uri"] == record.plan_uri
