@@ -281,6 +281,27 @@ def test_a_duplicate_approve_delivery_acts_once(stack: ExitStack) -> None:
     assert len(gate.h.status.get(backfill_id).controls) == 1
 
 
+def test_an_approval_that_failed_half_way_is_finished_by_lambdas_retry(stack: ExitStack) -> None:
+    gate = Gate(stack, policy=THRESHOLD)
+    backfill_id = gate.submit().backfill_id
+    gate.h.airflow.fail_next(10, status=503)  # Airflow is down: every retry of the trigger call fails
+    document = {"control_version": 1, "action": "approve", "backfill_id": backfill_id, "reason": "ok",
+                "requested_by": "@bob", "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
+    key = f"control/{backfill_id}/approve-1.json"
+    event = gate.upload(json.dumps(document).encode(), key=key, by=BOB)
+    with pytest.raises(TriggerFailedError):
+        gate.h.invoke(event)
+    record = gate.h.status.get(backfill_id)
+    assert record.state is BackfillState.AWAITING_APPROVAL and record.approval["outcome"] == "approved"
+    assert gate.control_result(key)["outcome"] == "failed"
+    gate.h.airflow._failures.clear()  # Airflow is back
+    (retried,) = gate.h.invoke(event)  # Lambda delivers the same event again
+    assert (retried.disposition, retried.state) == ("accepted", "TRIGGERED")
+    assert gate.control_result(key)["outcome"] == "done"
+    (again,) = gate.h.invoke(event)  # and once done, a further delivery is only a duplicate
+    assert again.disposition == "duplicate"
+
+
 def test_without_a_policy_nothing_is_gated_and_the_uploader_is_still_recorded(stack: ExitStack) -> None:
     gate = Gate(stack, policy=None)
     result = gate.submit()

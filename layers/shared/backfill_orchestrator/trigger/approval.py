@@ -207,6 +207,19 @@ def authorize(
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
 
+def resumable(services: ModeServices, upload: Upload, request: ControlRequest, record: StatusRecord) -> bool:
+    """A redelivered `approve` whose first delivery failed half-way: the approval was recorded,
+    then admission or the DAG run failed (Airflow down) and the document's result file says
+    `failed`. Acting again finishes it (admission and the trigger are idempotent). A duplicate
+    of an approval that is still under way or done is not resumable."""
+    if request.action != "approve" or record.state is not BackfillState.AWAITING_APPROVAL:
+        return False
+    if (record.approval or {}).get("outcome") != "approved":
+        return False
+    reported = services.storage.read_result(upload)
+    return reported is not None and reported.outcome == "failed"
+
+
 def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
     """Approved: the history says who and when, then the backfill is admitted (its claims) and
     its DAG run triggered; an overlap makes it wait (QUEUED) or refuses it (ON_OVERLAP)."""

@@ -104,8 +104,10 @@ class ControlService:
         if record is None:
             return self._refused(upload, request, None, f"unknown backfill {request.backfill_id!r}: no status record")
         if not status.add_upload(request.backfill_id, upload.upload_id, attribute="controls"):
-            self._count("Duplicates")
-            return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+            if not approval.resumable(self.services, upload, request, record):
+                self._count("Duplicates")
+                return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+            self._count("ControlResumed")  # Lambda's retry of an approval that failed half-way
         try:
             actor = approval.authorize(self.services, upload=upload, request=request, record=record, now=self.clock())
             detail = self._act(request, record, by=actor or request.requested_by)
