@@ -166,7 +166,7 @@ def approval_request_message(
         plan_uri=plan_uri, note=reason, submitted_by=submitted_by,
     )  # fmt: skip
     buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
-    return replace(message, blocks=(*message.blocks, buttons)[-50:])
+    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
 
 
 # -- control documents ------------------------------------------------------------------------
