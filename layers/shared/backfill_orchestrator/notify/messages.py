@@ -50,6 +50,7 @@ STATE_EMOJI = {
     "RECEIVED": ":inbox_tray:",
     "REJECTED": ":no_entry:",
     "PLANNED": ":clipboard:",
+    "AWAITING_APPROVAL": ":raised_hand:",
     "TRIGGERED": ":rocket:",
     "RUNNING": ":hourglass_flowing_sand:",
     "SUCCEEDED": ":white_check_mark:",
@@ -184,8 +185,10 @@ def backfill_message(
     lineage_url: str | None = None,
     plan_uri: str | None = None,
     note: str | None = None,
+    submitted_by: str | None = None,
 ) -> SlackMessage:
-    """The thread's first message: what the backfill is and where to follow it."""
+    """The thread's first message: what the backfill is and where to follow it. `submitted_by`:
+    who uploaded it (the S3 event's principal); `owner` is the config's contact."""
     emoji = STATE_EMOJI.get(state, "")
     dry = " (dry run)" if config.dry_run else ""
     title = f"Backfill {config.name}{dry}: {state}"
@@ -193,6 +196,7 @@ def backfill_message(
     pairs = [
         ("Backfill id", f"`{escape(backfill_id)}`"),
         ("Owner", escape(config.owner)),
+        *([("Submitted by", f"`{escape(submitted_by)}`")] if submitted_by else []),
         ("Mode", escape(config.mode)),
         ("Dates", f"{escape(dates)} ({len(config.days)} days)"),
     ]

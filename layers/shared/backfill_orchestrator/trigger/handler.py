@@ -3,7 +3,8 @@
 Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
-AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
+AlreadyKnown, AwaitingApproval, ControlPolicyRefused, SlackFailures, PagerDutyFailures,
+ResultWriteFailures, MalformedEvents.
 Secrets are redacted from every log line (`backfill_orchestrator.redaction`)."""
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def wiring() -> TriggerWiring:
             secrets_client=boto3.client("secretsmanager", config=AWS_CLIENT_CONFIG),
             mwaa_client_factory=lambda: boto3.client("mwaa", config=AWS_CLIENT_CONFIG),
             sqs_client_factory=lambda: boto3.client("sqs", config=AWS_CLIENT_CONFIG),
+            ssm_client_factory=lambda: boto3.client("ssm", config=AWS_CLIENT_CONFIG),
+            iam_client_factory=lambda: boto3.client("iam", config=AWS_CLIENT_CONFIG),
         )
     return _wiring
 
