@@ -349,7 +349,7 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
 
     # Bob presses the Approve button of the thread's first message, as Slack posts it.
     (message,) = [m for m in h.slack.messages if m["thread_ts"] is None]
-    (buttons,) = [b for b in message["blocks"] if b["type"] == "actions" and b["block_id"].startswith("control-")]
+    (buttons,) = [b for b in message["blocks"] if b["type"] == "actions" and b.get("block_id", "").startswith("control-")]
     approve = next(e for e in buttons["elements"] if e["action_id"] == "backfill_approve")
     body = block_actions_body(action="approve", backfill_id=approve["value"], user_id="U0BOB", user_name="bob",
                               response_url=h.slack.webhook_url, message_ts=message["ts"], channel_id=message["channel"])  # fmt: skip
