@@ -30,9 +30,14 @@ the planner's correctness depends on them:
 invalid event. With `strict_spec=True` it also validates the event and its facets against
 the OpenLineage JSON Schemas (`openlineage_schemas.validate_event`). Accepted events are kept
 (`events`, the last MAX_KEPT_EVENTS). `GET /api/v1/namespaces/<ns>/jobs` and
-`GET /api/v1/namespaces/<ns>/jobs/<job>/runs` answer as Marquez (JobData with
-`parentJobName`, runs newest first with their facets), so a backfill's child runs can be read
-back.
+`GET /api/v1/namespaces/<ns>/jobs/<job>/runs?limit=&offset=` answer as Marquez (JobData with
+`parentJobName`; runs as `RunDao.findAll`: by startedAt newest first, never-started last,
+`limit` default 100, both >= 0, `totalCount` of all the job's runs, `nominalStartTime`/
+`nominalEndTime` from the `nominalTime` run facet, `durationMs` from start to end), so a
+backfill's child runs can be read back and the preflight's upstream freshness and durations
+tested. To seed runs, send events: `run_events(..., nominal=(start, end), outcome="FAIL")`
+gives one run of a job for those dates (in tests, `store.ingest_all(...)`; for the demo, a
+JSON list of events with `--events FILE`).
 
 Runs on 127.0.0.1 (port 0 picks a free one). From tests:
 
@@ -65,6 +70,7 @@ NAMESPACES_PATH = "/api/v1/namespaces/"
 EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
 MAX_KEPT_EVENTS = 10_000
 DEFAULT_DEPTH = 20
+DEFAULT_RUNS_LIMIT = 100  # JobResource.listRuns: @DefaultValue("100") @Min(0) limit, @Min(0) offset
 PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 SEEDS = ("food_delivery",)
@@ -169,6 +175,16 @@ def _instant(moment: datetime | None) -> str | None:
     if micros:
         text += f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}"
     return text + "Z"
+
+
+def _nominal(value: Any) -> str | None:
+    """A nominalTime facet's time as Marquez stores and writes it (an Instant), else null."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return _instant(_parse_time(value))
+    except InvalidEventError:
+        return None
 
 
 def _required_text(event: dict[str, Any], *path: str) -> str:
@@ -321,17 +337,19 @@ class LineageStore:
             jobs = [self._job_data(job) for key, job in sorted(self._jobs.items()) if key[0] == namespace]
         return {"jobs": jobs, "totalCount": len(jobs)}
 
-    def runs(self, namespace: str, name: str) -> dict[str, Any]:
-        """`GET /namespaces/<ns>/jobs/<name>/runs`: newest first; 404 for an unknown job."""
+    def runs(self, namespace: str, name: str, *, limit: int = DEFAULT_RUNS_LIMIT, offset: int = 0) -> dict[str, Any]:
+        """`GET /namespaces/<ns>/jobs/<name>/runs?limit=&offset=` (`JobResource.listRuns`,
+        `RunDao.findAll`): ordered by startedAt, newest first, never-started runs last; 404 for
+        an unknown job; `totalCount` counts every run of the job."""
         key = (namespace, name)
         with self._lock:
             job = self._jobs.get(key)
             if job is None:
                 raise NodeNotFoundError(f"Job '{name}' not found.")
             runs = [self._runs[run_id] for run_id, owner in self._run_job.items() if owner == key]
-            runs.sort(key=lambda run: run.created_at, reverse=True)
-            answer = [self._run_data(job, run) for run in runs]
-        return {"runs": answer, "totalCount": len(answer)}
+            runs.sort(key=lambda run: (run.started_at is not None, run.started_at or run.created_at), reverse=True)
+            answer = [self._run_data(job, run) for run in runs[offset:offset + limit]]
+        return {"runs": answer, "totalCount": len(runs)}
 
     def lineage(self, node_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
         """Marquez's `GET /lineage` (`OpenLineageResource.getLineage`, `LineageService.lineage`)."""
@@ -474,8 +492,8 @@ class LineageStore:
             "id": run.run_id,
             "createdAt": _instant(run.created_at),
             "updatedAt": _instant(run.updated_at),
-            "nominalStartTime": nominal.get("nominalStartTime"),
-            "nominalEndTime": nominal.get("nominalEndTime"),
+            "nominalStartTime": _nominal(nominal.get("nominalStartTime")),
+            "nominalEndTime": _nominal(nominal.get("nominalEndTime")),
             "state": run.state,
             "startedAt": _instant(run.started_at),
             "endedAt": _instant(run.ended_at),
@@ -534,6 +552,26 @@ class InProcessMarquez:
             raise UnknownJobError([job]) from None
         return parse_lineage_response(payload, start=job.key, depth=depth)
 
+    def job_runs(self, job: Any, *, limit: int, offset: int) -> Any:
+        """`RunHistory.job_runs`, parsed as MarquezClient parses the HTTP answer."""
+        from backfill_orchestrator.lineage import UnknownJobError
+        from backfill_orchestrator.lineage.runs import parse_runs_response
+
+        try:
+            return parse_runs_response(self.store.runs(job.namespace, job.name, limit=limit, offset=offset))
+        except NodeNotFoundError:
+            raise UnknownJobError([job]) from None
+
+    def producers(self, job: Any) -> list[Any]:
+        """`RunHistory.producers`: the writers of the job's inputs, from its lineage one hop deep."""
+        from backfill_orchestrator.lineage import UnknownJobError, lookup_node_id
+        from backfill_orchestrator.lineage.runs import upstream_producers
+
+        try:
+            return upstream_producers(self.store.lineage(lookup_node_id(job), 1), job)
+        except NodeNotFoundError:
+            raise UnknownJobError([job]) from None
+
 
 # -- events for seeding ----------------------------------------------------------------------
 def run_events(
@@ -546,13 +584,27 @@ def run_events(
     airflow_dag_id: str | None = None,
     dataset_namespace: str | None = None,
     event_time: datetime | None = None,
+    nominal: tuple[datetime, datetime] | None = None,
+    outcome: str = "COMPLETE",
+    duration: timedelta = timedelta(minutes=5),
 ) -> list[dict[str, Any]]:
-    """The START (with inputs and outputs) and COMPLETE events of one run of a job, as the
-    OpenLineage integrations send them. Datasets are `name` (in `dataset_namespace`, default
-    the job's namespace) or `(namespace, name)`."""
+    """The START (with inputs and outputs) and final (`outcome`: COMPLETE, FAIL or ABORT) events
+    of one run of a job, as the OpenLineage integrations send them: with `nominal` (start, end)
+    the run carries a `nominalTime` facet, so it becomes a run for those dates in
+    `GET .../jobs/<job>/runs`. Datasets are `name` (in `dataset_namespace`, default the job's
+    namespace) or `(namespace, name)`."""
+    if outcome not in ("COMPLETE", "FAIL", "ABORT"):
+        raise ValueError(f"outcome must be COMPLETE, FAIL or ABORT, got {outcome!r}")
     when = event_time or datetime(2021, 6, 1, tzinfo=UTC)
     run_id = str(uuid.uuid4())
     facets: dict[str, Any] = {}
+    if nominal is not None:
+        facets["nominalTime"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet",
+            "nominalStartTime": nominal[0].isoformat(),
+            "nominalEndTime": nominal[1].isoformat(),
+        }
     if parent:
         facets["parent"] = {"run": {"runId": str(uuid.uuid4())}, "job": {"namespace": namespace, "name": parent}}
     if airflow_dag_id:
@@ -573,8 +625,8 @@ def run_events(
         "schemaURL": SCHEMA_URL,
     }
     complete = {
-        "eventType": "COMPLETE",
-        "eventTime": (when + timedelta(minutes=5)).isoformat(),
+        "eventType": outcome,
+        "eventTime": (when + duration).isoformat(),
         "run": {"runId": run_id, "facets": facets},
         "job": {"namespace": namespace, "name": name},
         "producer": PRODUCER,
@@ -613,7 +665,8 @@ class MarquezDouble:
     """The HTTP server. Context manager; `url` is its base URL; `requests` logs what it served.
 
     Knobs for tests: `api_key` (then requests need `Authorization: Bearer <key>`, else 401),
-    `fail_next(status, times=, retry_after=)` to answer the next lineage requests with an error."""
+    `fail_next(status, times=, retry_after=, on=)` to answer the next lineage (`on="lineage"`)
+    or job-runs (`on="runs"`) requests with an error."""
 
     def __init__(
         self,
@@ -634,7 +687,7 @@ class MarquezDouble:
         self.store.ingest_all(events)
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
-        self._faults: deque[_Fault] = deque()
+        self._faults: dict[str, deque[_Fault]] = {"lineage": deque(), "runs": deque()}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
@@ -645,21 +698,25 @@ class MarquezDouble:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def fail_next(self, status: int, *, times: int = 1, retry_after: str | None = None) -> None:
+    def fail_next(self, status: int, *, times: int = 1, retry_after: str | None = None, on: str = "lineage") -> None:
         with self._lock:
-            self._faults.append(_Fault(status, times, retry_after))
+            self._faults[on].append(_Fault(status, times, retry_after))
 
     def lineage_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == LINEAGE_PATH and r["method"] == "GET"]
 
-    def _take_fault(self) -> _Fault | None:
+    def runs_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].startswith(NAMESPACES_PATH) and r["path"].endswith("/runs")]
+
+    def _take_fault(self, on: str = "lineage") -> _Fault | None:
         with self._lock:
-            if not self._faults:
+            faults = self._faults[on]
+            if not faults:
                 return None
-            fault = self._faults[0]
+            fault = faults[0]
             fault.times -= 1
             if fault.times <= 0:
-                self._faults.popleft()
+                faults.popleft()
             return fault
 
     def start(self) -> MarquezDouble:
@@ -718,7 +775,15 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
                 })
             return parts.path, query
 
-        def _namespaces(self, path: str) -> None:
+        def _fault(self, on: str) -> bool:
+            fault = double._take_fault(on)
+            if fault is None:
+                return False
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+            self._error(fault.status, f"injected fault {fault.status}", headers)
+            return True
+
+        def _namespaces(self, path: str, query: dict[str, list[str]]) -> None:
             """/api/v1/namespaces/<ns>/jobs[/<job>/runs] (names URL-encoded, as Marquez's clients send)."""
             from urllib.parse import unquote
 
@@ -727,7 +792,21 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
                 if len(parts) == 2 and parts[1] == "jobs":
                     self._send(HTTPStatus.OK, double.store.jobs(unquote(parts[0])))
                 elif len(parts) == 4 and parts[1] == "jobs" and parts[3] == "runs":
-                    self._send(HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2])))
+                    if self._fault("runs"):
+                        return
+                    paging = {}
+                    for name, default in (("limit", DEFAULT_RUNS_LIMIT), ("offset", 0)):
+                        try:
+                            paging[name] = int(query.get(name, [str(default)])[0])
+                        except ValueError:  # an int query param Jersey cannot convert: 404
+                            self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+                            return
+                        if paging[name] < 0:  # @Min(0): Dropwizard's validation error shape
+                            self._send(
+                                HTTPStatus.BAD_REQUEST, {"errors": [f"query param {name} must be greater than or equal to 0"]}
+                            )
+                            return
+                    self._send(HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2]), **paging))
                 else:
                     self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
             except NodeNotFoundError as error:
@@ -735,18 +814,16 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             path, query = self._log()
-            if path.startswith(NAMESPACES_PATH) and self._authorized():
-                self._namespaces(path)
+            if path.startswith(NAMESPACES_PATH):
+                if self._authorized():
+                    self._namespaces(path, query)
                 return
             if path != LINEAGE_PATH:
                 self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
                 return
             if not self._authorized():
                 return
-            fault = double._take_fault()
-            if fault is not None:
-                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
-                self._error(fault.status, f"injected fault {fault.status}", headers)
+            if self._fault("lineage"):
                 return
             if "nodeId" not in query:  # @NotNull: Dropwizard's validation error shape
                 self._send(HTTPStatus.BAD_REQUEST, {"errors": ["query param nodeId must not be null"]})

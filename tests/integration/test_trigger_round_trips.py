@@ -8,6 +8,7 @@ second one is counted."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -24,17 +25,20 @@ from tests.integration.test_trigger_flow import VALID, TriggerHarness
 REPO = Path(__file__).resolve().parents[2]
 
 # The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
-# (config GET, claim, DAG trigger, result file) plus lineage, the stored config / plan /
+# (config GET, claim, DAG trigger, result file) plus lineage, the preflight's reads of Marquez
+# (upstream lineage for freshness, run history for the estimate), the stored config / plan /
 # picture, PLANNED before the trigger, TRIGGERED after it, Slack and its thread.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     "dynamodb.PutItem": 1,  # the claim (RECEIVED)
-    "marquez GET /api/v1/lineage": 1,
+    "marquez GET /api/v1/lineage": 2,  # downstream (the plan), upstream (freshness)
+    "marquez GET <job>/runs": 6,  # run history, one read per planned job (at most history_max_jobs)
     "s3.PutObject": 4,  # config.yaml, plan.json, plan.html, the result file
     "dynamodb.UpdateItem": 3,  # PLANNED, TRIGGERED, the Slack thread
     "airflow POST /api/v2/dags/backfill/dagRuns": 1,
     "slack POST /api/chat.postMessage": 1,
 }
+RUNS = re.compile(r"^marquez GET /api/v1/namespaces/[^/]+/jobs/[^/]+/runs$")
 
 
 def round_trips_class() -> Any:
@@ -55,7 +59,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_costs_twelve_round_trips(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_costs_nineteen_round_trips(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
         for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
@@ -71,14 +75,14 @@ def test_a_valid_batch_config_costs_twelve_round_trips(harness: TriggerHarness) 
         event = harness.upload(config("second"), key="incoming/second.yaml")
         counter.take()
         second = harness.invoke(event)
-        calls = counter.take()
+        calls = ["marquez GET <job>/runs" if RUNS.match(call) else call for call in counter.take()]
 
         duplicate = harness.invoke(event)
         duplicate_calls = counter.take()
 
     assert [r.disposition for r in second] == [Disposition.ACCEPTED]
-    assert dict(Counter(calls)) == EXPECTED, calls
-    assert sum(EXPECTED.values()) == 12
+    assert dict(Counter(calls)) == EXPECTED, Counter(calls)
+    assert sum(EXPECTED.values()) == 19
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]

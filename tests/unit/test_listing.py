@@ -59,7 +59,7 @@ def test_cli_list_table_and_json(table, capsys):
     _, calls = table
     assert main(["list", "--state", "rejected", "--limit", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["BACKFILL", "STATE", "OWNER", "CREATED", "UPDATED"]
+    assert out[0].split() == ["BACKFILL", "STATE", "OWNER", "SUBMITTED_BY", "CREATED", "UPDATED"]
     assert [line.split()[0] for line in out[1:]] == ["bf09-00000009", "bf06-00000006"]
     assert main(["list", "--name", "bf04", "--since", "2026-10-01", "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
@@ -71,3 +71,16 @@ def test_cli_list_refuses_bad_arguments(table, capsys):
     assert main(["list", "--state", "sleeping"]) == 2
     assert "unknown state 'sleeping'" in capsys.readouterr().err
     assert main(["list", "--since", "last week"]) == 2
+
+
+def test_backfills_awaiting_approval_are_listed_with_who_submitted_them(table, capsys):
+    client, calls = table
+    store = StatusStore(table_name="status", dynamodb_client=client)
+    store.create("bf99-00000099", attributes={"name": "bf99", "owner": "@c", "submitted_by": "role/data-eng/jane"})
+    store.transition("bf99-00000099", BackfillState.PLANNED)
+    store.transition("bf99-00000099", BackfillState.AWAITING_APPROVAL, by="role/data-eng/jane")
+    assert main(["list", "--state", "awaiting_approval", "--submitted-by", "role/data-eng/jane"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[:4] for line in out[1:]] == [["bf99-00000099", "AWAITING_APPROVAL", "@c", "role/data-eng/jane"]]
+    assert main(["list", "--state", "awaiting_approval", "--submitted-by", "role/data-eng/bob"]) == 0
+    assert capsys.readouterr().out.strip() == "no backfills match"

@@ -329,3 +329,25 @@ def test_a_submission_combines_scope_and_thresholds(policy) -> None:
     refused = decide_submission(policy, principal=None, plan=plan)
     assert refused.refused and refused.issues[0].location == "<root>"
     assert decide_submission(None, principal=None, plan=plan).outcome == "allowed"
+
+
+def test_a_delegates_grant_check_stands_but_state_four_eyes_and_expiry_are_checked_again(policy) -> None:
+    """`granted`: the Slack function checked the presser's grants (it sees Slack user groups);
+    the trigger re-checks the rest of the decision when the control document arrives."""
+    stranger = slack_principal("U0STRANGER")
+    assert check_action(policy, principal=stranger, action="approve", backfill=_awaiting(), now=NOW).rule == "grants: approve"
+    assert check_action(policy, principal=stranger, action="approve", backfill=_awaiting(), now=NOW, granted=True).outcome == "allowed"
+    jane = slack_principal("U0JANE")
+    assert check_action(policy, principal=jane, action="approve", backfill=_awaiting(), now=NOW, granted=True).rule == "four_eyes"
+    late = NOW + timedelta(hours=25)
+    assert check_action(policy, principal=stranger, action="approve", backfill=_awaiting(), now=late,
+                        granted=True).rule == "approval.expires_after_hours"  # fmt: skip
+    assert check_action(policy, principal=stranger, action="approve", backfill=_awaiting(state="TRIGGERED"), now=NOW,
+                        granted=True).rule == "state"  # fmt: skip
+
+
+def test_cancel_and_retry_follow_the_lifecycles_states(policy) -> None:
+    bob = slack_principal("U0BOB")
+    assert check_action(policy, principal=bob, action="cancel", backfill=_awaiting(state="QUEUED"), now=NOW).outcome == "allowed"
+    assert check_action(policy, principal=bob, action="retry", backfill=_awaiting(state="CANCELLED"), now=NOW).outcome == "allowed"
+    assert check_action(policy, principal=bob, action="cancel", backfill=_awaiting(state="SUCCEEDED"), now=NOW).rule == "state"

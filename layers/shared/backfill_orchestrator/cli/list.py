@@ -15,7 +15,7 @@ from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.client.status import TABLE_ENV, list_backfills
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStoreError
 
-COLUMNS = ("BACKFILL", "STATE", "OWNER", "CREATED", "UPDATED")
+COLUMNS = ("BACKFILL", "STATE", "OWNER", "SUBMITTED_BY", "CREATED", "UPDATED")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -53,7 +53,8 @@ def render(records: list[StatusRecord]) -> str:
     if not records:
         return "no backfills match"
     rows = [COLUMNS] + [
-        (r.backfill_id, str(r.state), r.owner or "-", r.created_at[:19], r.updated_at[:19]) for r in records
+        (r.backfill_id, str(r.state), r.owner or "-", r.submitted_by or "-", r.created_at[:19], r.updated_at[:19])
+        for r in records
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)

@@ -70,9 +70,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     except LineageError as error:
         raise CliError(str(error)) from None
+    # Planning reached Marquez, so requests is installed.
+    from backfill_orchestrator.lineage.client import MarquezClient
+
     verdict, plan = preflight_plan(
         prepared.config, view.plan, catalog=catalog if len(catalog) else None, limits=limits, strict=args.strict,
         lister=warehouse_lister(warehouse) if warehouse else None,
+        history=MarquezClient.from_env(base_url=args.marquez_url),
     )
     for what in verdict.unchecked:
         print(f"not checked: {what}", file=sys.stderr)

@@ -10,7 +10,7 @@ import os
 from backfill_orchestrator.client.sources import PreparedConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.errors import PolicyRefusal
-from backfill_orchestrator.lineage import URL_ENV, LineageSource
+from backfill_orchestrator.lineage import URL_ENV, LineageSource, RunHistory
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 from backfill_orchestrator.preflight import Verdict, preflight_config, warehouse_lister
 from backfill_orchestrator.settings.environment import EnvironmentReader
@@ -76,6 +76,14 @@ def preflight_prepared(
     verdict, _ = preflight_config(
         prepared.config, backfill_id=prepared.backfill_id, lineage=lineage, catalog=catalog, limits=limits,
         lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
-        strict=strict, unchecked=unchecked,
+        history=run_history_of(lineage), strict=strict, unchecked=unchecked,
     )
     return verdict
+
+
+def run_history_of(lineage: LineageSource | None) -> RunHistory | None:
+    """The lineage source as run history when it is one (MarquezClient is; an in-memory lineage
+    export has no runs)."""
+    if lineage is not None and callable(getattr(lineage, "job_runs", None)) and callable(getattr(lineage, "producers", None)):
+        return lineage  # type: ignore[return-value]
+    return None

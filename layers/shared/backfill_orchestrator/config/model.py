@@ -196,6 +196,7 @@ class BackfillConfig(StrictModel):
     notify: Notify = Field(default_factory=Notify)
     dry_run: StrictBool = False
     strict: StrictBool = False  # preflight warnings refuse the backfill
+    require_fresh_upstream: StrictBool = False  # a failed or missing upstream run refuses the backfill
 
     @field_validator("dates")
     @classmethod
@@ -229,8 +230,9 @@ class BackfillConfig(StrictModel):
     def canonical(self) -> dict[str, Any]:
         """The config's meaning, independent of formatting and of order where order means nothing."""
         data = self.model_dump(mode="json", exclude={"dates"})
-        if not data["strict"]:  # added later: at its default it keeps the ids of older configs
-            del data["strict"]
+        for added_later in ("strict", "require_fresh_upstream"):  # at their defaults they keep older configs' ids
+            if not data[added_later]:
+                del data[added_later]
         data["dates"] = [d.isoformat() for d in self.days]
         for key in ("hours", "feeds"):
             if data[key] is not None:

@@ -15,8 +15,11 @@ from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.states import BackfillState
 from backfill_orchestrator.contracts.steps import StepProblem
 
-# queued: waiting for an overlapping backfill; done/refused: what became of a control document
-Outcome = Literal["accepted", "dry_run", "rejected", "already_known", "failed", "queued", "done", "refused"]
+# queued: waiting for an overlapping backfill; awaiting_approval: for a second person (policy);
+# done/refused: what became of a control document
+Outcome = Literal[
+    "accepted", "dry_run", "rejected", "already_known", "failed", "queued", "awaiting_approval", "done", "refused"
+]
 # Shown even when empty: a reader tells "no backfill id" (an invalid config) from a missing key.
 _ALWAYS = frozenset({"source", "outcome", "backfill_id", "state", "status_id"})
 

@@ -9,6 +9,7 @@ class BackfillState(StrEnum):
     RECEIVED = "RECEIVED"
     REJECTED = "REJECTED"
     PLANNED = "PLANNED"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"  # planned; a second person must approve it (policy)
     QUEUED = "QUEUED"  # waiting for an overlapping backfill to end (claims)
     TRIGGERED = "TRIGGERED"
     RUNNING = "RUNNING"

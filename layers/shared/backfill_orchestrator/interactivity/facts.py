@@ -7,6 +7,7 @@ approve) and `root_jobs` (namespace/name of the config's jobs)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +34,11 @@ def _instant(value: Any, backfill_id: str) -> datetime | None:
 
 
 def facts_from_item(item: dict[str, Any]) -> BackfillFacts:
-    data = plain_from_item(item)
+    return facts_from_plain(plain_from_item(item))
+
+
+def facts_from_plain(data: Mapping[str, Any]) -> BackfillFacts:
+    """From a record as plain values (a DynamoDB item decoded, or `StatusRecord.as_dict()`)."""
     submitted_by = data.get("submitted_by")
     return BackfillFacts(
         backfill_id=str(data["backfill_id"]),

@@ -25,6 +25,7 @@ from backfill_orchestrator.lineage.graph import (
     parse_lineage_response,
 )
 from backfill_orchestrator.lineage.nodeid import is_addressable, marquez_reads_job_as, split_node_id
+from backfill_orchestrator.lineage.runs import JobRun, MalformedRunsError, RunHistory, RunPage
 from backfill_orchestrator.lineage.source import (
     API_KEY_ENV,
     URL_ENV,
@@ -42,15 +43,19 @@ __all__ = [
     "InvalidMarquezUrlError",
     "JobInfo",
     "JobKey",
+    "JobRun",
     "LineageChangedError",
     "LineageError",
     "LineageGraph",
     "LineageSource",
     "MalformedLineageError",
+    "MalformedRunsError",
     "MarquezClient",
     "MarquezResponseError",
     "MarquezTimeoutError",
     "MarquezUnavailableError",
+    "RunHistory",
+    "RunPage",
     "UnaddressableJobError",
     "UnknownJobError",
     "UnwalkableLineageError",

@@ -1,4 +1,5 @@
-"""Marquez lineage client: `GET {base}/api/v1/lineage?nodeId=job:<ns>:<name>&depth=<n>`.
+"""Marquez lineage client: `GET {base}/api/v1/lineage?nodeId=job:<ns>:<name>&depth=<n>`, and a
+job's runs, `GET {base}/api/v1/namespaces/<ns>/jobs/<name>/runs?limit=&offset=` (lineage/runs.py).
 
 Retries (connection errors, 429, 5xx, honouring Retry-After) and timeouts come from the
 shared `retrying_session`; this module turns each outcome into a lineage graph or one named
@@ -10,7 +11,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import requests
 
@@ -29,11 +30,19 @@ from backfill_orchestrator.lineage.graph import (
     MalformedLineageError,
     parse_lineage_response,
 )
+from backfill_orchestrator.lineage.runs import (
+    MAX_PAGE_SIZE,
+    MalformedRunsError,
+    RunPage,
+    parse_runs_response,
+    upstream_producers,
+)
 from backfill_orchestrator.lineage.source import API_KEY_ENV, URL_ENV, lookup_node_id
 
 log = logging.getLogger(__name__)
 
 LINEAGE_PATH = "/api/v1/lineage"
+NAMESPACES_PATH = "/api/v1/namespaces/"
 # Marquez (Dropwizard) answers an unknown *path* with this message; an unknown node has another.
 _PATH_NOT_FOUND = "HTTP 404 Not Found"
 
@@ -66,9 +75,36 @@ class MarquezClient:
         return cls(url, api_key=environ.get(API_KEY_ENV) or None)
 
     def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
-        url = self.base_url + LINEAGE_PATH
         params = {"nodeId": lookup_node_id(job), "depth": str(depth)}
-        log.debug("GET %s nodeId=%s depth=%d", url, params["nodeId"], depth)
+        payload = self._get_json(LINEAGE_PATH, params, job=job, what="lineage")
+        try:
+            return parse_lineage_response(payload, start=job.key, depth=depth)
+        except MalformedLineageError as error:
+            raise MarquezResponseError(self.base_url, f"malformed lineage graph: {error}") from None
+
+    def job_runs(self, job: JobRef, *, limit: int, offset: int) -> RunPage:
+        """`GET /api/v1/namespaces/{ns}/jobs/{job}/runs`: one page, newest first (`RunHistory`)."""
+        if not 1 <= limit <= MAX_PAGE_SIZE or offset < 0:
+            raise ValueError(f"limit must be 1..{MAX_PAGE_SIZE} and offset >= 0, got {limit}, {offset}")
+        path = f"{NAMESPACES_PATH}{quote(job.namespace, safe='')}/jobs/{quote(job.name, safe='')}/runs"
+        payload = self._get_json(path, {"limit": str(limit), "offset": str(offset)}, job=job, what="runs")
+        try:
+            return parse_runs_response(payload)
+        except MalformedRunsError as error:
+            raise MarquezResponseError(self.base_url, f"malformed run list: {error}") from None
+
+    def producers(self, job: JobRef) -> list[JobRef]:
+        """The jobs writing what `job` reads: its lineage one hop deep (`RunHistory`)."""
+        payload = self._get_json(LINEAGE_PATH, {"nodeId": lookup_node_id(job), "depth": "1"}, job=job, what="lineage")
+        try:
+            return upstream_producers(payload, job)
+        except MalformedRunsError as error:
+            raise MarquezResponseError(self.base_url, f"malformed lineage graph: {error}") from None
+
+    def _get_json(self, path: str, params: dict[str, str], *, job: JobRef, what: str) -> object:
+        """GET a JSON answer about `job`, each failure turned into one named error."""
+        url = self.base_url + path
+        log.debug("GET %s %s", url, params)
         try:
             response = self._session.get(url, params=params, headers=self._headers)
         except OutOfTimeError as error:
@@ -83,9 +119,7 @@ class MarquezClient:
         status = response.status_code
         if status == 404:
             if _message(response) in (None, _PATH_NOT_FOUND):
-                raise MarquezResponseError(
-                    self.base_url, f"404 for {LINEAGE_PATH}: is this the Marquez API's base URL?"
-                )
+                raise MarquezResponseError(self.base_url, f"404 for {path}: is this the Marquez API's base URL?")
             raise UnknownJobError([job])
         if status == 429 or status >= 500:
             raise MarquezUnavailableError(self.base_url, f"answered {status} after retries")
@@ -97,13 +131,9 @@ class MarquezClient:
             raise MarquezResponseError(self.base_url, f"{status} {response.reason}: {response.text[:200]}")
         try:
             with paused_gc():  # a large answer is hundreds of thousands of dicts: see gcpause
-                payload = response.json()
+                return response.json()
         except ValueError:
-            raise MarquezResponseError(self.base_url, "the lineage response is not JSON") from None
-        try:
-            return parse_lineage_response(payload, start=job.key, depth=depth)
-        except MalformedLineageError as error:
-            raise MarquezResponseError(self.base_url, f"malformed lineage graph: {error}") from None
+            raise MarquezResponseError(self.base_url, f"the {what} response is not JSON") from None
 
 
 def _message(response: requests.Response) -> str | None:

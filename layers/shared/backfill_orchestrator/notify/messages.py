@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from urllib.parse import quote, urlsplit
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
@@ -48,12 +50,41 @@ STATE_EMOJI = {
     "RECEIVED": ":inbox_tray:",
     "REJECTED": ":no_entry:",
     "PLANNED": ":clipboard:",
+    "AWAITING_APPROVAL": ":raised_hand:",
     "TRIGGERED": ":rocket:",
     "RUNNING": ":hourglass_flowing_sand:",
     "SUCCEEDED": ":white_check_mark:",
     "FAILED": ":x:",
 }
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
+PLAN_LINK_BASE_ENV = "PLAN_LINK_BASE"  # an https base that serves the config bucket's keys to signed-in users
+DEFAULT_REGION = "us-east-1"
+
+
+def plan_page_url(plan_uri: str, *, environ: Mapping[str, str] | None = None) -> str | None:
+    """The clickable link to a backfill's `plan.html` (stored beside `plan.json`), or None.
+
+    Never a public or a presigned URL: with PLAN_LINK_BASE (https only; e.g. an internal
+    CloudFront in front of the bucket, behind the company's sign-in) the link is the base and
+    the object's key; otherwise the S3 console's page of the object, which only people signed
+    in to the account with s3:GetObject on it can open. A presigned URL would let anyone with
+    the Slack message read the plan until it expires, and would expire while the thread is
+    still read."""
+    environ = os.environ if environ is None else environ
+    if not plan_uri.startswith("s3://") or not plan_uri.endswith("/plan.json"):
+        return None
+    bucket, _, key = plan_uri.removeprefix("s3://").partition("/")
+    key = key.removesuffix("plan.json") + "plan.html"
+    base = (environ.get(PLAN_LINK_BASE_ENV) or "").strip()
+    if base:
+        if urlsplit(base).scheme == "https" and urlsplit(base).netloc:
+            return f"{base.rstrip('/')}/{quote(key)}"
+        log.warning("%s is not an https URL (%r): linking the S3 console instead", PLAN_LINK_BASE_ENV, base)
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+    return (
+        f"https://{quote(region)}.console.aws.amazon.com/s3/object/{quote(bucket)}"
+        f"?region={quote(region)}&bucketType=general&prefix={quote(key, safe='')}"
+    )
 
 
 def escape(text: str) -> str:
@@ -154,8 +185,10 @@ def backfill_message(
     lineage_url: str | None = None,
     plan_uri: str | None = None,
     note: str | None = None,
+    submitted_by: str | None = None,
 ) -> SlackMessage:
-    """The thread's first message: what the backfill is and where to follow it."""
+    """The thread's first message: what the backfill is and where to follow it. `submitted_by`:
+    who uploaded it (the S3 event's principal); `owner` is the config's contact."""
     emoji = STATE_EMOJI.get(state, "")
     dry = " (dry run)" if config.dry_run else ""
     title = f"Backfill {config.name}{dry}: {state}"
@@ -163,6 +196,7 @@ def backfill_message(
     pairs = [
         ("Backfill id", f"`{escape(backfill_id)}`"),
         ("Owner", escape(config.owner)),
+        *([("Submitted by", f"`{escape(submitted_by)}`")] if submitted_by else []),
         ("Mode", escape(config.mode)),
         ("Dates", f"{escape(dates)} ({len(config.days)} days)"),
     ]
@@ -185,7 +219,8 @@ def backfill_message(
     if plan_uri:
         picture = plan_uri.removesuffix("plan.json") + "plan.html" if plan_uri.endswith("/plan.json") else None
         blocks.append(_context(f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`)" if picture else "")))
-    blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url)]))
+    plan_page = plan_page_url(plan_uri) if plan_uri else None
+    blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url), ("Plan picture", plan_page)]))
     return _message(escape(f"{title} ({backfill_id}, {dates})"), blocks)
 
 

@@ -22,12 +22,13 @@ from backfill_orchestrator.policy.model import Grant, Permission, Policy
 Outcome = Literal["allowed", "needs_approval", "refused"]
 ControlAction = Literal["approve", "reject", "cancel", "retry"]
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
-# The states each control action makes sense in (the lifecycle's state machine, not policy).
+# The states each control action makes sense in (the lifecycle's state machine, docs/lifecycle.md,
+# not policy): cancelling a CANCELLED backfill is a no-op, a CANCELLED one may be retried.
 ACTION_STATES: dict[str, frozenset[str]] = {
     "approve": frozenset({AWAITING_APPROVAL}),
     "reject": frozenset({AWAITING_APPROVAL}),
-    "cancel": frozenset({AWAITING_APPROVAL, "RECEIVED", "PLANNED", "TRIGGERED", "RUNNING"}),
-    "retry": frozenset({"FAILED"}),
+    "cancel": frozenset({AWAITING_APPROVAL, "RECEIVED", "PLANNED", "QUEUED", "TRIGGERED", "RUNNING", "CANCELLED"}),
+    "retry": frozenset({"FAILED", "CANCELLED"}),
 }
 HOURS_PER_DAY = 24
 
@@ -275,12 +276,16 @@ def check_action(
     action: ControlAction,
     backfill: BackfillFacts,
     now: datetime | None = None,
+    granted: bool = False,
 ) -> Decision:
     """May `principal` approve / reject / cancel / retry this backfill now?
 
     Refused when: the backfill's state does not allow the action; the principal holds no
     grant with the permission over the backfill's jobs (or, for approvals, is not among the
-    named owners); the approver is the submitter (four eyes); the approval has expired."""
+    named owners); the approver is the submitter (four eyes); the approval has expired.
+    `granted`: the grant check was already passed where more was known (the Slack
+    interactivity function sees the presser's Slack user groups; the trigger re-checking its
+    control document does not), so only state, four eyes and expiry are checked again."""
     now = now or datetime.now(UTC)
     if backfill.state not in ACTION_STATES[action]:
         allowed = ", ".join(sorted(ACTION_STATES[action]))
@@ -296,7 +301,7 @@ def check_action(
     else:
         grants = [g for g in grants if all(_covers(g, job) for job in backfill.jobs)]
         scope_note = f"the jobs {', '.join(backfill.jobs)}" if backfill.jobs else "any job"
-    if not grants:
+    if not grants and not granted:
         return Decision("refused", (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
                         rule=f"grants: {permission}")  # fmt: skip
     if action == "approve":

@@ -133,6 +133,32 @@ def limit_findings(plan: Plan, limits: PreflightLimits) -> list[Finding]:
     return findings
 
 
+def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: PreflightLimits) -> list[Finding]:
+    """A round's Spark steps run as one Spark job, which the DAG stops after
+    min(spark_timeout_seconds, the profile's timeout_minutes): a round expected to take longer
+    is a warning (estimates are estimates; strict refuses it)."""
+    rounds = assign_rounds(plan)
+    spark_seconds: dict[int, float] = {}
+    kinds = {step.id: step.kind for step in plan.steps}
+    for step_id, seconds in step_seconds.items():
+        if kinds.get(step_id) == "spark":
+            spark_seconds[rounds[step_id]] = spark_seconds.get(rounds[step_id], 0.0) + seconds
+    return [
+        Finding(
+            "over_runtime_limit", "plan",
+            f"round {index + 1}: its Spark steps are expected to take {_hours(seconds)}, over the Spark job's time limit "
+            f"of {_hours(limits.spark_timeout_seconds)} (SPARK_TIMEOUT_SECONDS, the DAG's [backfill] spark_timeout_seconds): "
+            "split the dates into several backfills or raise the limit",
+        )
+        for index, seconds in sorted(spark_seconds.items())
+        if seconds > limits.spark_timeout_seconds
+    ]
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
 def missing_dates_message(step: PlanStep, missing: Iterable) -> str:
     missing = sorted(missing)
     return f"no input partitions for {len(missing)} of {len(step.dates)} dates: {compact_dates(missing)}"

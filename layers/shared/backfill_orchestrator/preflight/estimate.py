@@ -1,5 +1,6 @@
 """How big a plan is: partitions to rewrite, bytes to read (listed), DAG reruns, duration and
-cost; and the input check that comes with the listing (nothing to reprocess, missing dates)."""
+cost; and the input check that comes with the listing (nothing to reprocess, missing dates).
+A step's duration is measured (Marquez run history, per date) or assumed (per partition)."""
 
 from __future__ import annotations
 
@@ -80,10 +81,12 @@ def estimate_plan(
     limits: PreflightLimits,
     *,
     lister: Lister | None,
-    seconds_per_partition: Mapping[str, float] | None = None,
+    seconds_per_date: Mapping[str, float] | None = None,
 ) -> tuple[Estimate, list[Finding]]:
-    """The estimate, and the input findings of the listing (when a lister is given)."""
-    history = seconds_per_partition or {}
+    """The estimate, and the input findings of the listing (when a lister is given).
+    `seconds_per_date`: step id -> measured seconds per date (preflight/history.py); other
+    steps' durations are assumed."""
+    history = seconds_per_date or {}
     root_ids = {step.id for step in plan.steps if step.reason == "root"}
     steps, findings = [], []
     spark_seconds = 0.0
@@ -95,7 +98,7 @@ def estimate_plan(
             read, found = read_inputs(step, entry, lister, root=step.id in root_ids)
             findings += found
         if step.id in history:
-            seconds = Figure(history[step.id] * partitions.value, "measured", "seconds")
+            seconds = Figure(history[step.id] * len(step.dates), "measured", "seconds")
         else:
             seconds = Figure(DEFAULT_SECONDS_PER_PARTITION * partitions.value, "assumed", "seconds")
         if step.kind == "spark":

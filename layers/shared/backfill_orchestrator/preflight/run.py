@@ -10,13 +10,22 @@ from typing import Any
 
 from backfill_orchestrator.config.model import BackfillConfig
 from backfill_orchestrator.contracts.plan import Plan, PlanWarning
-from backfill_orchestrator.lineage.errors import LineageError
+from backfill_orchestrator.lineage.errors import LineageError, MarquezResponseError, MarquezUnavailableError
+from backfill_orchestrator.lineage.runs import RunHistory
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner.build import build_plan
 from backfill_orchestrator.planner.catalog import JobCatalog
 from backfill_orchestrator.planner.errors import PlanRefusedError
-from backfill_orchestrator.preflight.checks import catalog_findings, entries_of, limit_findings, plan_findings
+from backfill_orchestrator.preflight.checks import (
+    catalog_findings,
+    entries_of,
+    limit_findings,
+    plan_findings,
+    runtime_findings,
+)
 from backfill_orchestrator.preflight.estimate import estimate_plan
+from backfill_orchestrator.preflight.freshness import upstream_findings
+from backfill_orchestrator.preflight.history import measured_seconds_per_date
 from backfill_orchestrator.preflight.model import Finding, PreflightRefusedError, Verdict
 from backfill_orchestrator.preflight.warehouse import Lister, WarehouseUnavailableError, warehouse_lister
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -29,36 +38,62 @@ def run_preflight(
     catalog: JobCatalog | None,
     limits: PreflightLimits,
     lister: Lister | None = None,
-    seconds_per_partition: Mapping[str, float] | None = None,
+    history: RunHistory | None = None,
     strict: bool = False,
     unchecked: list[str] | None = None,
+    marquez_errors_raise: bool = False,
 ) -> Verdict:
     """Every check that the given inputs allow. `plan` None (Marquez not reachable) leaves the
-    plan's checks and the estimate out; `lister` None leaves the warehouse out. With `strict`
-    (the argument, the config's `strict` or the deployment's) warnings refuse too."""
+    plan's checks and the estimate out; `lister` None leaves the warehouse out; `history` None
+    leaves upstream freshness out and every duration assumed. With `strict` (the argument, the
+    config's `strict` or the deployment's) warnings refuse too.
+
+    Marquez failing while run history is read is, for the CLI and the client, something not
+    checked; with `marquez_errors_raise` (the trigger) it is raised (a ServiceError: retried)
+    when fresh upstream is required or the backfill is strict, else a warning."""
     not_checked = list(unchecked or [])
     findings: list[Finding] = []
+    strict = strict or config.strict or limits.strict
     if plan is None:
         not_checked.append("the plan, limits and estimate (no lineage)")
-        return _verdict(findings, not_checked, None, strict or config.strict or limits.strict)
+        return _verdict(findings, not_checked, None, strict)
     catalog = catalog if catalog is not None else JobCatalog.empty()
     entries = entries_of(plan, catalog)
     findings += catalog_findings(config, plan, catalog, entries, limits)
     findings += plan_findings(config, plan)
     findings += limit_findings(plan, limits)
+    measured: dict[str, float] = {}
+    if history is None:
+        not_checked.append("upstream freshness and run durations (no Marquez)")
+    else:
+        required = config.require_fresh_upstream or limits.require_fresh_upstream
+        try:
+            found, notes = upstream_findings(config, history, days=config.days, limits=limits)
+            findings += found
+            not_checked += notes
+        except (MarquezUnavailableError, MarquezResponseError) as error:
+            if marquez_errors_raise and (required or strict):
+                raise
+            if marquez_errors_raise:
+                findings.append(Finding("upstream_not_checked", "jobs", f"upstream freshness could not be checked: {error}"))
+            else:
+                not_checked.append(f"upstream freshness ({error})")
+        try:
+            measured = measured_seconds_per_date(history, plan, max_jobs=limits.history_max_jobs)
+        except (MarquezUnavailableError, MarquezResponseError) as error:
+            not_checked.append(f"run durations, assumed instead ({error})")
     if lister is None:
         not_checked.append("input partitions and bytes to read (no warehouse)")
     try:
         estimate, input_findings = estimate_plan(
-            config, plan, entries, limits, lister=lister, seconds_per_partition=seconds_per_partition
+            config, plan, entries, limits, lister=lister, seconds_per_date=measured
         )
     except WarehouseUnavailableError as error:
         not_checked.append(f"input partitions and bytes to read ({error})")
-        estimate, input_findings = estimate_plan(
-            config, plan, entries, limits, lister=None, seconds_per_partition=seconds_per_partition
-        )
+        estimate, input_findings = estimate_plan(config, plan, entries, limits, lister=None, seconds_per_date=measured)
     findings += input_findings
-    return _verdict(findings, not_checked, estimate, strict or config.strict or limits.strict)
+    findings += runtime_findings(plan, {step.step_id: step.seconds.value for step in estimate.steps}, limits)
+    return _verdict(findings, not_checked, estimate, strict)
 
 
 def _verdict(findings: list[Finding], unchecked: list[str], estimate, strict: bool) -> Verdict:  # noqa: ANN001
@@ -74,15 +109,21 @@ def preflight_plan(
     catalog: JobCatalog | None,
     limits: PreflightLimits,
     lister: Lister | None = None,
+    history: RunHistory | None = None,
     strict: bool = False,
     unchecked: list[str] | None = None,
+    marquez_errors_raise: bool = False,
 ) -> tuple[Verdict, Plan]:
     """The verdict, and the plan carrying its warnings and estimate. Without a `lister` the
-    deployment's warehouse (limits.warehouse_uri) is listed when there is one."""
+    deployment's warehouse (limits.warehouse_uri) is listed when there is one; without a
+    `history`, the deployment's Marquez (limits.run_history) is read when it is wired."""
     if lister is None and limits.warehouse_uri:
         lister = warehouse_lister(limits.warehouse_uri)
+    if history is None and limits.run_history is not None:
+        history = limits.run_history()
     verdict = run_preflight(
-        config, plan=plan, catalog=catalog, limits=limits, lister=lister, strict=strict, unchecked=unchecked
+        config, plan=plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict,
+        unchecked=unchecked, marquez_errors_raise=marquez_errors_raise,
     )
     known = {(warning.code, warning.message) for warning in plan.warnings}
     added = [
@@ -97,9 +138,12 @@ def preflight_plan(
 def checked_plan(
     config: BackfillConfig, plan: Plan, *, catalog: JobCatalog | None, limits: PreflightLimits, lister: Lister | None = None
 ) -> Plan:
-    """`preflight_plan` for callers that only go on with an accepted plan: raises
-    PreflightRefusedError carrying the verdict."""
-    verdict, plan = preflight_plan(config, plan, catalog=catalog, limits=limits, lister=lister)
+    """`preflight_plan` for callers that only go on with an accepted plan (the trigger): raises
+    PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
+    `run_preflight`)."""
+    verdict, plan = preflight_plan(
+        config, plan, catalog=catalog, limits=limits, lister=lister, marquez_errors_raise=True
+    )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)
     return plan
@@ -118,6 +162,7 @@ def preflight_config(
     catalog: JobCatalog | None,
     limits: PreflightLimits,
     lister: Lister | None = None,
+    history: RunHistory | None = None,
     strict: bool = False,
     unchecked: list[str] | None = None,
 ) -> tuple[Verdict, Plan | None]:
@@ -137,4 +182,6 @@ def preflight_config(
     except LineageError as error:
         not_checked.append(f"lineage ({error})")
         return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
-    return preflight_plan(config, plan, catalog=catalog, limits=limits, lister=lister, strict=strict, unchecked=not_checked)
+    return preflight_plan(
+        config, plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict, unchecked=not_checked
+    )

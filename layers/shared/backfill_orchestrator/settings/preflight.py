@@ -3,8 +3,9 @@ what it requires of a backfill, and the prices of the estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from backfill_orchestrator.settings.environment import EnvironmentReader
 
@@ -15,6 +16,11 @@ DEFAULT_MAX_MAP_LENGTH = 1024  # Airflow's [core] max_map_length default
 DEFAULT_PRICES = {"vcpu_hour": 0.052624, "gb_hour": 0.0057785}
 # Workers per Spark profile: (vCPUs, memory GB); assumed sizes a deployment overrides.
 DEFAULT_PROFILE_SIZES = {"small": (4, 16), "medium": (16, 64), "large": (64, 256)}
+DEFAULT_SPARK_TIMEOUT_SECONDS = 6 * 3600  # the DAG's [backfill] spark_timeout_seconds default
+DEFAULT_UPSTREAM_MAX_JOBS = 20  # upstream producers whose runs are read per backfill
+DEFAULT_UPSTREAM_MAX_RUNS = 500  # runs read per producer (pages of 100), newest first
+DEFAULT_HISTORY_MAX_JOBS = 50  # steps whose run durations are read; the others are assumed
+HISTORY_RUNS = 20  # recent runs a step's duration is the median of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,13 +34,20 @@ class PreflightLimits:
     warehouse_uri: str | None = None  # where the Spark steps' inputs live (s3://... or a path)
     prices: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     profile_sizes: Mapping[str, tuple[int, int]] = field(default_factory=lambda: dict(DEFAULT_PROFILE_SIZES))
-
-
+    require_fresh_upstream: bool = False  # every config's require_fresh_upstream
+    spark_timeout_seconds: int = DEFAULT_SPARK_TIMEOUT_SECONDS  # a Spark round longer than this is cut
+    upstream_max_jobs: int = DEFAULT_UPSTREAM_MAX_JOBS
+    upstream_max_runs: int = DEFAULT_UPSTREAM_MAX_RUNS
+    history_max_jobs: int = DEFAULT_HISTORY_MAX_JOBS
+    # Where run history (upstream freshness, durations) is read: set by whoever wires the
+    # deployment's Marquez client (trigger/wiring.py); None: not read unless a caller passes one.
+    run_history: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     @classmethod
     def read(cls, env: EnvironmentReader) -> PreflightLimits:
         """From BACKFILL_MAX_ROUNDS, AIRFLOW_MAX_MAP_LENGTH, REQUIRE_JOB_CATALOG, PREFLIGHT_STRICT,
-        WAREHOUSE_URI and PRICE_TABLE (JSON: vcpu_hour,
-        gb_hour in USD); problems are noted on `env`."""
+        WAREHOUSE_URI, PRICE_TABLE (JSON: vcpu_hour, gb_hour in USD), REQUIRE_FRESH_UPSTREAM,
+        SPARK_TIMEOUT_SECONDS, UPSTREAM_CHECK_MAX_JOBS, UPSTREAM_CHECK_MAX_RUNS and
+        RUN_HISTORY_MAX_JOBS; problems are noted on `env`."""
         prices = dict(DEFAULT_PRICES)
         for key, text in env.string_map("PRICE_TABLE", meaning="vcpu_hour / gb_hour -> price as text").items():
             try:
@@ -48,6 +61,11 @@ class PreflightLimits:
             strict=_flag(env, "PREFLIGHT_STRICT"),
             warehouse_uri=env.get(WAREHOUSE_ENV),
             prices=prices,
+            require_fresh_upstream=_flag(env, "REQUIRE_FRESH_UPSTREAM"),
+            spark_timeout_seconds=env.whole("SPARK_TIMEOUT_SECONDS", DEFAULT_SPARK_TIMEOUT_SECONDS, low=60, high=7 * 86400),
+            upstream_max_jobs=env.whole("UPSTREAM_CHECK_MAX_JOBS", DEFAULT_UPSTREAM_MAX_JOBS, low=0, high=1000),
+            upstream_max_runs=env.whole("UPSTREAM_CHECK_MAX_RUNS", DEFAULT_UPSTREAM_MAX_RUNS, low=1, high=10_000),
+            history_max_jobs=env.whole("RUN_HISTORY_MAX_JOBS", DEFAULT_HISTORY_MAX_JOBS, low=0, high=10_000),
         )
 
 

@@ -51,6 +51,12 @@ class DeploymentSettings(CommonSettings):
     allowed_namespaces: frozenset[str] | None = None
     spark_profiles: frozenset[str] = DEFAULT_SPARK_PROFILES
     preflight: PreflightLimits = field(default_factory=PreflightLimits)
+    # The approval gate (docs/policy.md): the policy document (None: no policy, today's
+    # behaviour), how long it is cached, and the principals whose control documents act for
+    # their `requested_by` (the Slack interactivity function's role: globs over principal names).
+    policy_uri: str | None = None
+    policy_cache_seconds: int = 60
+    control_delegates: frozenset[str] = frozenset()
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -112,6 +118,9 @@ class DeploymentSettings(CommonSettings):
         if on_overlap not in ("wait", "refuse"):
             problems.append(f"ON_OVERLAP: expected wait or refuse, got {on_overlap!r}")
         allowed = comma_set(env.get("ALLOWED_NAMESPACES"))
+        policy_uri = env.get("POLICY_URI")
+        if policy_uri and not policy_uri.startswith(("s3://", "ssm:")):
+            problems.append(f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}")
 
         settings = cls(
             **common,
@@ -135,6 +144,9 @@ class DeploymentSettings(CommonSettings):
             allowed_namespaces=allowed,
             spark_profiles=comma_set(env.get("SPARK_PROFILES")) or DEFAULT_SPARK_PROFILES,
             preflight=PreflightLimits.read(env),
+            policy_uri=policy_uri,
+            policy_cache_seconds=env.whole("POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"),
+            control_delegates=comma_set(env.get("CONTROL_DELEGATES")) or frozenset(),
         )
         prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)
         if len(set(prefixes)) < 4:

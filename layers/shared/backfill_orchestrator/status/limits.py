@@ -15,7 +15,9 @@ MAX_TEXT = 2000  # reason and other free text
 MAX_SUMMARY_STEPS = 50  # step ids kept in `plan_summary.waves`
 MAX_SUMMARY_WARNINGS = 20
 MAX_WARNING_TEXT = 300
-_TEXT_ATTRIBUTES = ("reason", "source_uri", "config_uri", "plan_uri", "dag_run_url", "name", "owner")
+_TEXT_ATTRIBUTES = ("reason", "source_uri", "config_uri", "plan_uri", "dag_run_url", "name", "owner", "submitted_by")
+MAX_LISTED = 50  # approvers, root_jobs, approval_reasons: the first 50 (the plan has them all)
+_LIST_ATTRIBUTES = ("approvers", "root_jobs", "approval_reasons")
 
 
 def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +30,9 @@ def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
     for name in _TEXT_ATTRIBUTES:
         if isinstance(out.get(name), str):
             out[name] = out[name][:MAX_TEXT]
+    for name in _LIST_ATTRIBUTES:
+        if isinstance(out.get(name), list | tuple):
+            out[name] = [str(item)[:MAX_ERROR_TEXT] for item in out[name][:MAX_LISTED]]
     summary = out.get("plan_summary")
     if isinstance(summary, dict):
         out["plan_summary"] = bounded_plan_summary(summary)

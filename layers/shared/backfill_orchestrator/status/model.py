@@ -4,6 +4,8 @@ States and who writes them:
 - RECEIVED (trigger: the config arrived and is being processed)
 - REJECTED (trigger: invalid config or a refused plan; `errors` holds the located errors)
 - PLANNED (trigger: plan stored; a dry run ends here)
+- AWAITING_APPROVAL (trigger: the policy wants a second person; `approval_requested_at`,
+  `approvers`, `root_jobs`; approve -> TRIGGERED or QUEUED, reject or expiry -> REJECTED)
 - TRIGGERED (trigger: the DAG run exists; `dag_run_id`, `dag_run_url`)
 - RUNNING, SUCCEEDED, FAILED (generic DAG, replay function; FAILED also from the trigger
   with `reason`, and `retryable` true when redelivering the event may succeed)
@@ -21,19 +23,22 @@ S = BackfillState
 # Airflow, so RUNNING/SUCCEEDED may follow FAILED. RECEIVED is re-entered only through
 # `StatusStore.reclaim` (a redelivered event taking over), never through `transition`.
 ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
-    S.REJECTED: frozenset({S.RECEIVED, S.PLANNED}),  # PLANNED: refused by overlap after planning
+    # PLANNED: refused by overlap or policy after planning; AWAITING_APPROVAL: rejected or expired
+    S.REJECTED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL}),
     S.PLANNED: frozenset({S.RECEIVED}),
-    S.QUEUED: frozenset({S.PLANNED}),
-    # QUEUED: started when the backfill it waited for ended; FAILED/CANCELLED: a retry attempt
-    S.TRIGGERED: frozenset({S.PLANNED, S.QUEUED, S.FAILED, S.CANCELLED}),
+    S.AWAITING_APPROVAL: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),  # itself: the approval, before admission
+    S.QUEUED: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),
+    # QUEUED: started when the backfill it waited for ended; AWAITING_APPROVAL: approved;
+    # FAILED/CANCELLED: a retry attempt
+    S.TRIGGERED: frozenset({S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.FAILED, S.CANCELLED}),
     S.RUNNING: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED}),
     S.SUCCEEDED: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED, S.PLANNED}),
     S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
-    S.CANCELLED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
+    S.CANCELLED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING}),
 }
 TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED, S.CANCELLED})
 # States in which a backfill may still write: its claims hold (claims/registry.py).
-LIVE_STATES = frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING})
+LIVE_STATES = frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class StatusRecord:
     created_at: str
     updated_at: str
     name: str | None = None
-    owner: str | None = None
+    owner: str | None = None  # the config's contact; free text, not an identity
+    submitted_by: str | None = None  # who uploaded it (identity.Principal.display), from the S3 event
     mode: str | None = None
     dry_run: bool = False
     source_uri: str | None = None
@@ -79,6 +85,14 @@ class StatusRecord:
     progress: dict[str, Any] | None = None
     run_attempt: int = 1  # the DAG run attempt: 1, then 2, 3, ... for each retry of failed work
     controls: frozenset[str] = frozenset()  # control documents acted on (duplicate deliveries act once)
+    # The approval gate (trigger/approval.py): when it was asked for, which policy grants may
+    # approve (empty: any grant with `approve` over the root jobs), the root jobs, why, and
+    # the decision ({outcome: approved|rejected|expired, by, at, reason}).
+    approval_requested_at: str | None = None
+    approvers: list[str] = field(default_factory=list)
+    root_jobs: list[str] = field(default_factory=list)
+    approval_reasons: list[str] = field(default_factory=list)
+    approval: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the CLI and the outcome files)."""

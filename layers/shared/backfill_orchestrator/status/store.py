@@ -29,6 +29,7 @@ SETTABLE = frozenset(
         "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
         "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
         "pagerduty_open", "tasks_total", "progress", "run_attempt",
+        "submitted_by", "approval_requested_at", "approvers", "root_jobs", "approval_reasons", "approval",
     }
 )  # fmt: skip
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
@@ -96,7 +97,7 @@ def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
     data = plain_from_item(dict(item))
     known = {name: data[name] for name in StatusRecord.__dataclass_fields__ if name in data}
     known["state"] = BackfillState(known["state"])
-    for key in ("errors", "history"):
+    for key in ("errors", "history", "approvers", "root_jobs", "approval_reasons"):
         known[key] = known.get(key) or []
     known["uploads"] = frozenset(known.get("uploads") or ())
     known["controls"] = frozenset(known.get("controls") or ())
@@ -157,7 +158,7 @@ class StatusStore:
             "list_month": now.isoformat()[:7],  # the by_month listing index (status/listing.py)
             "lease_until": int(now.timestamp()) + lease_seconds,
             "lease_holder": lease_holder,
-            "history": [self._history_entry(state, now, detail)],
+            "history": [self._history_entry(state, now, detail, by=attrs.get("submitted_by"))],
         }
         if upload_id:
             item["uploads"] = {upload_id}
@@ -187,9 +188,11 @@ class StatusStore:
         detail: str | None = None,
         attributes: Mapping[str, Any] | None = None,
         expected_version: int | None = None,
+        by: str | None = None,
     ) -> StatusRecord:
         """Move to `target` if the current state allows it (ALLOWED_FROM) and, when given,
-        the version still is `expected_version`. Raises TransitionRejectedError otherwise."""
+        the version still is `expected_version`. Raises TransitionRejectedError otherwise.
+        `by`: who made it happen (a control document's principal), kept in the history entry."""
         target = BackfillState(target)
         allowed = sorted(ALLOWED_FROM.get(target, ()))
         if not allowed:
@@ -211,6 +214,7 @@ class StatusStore:
             detail=detail,
             attributes=attributes,
             on_conflict=lambda current: TransitionRejectedError(backfill_id, target, current),
+            by=by,
         )
 
     def reclaim(
@@ -399,6 +403,7 @@ class StatusStore:
         attributes: Mapping[str, Any] | None,
         on_conflict: Callable[[StatusRecord | None], Exception],
         extra_set: list[str] | None = None,
+        by: str | None = None,
     ) -> StatusRecord:
         now = self._clock()
         attrs = self._checked(attributes)
@@ -417,7 +422,7 @@ class StatusStore:
             ":now_iso": {"S": now.isoformat()},
             ":inc": {"N": "1"},
             ":empty": {"L": []},
-            ":entry": {"L": [attribute(self._history_entry(target, now, detail))]},
+            ":entry": {"L": [attribute(self._history_entry(target, now, detail, by=by))]},
         }
         update = "SET " + ", ".join(sets)
         condition = f"attribute_exists(backfill_id) AND ({condition})"
@@ -468,10 +473,12 @@ class StatusStore:
         return sets, names, values
 
     @staticmethod
-    def _history_entry(state: BackfillState, now: datetime, detail: str | None) -> dict[str, Any]:
+    def _history_entry(state: BackfillState, now: datetime, detail: str | None, *, by: str | None = None) -> dict[str, Any]:
         entry: dict[str, Any] = {"state": str(state), "at": now.isoformat()}
         if detail:
             entry["detail"] = detail[:1000]
+        if by:
+            entry["by"] = by[:200]
         return entry
 
     @staticmethod

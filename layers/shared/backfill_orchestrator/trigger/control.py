@@ -1,7 +1,7 @@
 """Control documents: `control/<backfill id>/<action>-<timestamp>.(json|yaml)` in the config
 bucket, picked up by the trigger function like a config, acted on once.
 
-- `cancel`: not yet triggered (RECEIVED, PLANNED, QUEUED) -> CANCELLED, never triggered;
+- `cancel`: not yet triggered (RECEIVED, PLANNED, AWAITING_APPROVAL, QUEUED) -> CANCELLED, never triggered;
   triggered or running -> the DAG run is failed through the API (Airflow stops its running
   tasks: the Spark job gets SIGTERM and stops at a partition boundary, running DAG reruns are
   failed, queued ones never start) -> CANCELLED. A replay backfill -> CANCELLED; its tasks
@@ -10,7 +10,14 @@ bucket, picked up by the trigger function like a config, acted on once.
 - `retry`: FAILED or CANCELLED -> a new DAG run attempt that skips every step and (DAG,
   date) that succeeded in earlier attempts. Running, queued or succeeded -> refused.
 - `start` (the orchestrator's own): a QUEUED backfill whose blocking backfills ended.
-- `approve` / `reject`: the approval gate (not enabled in this deployment yet: refused).
+- `approve` / `reject`: a backfill AWAITING_APPROVAL (trigger/approval.py): approve -> admitted
+  and triggered (or QUEUED behind an overlap); reject -> REJECTED. With a policy, every action
+  but `start` is checked first (`policy.check_action`: grants, four eyes, expiry); an approval
+  after the request expired moves the backfill to REJECTED and is refused.
+
+Each document acts for its uploader (the S3 event's principal), or, when a delegate wrote it
+(the Slack interactivity function, CONTROL_DELEGATES), for the `requested_by` it names; that
+principal is kept in the history entries the action writes.
 
 Every document ends in a result file (`results/control/...result.json`), a reply in the
 backfill's Slack thread and, when it changed something, the status history. Claims are
@@ -43,12 +50,13 @@ from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
+from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.modes import ModeServices, admit, dag_run_id, trigger_run
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 log = logging.getLogger(__name__)
-NOT_STARTED = frozenset({BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.QUEUED})
+NOT_STARTED = frozenset({BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.AWAITING_APPROVAL, BackfillState.QUEUED})
 RUNNING = frozenset({BackfillState.TRIGGERED, BackfillState.RUNNING})
 RETRYABLE = frozenset({BackfillState.FAILED, BackfillState.CANCELLED})
 RERUN_STATES = ("queued", "running")
@@ -96,19 +104,27 @@ class ControlService:
         if record is None:
             return self._refused(upload, request, None, f"unknown backfill {request.backfill_id!r}: no status record")
         if not status.add_upload(request.backfill_id, upload.upload_id, attribute="controls"):
-            self._count("Duplicates")
-            return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+            if not approval.resumable(self.services, upload, request, record):
+                self._count("Duplicates")
+                return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+            self._count("ControlResumed")  # Lambda's retry of an approval that failed half-way
         try:
-            detail = self._act(request, record)
+            actor = approval.authorize(self.services, upload=upload, request=request, record=record, now=self.clock())
+            detail = self._act(request, record, by=actor or request.requested_by)
         except ControlRefusedError as refusal:
             return self._refused(upload, request, record, str(refusal))
+        except approval.ApprovalRefusedError as refusal:  # the policy or the gate said no
+            self._count("ControlPolicyRefused")
+            return self._refused(upload, request, status.get(request.backfill_id) or record, str(refusal))
         record = status.get(request.backfill_id) or record
         self._count(f"Control{request.action.capitalize()}")
         self._write(upload, request, "done", record, detail)
+        by = actor if actor and actor != request.requested_by else None
         self.notifier.slack(
             request.backfill_id,
             status_message(backfill_id=request.backfill_id, state=str(record.state),
-                           detail=f"{request.action} by {request.requested_by}: {detail} (reason: {request.reason})"),
+                           detail=f"{request.action} by {request.requested_by}{f' ({by})' if by else ''}: {detail} "
+                                  f"(reason: {request.reason})"),
         )  # fmt: skip
         return ControlOutcome("done", request.backfill_id, str(record.state), detail)
 
@@ -117,22 +133,25 @@ class ControlService:
         return ControlRequest.from_json(document, source=upload.key)
 
     # -- actions ---------------------------------------------------------------------------
-    def _act(self, request: ControlRequest, record: StatusRecord) -> str:
+    def _act(self, request: ControlRequest, record: StatusRecord, *, by: str) -> str:
+        """`by`: who acts (the document's principal, else its requested_by)."""
         action = request.action
         if action == "cancel":
-            return self.cancel(record, reason=request.reason, by=request.requested_by)
+            return self.cancel(record, reason=request.reason, by=by)
         if action == "retry":
-            return self.retry(record, by=request.requested_by)
+            return self.retry(record, by=by)
         if action == "start":
             return self.start(record)
-        raise ControlRefusedError(f"{action}: this deployment has no approval gate; nothing awaits approval")
+        if action == "approve":
+            return approval.approve(self.services, record, by=by, reason=request.reason, now=self.clock())
+        return approval.reject(self.services, record, by=by, reason=request.reason, now=self.clock())
 
     def cancel(self, record: StatusRecord, *, reason: str, by: str) -> str:
         state = record.state
         if state is BackfillState.CANCELLED:
             return "already cancelled; nothing to do"
         if state in NOT_STARTED:
-            self._transition(record, BackfillState.CANCELLED, f"cancelled by {by} before it was triggered: {reason}")
+            self._transition(record, BackfillState.CANCELLED, f"cancelled by {by} before it was triggered: {reason}", by=by)
             self._release(record.backfill_id)
             return "cancelled before it was triggered; nothing ran"
         if state not in RUNNING:
@@ -141,7 +160,7 @@ class ControlService:
         if record.mode == "batch" and record.dag_run_id:
             stopped = self._stop_dag_runs(record)
         self._transition(
-            record, BackfillState.CANCELLED, f"cancelled by {by}: {reason}",
+            record, BackfillState.CANCELLED, f"cancelled by {by}: {reason}", by=by,
             attributes={"reason": f"cancelled: {reason}"[:2000], "progress": record.progress},
         )  # fmt: skip
         self._release(record.backfill_id)
@@ -265,9 +284,12 @@ class ControlService:
             raise ControlRefusedError(f"backfill {record.backfill_id} has no stored plan")
         return plan
 
-    def _transition(self, record: StatusRecord, target: BackfillState, detail: str, *, attributes: dict[str, Any] | None = None) -> None:
+    def _transition(
+        self, record: StatusRecord, target: BackfillState, detail: str, *, attributes: dict[str, Any] | None = None,
+        by: str | None = None,
+    ) -> None:  # fmt: skip
         try:
-            self.services.status.transition(record.backfill_id, target, detail=detail[:2000], attributes=attributes)
+            self.services.status.transition(record.backfill_id, target, detail=detail[:2000], attributes=attributes, by=by)
         except TransitionRejectedError as error:  # it moved on meanwhile (the DAG finished)
             raise ControlRefusedError(f"the backfill changed state meanwhile: {error}") from None
 

@@ -11,7 +11,7 @@ the event's `sequencer`): a redelivered event has the same identity, a re-upload
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificati
 from aws_lambda_powertools.utilities.data_classes.s3_event import S3EventRecord
 
 from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.identity import Principal, principal_from_s3_record
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 EVENTBRIDGE_SOURCE = "aws.s3"
@@ -42,6 +43,9 @@ class Upload:
     version_id: str | None = None
     sequencer: str | None = None
     etag: str | None = None
+    # Who uploaded it, as the event names them (unresolved unique ids; trigger/approval.py
+    # resolves role and user names). Not part of the upload's identity.
+    principal: Principal | None = field(default=None, compare=False)
 
     @property
     def uri(self) -> str:
@@ -85,8 +89,10 @@ def upload_from_record(record: Any) -> Upload:
     if not isinstance(record, dict):
         raise MalformedEventError("event record is not an object")
     if "detail-type" in record:
-        return _upload_from_eventbridge(S3EventBridgeNotificationEvent(record))
-    return _upload_from_s3_record(S3EventRecord(record))
+        upload = _upload_from_eventbridge(S3EventBridgeNotificationEvent(record))
+    else:
+        upload = _upload_from_s3_record(S3EventRecord(record))
+    return replace(upload, principal=principal_from_s3_record(record))
 
 
 def _upload_from_s3_record(record: S3EventRecord) -> Upload:

@@ -3,12 +3,13 @@
 Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled, also for
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
-AlreadyKnown, SlackFailures, PagerDutyFailures, ResultWriteFailures, MalformedEvents.
+AlreadyKnown, AwaitingApproval, ControlPolicyRefused, SlackFailures, PagerDutyFailures,
+ResultWriteFailures, MalformedEvents.
 Secrets are redacted from every log line (`backfill_orchestrator.redaction`).
 
 The Tracer exists only when tracing is on (`tracing.lambda_tracer`: building one imports the
 X-Ray SDK, even disabled). What every valid config needs is imported here, in Lambda's init
-phase; what only some need (claims, control documents, replay, MWAA) where it is used."""
+phase; what only some uploads need (control documents, replay dispatch) where it is used."""
 
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ def wiring() -> TriggerWiring:
             secrets_client=boto3.client("secretsmanager", config=AWS_CLIENT_CONFIG),
             mwaa_client_factory=lambda: boto3.client("mwaa", config=AWS_CLIENT_CONFIG),
             sqs_client_factory=lambda: boto3.client("sqs", config=AWS_CLIENT_CONFIG),
+            ssm_client_factory=lambda: boto3.client("ssm", config=AWS_CLIENT_CONFIG),
+            iam_client_factory=lambda: boto3.client("iam", config=AWS_CLIENT_CONFIG),
         )
     return _wiring
 

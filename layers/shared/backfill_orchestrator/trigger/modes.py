@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
@@ -25,6 +25,9 @@ from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStor
 from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
+
+if TYPE_CHECKING:  # approval.py imports this module
+    from backfill_orchestrator.trigger.approval import ApprovalGate
 
 REPLAY_NOT_ENABLED = "replay mode is not enabled in this deployment"
 
@@ -43,6 +46,7 @@ class ModeServices:
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
     claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
     lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
+    approval: ApprovalGate | None = None  # uploaders' identities and the policy (None: nothing gated)
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class ModeRequest:
 
 @dataclass(frozen=True)
 class ModeOutcome:
-    state: BackfillState  # PLANNED (dry run), QUEUED, TRIGGERED, REJECTED or FAILED
+    state: BackfillState  # PLANNED (dry run), AWAITING_APPROVAL, QUEUED, TRIGGERED, REJECTED or FAILED
     plan: Plan | None = None
     stored: StoredBackfill | None = None
     run: TriggerResult | None = None
@@ -118,6 +122,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
+    from backfill_orchestrator.trigger.approval import gate_submission  # imports this module
+
+    gated = gate_submission(request, services, plan=plan, stored=stored)
+    if gated is not None:  # refused by the policy, or awaiting a second person's approval
+        return gated
 
     admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
     if isinstance(admission, Refused):

@@ -57,6 +57,7 @@ from backfill_orchestrator.status import (
     StatusRecord,
     TransitionRejectedError,
 )
+from backfill_orchestrator.trigger.approval import approval_request_message, submission_attributes
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
     Upload,
@@ -77,6 +78,7 @@ MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the lo
 _STATE_OUTCOMES = {
     "PLANNED": "dry_run", "TRIGGERED": "accepted", "RUNNING": "accepted", "SUCCEEDED": "accepted",
     "REJECTED": "rejected", "FAILED": "failed", "QUEUED": "queued", "CANCELLED": "accepted",
+    "AWAITING_APPROVAL": "awaiting_approval",
 }  # fmt: skip
 
 
@@ -89,6 +91,7 @@ class Disposition(StrEnum):
     ALREADY_KNOWN = "already_known"  # identical re-upload
     DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
     QUEUED = "queued"  # waits for an overlapping backfill to end
+    AWAITING_APPROVAL = "awaiting_approval"  # waits for a second person's approval (trigger/approval.py)
     FAILED = "failed"
     IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
 
@@ -253,6 +256,7 @@ class TriggerService:
                     "mode": config.mode,
                     "dry_run": config.dry_run,
                     "source_uri": upload.uri,
+                    **submission_attributes(self.services, upload, config),
                 },
             )
         except RecordExistsError as exists:
@@ -330,6 +334,21 @@ class TriggerService:
             )
             return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason, retry=not written)
 
+        if outcome.state is BackfillState.AWAITING_APPROVAL:  # the policy wants a second person (approval.py)
+            self._count("AwaitingApproval")
+            written = self._write_result(upload, self._result_document(
+                upload, Disposition.AWAITING_APPROVAL, backfill_id, "AWAITING_APPROVAL", reason=outcome.reason,
+                plan=plan_summary(outcome.plan) if outcome.plan else None,
+                config_uri=outcome.stored.config_uri if outcome.stored else None,
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+            ))  # fmt: skip
+            self.notifier.slack(backfill_id, approval_request_message(
+                config=config, backfill_id=backfill_id, plan=outcome.plan, reason=outcome.reason,
+                plan_uri=outcome.stored.plan_uri if outcome.stored else None, submitted_by=record.submitted_by,
+            ), channel=channel)  # fmt: skip
+            return UploadResult(upload.uri, Disposition.AWAITING_APPROVAL, backfill_id, "AWAITING_APPROVAL", outcome.reason,
+                                retry=not written)  # fmt: skip
+
         if outcome.state is BackfillState.QUEUED:  # waits for an overlapping backfill (claims)
             self._count("Queued")
             written = self._write_result(upload, self._result_document(
@@ -340,7 +359,8 @@ class TriggerService:
             ))  # fmt: skip
             self.notifier.slack(
                 backfill_id,
-                backfill_message(config=config, backfill_id=backfill_id, plan=outcome.plan, state="QUEUED", note=outcome.reason),
+                backfill_message(config=config, backfill_id=backfill_id, plan=outcome.plan, state="QUEUED", note=outcome.reason,
+                                 submitted_by=record.submitted_by),
                 channel=channel,
                 record=record,  # as claimed: the mode's writes since do not touch the thread
             )
@@ -373,6 +393,7 @@ class TriggerService:
                 lineage_url=self._lineage_url(config),
                 plan_uri=outcome.stored.plan_uri if outcome.stored else None,
                 note="Dry run: planned and stored, nothing triggered." if dry_run else None,
+                submitted_by=record.submitted_by,
             ),
             channel=channel,
             record=record,  # as claimed: the mode's writes since do not touch the thread

@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import requests
@@ -18,14 +19,17 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.claims import ClaimRegistry, registry_for
 from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.identity import IamNameResolver
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
+from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
+from backfill_orchestrator.trigger.approval import ApprovalGate
 from backfill_orchestrator.trigger.modes import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
@@ -44,9 +48,13 @@ class TriggerWiring:
         mwaa_client_factory: Callable[[], Any] | None = None,
         sqs_client_factory: Callable[[], Any] | None = None,
         session_factory: Callable[[], requests.Session] = retrying_session,
+        ssm_client_factory: Callable[[], Any] | None = None,
+        iam_client_factory: Callable[[], Any] | None = None,
     ):
-        """`session_factory` makes the HTTP sessions (tests pass one with short backoff)."""
-        self.settings = settings
+        """`session_factory` makes the HTTP sessions (tests pass one with short backoff); the
+        SSM and IAM clients are made only when a policy is configured (POLICY_URI)."""
+        # The preflight reads upstream freshness and run durations from the deployment's Marquez.
+        self.settings = replace(settings, preflight=replace(settings.preflight, run_history=self.lineage))
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
         self._mwaa_factory = mwaa_client_factory
@@ -59,6 +67,7 @@ class TriggerWiring:
         self._sessions = {name: session_factory() for name in ("airflow", "marquez", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
+        self.approval = self._approval_gate(ssm_client_factory, iam_client_factory)
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
         settings = self.settings
@@ -83,8 +92,19 @@ class TriggerWiring:
             lineage_events=LineageEmitter.from_settings(
                 LineageSettings.from_env(os.environ), metrics=metrics, logger=logger
             ),
+            approval=self.approval,
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+
+    def _approval_gate(self, ssm_factory: Callable[[], Any] | None, iam_factory: Callable[[], Any] | None) -> ApprovalGate:
+        """Kept for the container's life: the policy's TTL cache and IAM names survive warm
+        invocations. Without a policy, uploaders' ids are recorded unresolved (no IAM calls)."""
+        settings = self.settings
+        uri = settings.policy_uri
+        ssm = ssm_factory() if uri and uri.startswith("ssm:") and ssm_factory is not None else None
+        source = PolicySource(uri, ttl_seconds=settings.policy_cache_seconds, s3_client=self._s3, ssm_client=ssm)
+        identities = IamNameResolver(iam_client=iam_factory()) if uri and iam_factory is not None else None
+        return ApprovalGate(policy_source=source, identities=identities, delegates=settings.control_delegates)
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:

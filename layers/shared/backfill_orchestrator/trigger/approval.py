@@ -1,0 +1,331 @@
+"""The approval gate (docs/policy.md): who uploaded a config or a control document, whether
+the deployment's policy lets a planned backfill start, wait for a second person
+(AWAITING_APPROVAL) or not run at all, and the `approve` / `reject` control documents that
+end the wait.
+
+With no policy configured (`POLICY_URI` empty) nothing is gated: today's behaviour. A policy
+that cannot be read or is invalid fails closed (a ServiceError: the upload is retried and
+on-call paged; nothing starts on a policy nobody can read)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from typing import Any, cast
+
+from slack_sdk.models.blocks import Block
+
+from backfill_orchestrator.claims import Admitted, Queued
+from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.contracts import ControlRequest, ResultFile
+from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.identity import (
+    IamNameResolver,
+    Principal,
+    principal_from_display,
+    principal_from_id,
+)
+from backfill_orchestrator.interactivity.blocks import control_buttons
+from backfill_orchestrator.interactivity.facts import facts_from_plain
+from backfill_orchestrator.lineage_events import backfill_started
+from backfill_orchestrator.notify import backfill_message
+from backfill_orchestrator.notify.slack import SlackMessage
+from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.policy import (
+    Policy,
+    PolicySource,
+    approval_expires_at,
+    check_action,
+    decide_submission,
+)
+from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
+from backfill_orchestrator.tracing import current_trace_id
+from backfill_orchestrator.trigger.events import Upload
+from backfill_orchestrator.trigger.modes import ModeOutcome, ModeRequest, ModeServices, admit, trigger_run
+from backfill_orchestrator.trigger.storage import StoredBackfill
+
+log = logging.getLogger(__name__)
+EXPIRED_RULE = "approval.expires_after_hours"
+GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
+AWAITING_BUTTONS = ("approve", "reject", "cancel")
+
+
+class ApprovalRefusedError(PolicyRefusal):
+    """A control document the policy or the gate does not allow now; says why and the rule."""
+
+    def __init__(self, message: str, *, rule: str):
+        self.rule = rule
+        super().__init__(f"{message} (policy rule: {rule})")
+
+
+class ApprovalExpiredError(ApprovalRefusedError):
+    """An approval arrived after the request expired: the backfill was moved to REJECTED."""
+
+
+@dataclass(kw_only=True)
+class ApprovalGate:
+    """The deployment's policy (cached for its TTL), IAM names for uploaders' unique ids
+    (None: ids stay unresolved), and the principals whose control documents act for their
+    `requested_by` (globs over Principal.match_names: the Slack interactivity function's role)."""
+
+    policy_source: PolicySource
+    identities: IamNameResolver | None = None
+    delegates: frozenset[str] = frozenset()
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    def policy(self) -> Policy | None:
+        return self.policy_source.get()
+
+    def uploader(self, upload: Upload) -> Principal | None:
+        """Who uploaded it, with role/user names resolved where IAM tells them."""
+        principal = upload.principal
+        if principal is None or principal.principal_id is None or not principal.principal_id.startswith("AWS:"):
+            return principal
+        return principal_from_id(principal.principal_id, resolver=self.identities)
+
+    def is_delegate(self, principal: Principal) -> bool:
+        return any(fnmatchcase(name, glob) for glob in self.delegates for name in principal.match_names)
+
+
+# -- identity of an upload ----------------------------------------------------------------------
+def submission_attributes(services: ModeServices, upload: Upload, config: BackfillConfig) -> dict[str, Any]:
+    """For a new status record: `submitted_by` (the uploader's Principal.display, when the event
+    names one) and `root_jobs` (what control actions' grants are checked against)."""
+    gate = services.approval
+    principal = gate.uploader(upload) if gate is not None else upload.principal
+    attributes: dict[str, Any] = {"root_jobs": [job.key for job in config.jobs or []]}
+    if principal is not None:
+        attributes["submitted_by"] = principal.display
+    return attributes
+
+
+def control_actor(services: ModeServices, upload: Upload, request: ControlRequest) -> tuple[Principal | None, bool]:
+    """Who a control document acts for, and whether a delegate already checked their grants.
+    Its uploader; for a delegate's document (the Slack interactivity function, which verified
+    the press and the policy) the `requested_by` it names; None when the event names nobody."""
+    gate = services.approval
+    uploader = gate.uploader(upload) if gate is not None else upload.principal
+    if gate is not None and uploader is not None and gate.is_delegate(uploader):
+        return principal_from_display(request.requested_by), True
+    return uploader, False
+
+
+# -- after planning: the submission decision ----------------------------------------------------
+def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan, stored: StoredBackfill) -> ModeOutcome | None:
+    """None: the backfill may be admitted now. Otherwise REJECTED (refused by the policy, the
+    located reasons naming the rule) or AWAITING_APPROVAL (recorded here)."""
+    gate = services.approval
+    if gate is None:
+        return None
+    principal = gate.uploader(request.upload)
+    if principal is not None and principal.display != request.record.submitted_by:
+        # A rejected config uploaded again by someone else: the record now names them.
+        services.status.annotate(request.backfill_id, {"submitted_by": principal.display})
+    policy = gate.policy()
+    if policy is None:
+        return None
+    estimate: Mapping[str, Any] = plan.estimate or {}
+    decision = decide_submission(
+        policy, principal=principal, plan=plan,
+        estimated_cost_usd=_figure(estimate.get("cost")), estimated_bytes=_whole(estimate.get("bytes_to_read")),
+    )  # fmt: skip
+    if decision.refused:
+        reason = f"refused by the policy (rule: {decision.rule}): {'; '.join(decision.reasons)}"
+        return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=list(decision.issues), reason=reason[:2000])
+    if decision.outcome == "allowed":
+        return None
+    assert principal is not None  # check_submit refuses an unknown uploader
+    now = gate.clock()
+    expires = approval_expires_at(policy, now)
+    owners = f"; approvers: {', '.join(decision.approvers)}" if decision.approvers else ""
+    until = f"; expires {expires.isoformat()}" if expires else ""
+    reason = f"awaiting approval by another person: {'; '.join(decision.reasons)}{owners}{until}"[:2000]
+    services.status.transition(
+        request.backfill_id, BackfillState.AWAITING_APPROVAL, detail=reason, by=principal.display,
+        attributes={
+            "submitted_by": principal.display, "approval_requested_at": now.isoformat(),
+            "approvers": list(decision.approvers), "root_jobs": [f"{root.namespace}/{root.name}" for root in plan.roots],
+            "approval_reasons": list(decision.reasons), "reason": reason, "approval": None,
+        },
+    )  # fmt: skip
+    return ModeOutcome(BackfillState.AWAITING_APPROVAL, plan=plan, stored=stored, issues=list(decision.issues), reason=reason)
+
+
+def approval_request_message(
+    *, config: BackfillConfig, backfill_id: str, plan: Plan | None, plan_uri: str | None, reason: str | None,
+    submitted_by: str | None,
+) -> SlackMessage:  # fmt: skip
+    """The thread's first message for a backfill awaiting approval: what it is, why it waits,
+    and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
+    function receives the presses)."""
+    message = backfill_message(
+        config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.AWAITING_APPROVAL),
+        plan_uri=plan_uri, note=reason, submitted_by=submitted_by,
+    )  # fmt: skip
+    buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
+    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
+
+
+# -- control documents ------------------------------------------------------------------------
+def authorize(
+    services: ModeServices, *, upload: Upload, request: ControlRequest, record: StatusRecord, now: datetime
+) -> str | None:
+    """Check a control document against the policy; returns who acts (Principal.display), or
+    None when the event names nobody and no policy asks. Raises ApprovalRefusedError; an
+    approval that arrives after its request expired moves the backfill to REJECTED first
+    (nobody can approve it any more) and raises ApprovalExpiredError."""
+    principal, granted = control_actor(services, upload, request)
+    actor = principal.display if principal is not None else None
+    if request.action not in GATED_ACTIONS:
+        return actor
+    gate = services.approval
+    policy = gate.policy() if gate is not None else None
+    if policy is None and request.action not in ("approve", "reject"):
+        return actor  # no policy: cancel and retry as before
+    if policy is not None and principal is None:
+        raise ApprovalRefusedError("the document's uploader is unknown; the policy allows only named principals", rule="grants")
+    facts = facts_from_plain(record.as_dict())
+    decision = check_action(
+        policy, principal=principal or principal_from_display(request.requested_by),
+        action=request.action, backfill=facts, now=now, granted=granted,  # type: ignore[arg-type]
+    )  # fmt: skip
+    if not decision.refused:
+        return actor
+    message = "; ".join(decision.reasons)
+    if decision.rule == EXPIRED_RULE:
+        by = actor or request.requested_by
+        services.status.transition(
+            record.backfill_id, BackfillState.REJECTED, detail=f"approval by {by} refused: {message}", by=by,
+            attributes={"reason": f"approval expired: {message}"[:2000],
+                        "approval": {"outcome": "expired", "by": by, "at": now.isoformat()}},
+        )  # fmt: skip
+        _report(services, record, "rejected", BackfillState.REJECTED, f"approval expired: {message}", now=now)
+        raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED", rule=EXPIRED_RULE)
+    raise ApprovalRefusedError(message, rule=decision.rule or "policy")
+
+
+def resumable(services: ModeServices, upload: Upload, request: ControlRequest, record: StatusRecord) -> bool:
+    """A redelivered `approve` whose first delivery failed half-way: the approval was recorded,
+    then admission or the DAG run failed (Airflow down) and the document's result file says
+    `failed`. Acting again finishes it (admission and the trigger are idempotent). A duplicate
+    of an approval that is still under way or done is not resumable."""
+    if request.action != "approve" or record.state is not BackfillState.AWAITING_APPROVAL:
+        return False
+    if (record.approval or {}).get("outcome") != "approved":
+        return False
+    reported = services.storage.read_result(upload)
+    return reported is not None and reported.outcome == "failed"
+
+
+def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
+    """Approved: the history says who and when, then the backfill is admitted (its claims) and
+    its DAG run triggered; an overlap makes it wait (QUEUED) or refuses it (ON_OVERLAP)."""
+    _require_awaiting(record, "approve")
+    if not (record.plan_uri and record.config_uri):
+        raise ApprovalRefusedError(f"backfill {record.backfill_id} has no stored plan", rule="state")
+    plan = services.storage.load_plan(record.plan_uri)
+    if plan is None:
+        raise ApprovalRefusedError(f"backfill {record.backfill_id}: its plan {record.plan_uri} is gone", rule="state")
+    decision = {"outcome": "approved", "by": by, "at": now.isoformat(), "reason": reason[:500]}
+    _move(services, record, BackfillState.AWAITING_APPROVAL, f"approved by {by}: {reason}", by=by,
+          attributes={"approval": decision})  # fmt: skip
+    admission = admit(services, backfill_id=record.backfill_id, plan=plan, submitted_at=record.created_at)
+    if isinstance(admission, Queued):
+        why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
+        _move(services, record, BackfillState.QUEUED, why, attributes={"reason": why})
+        _report(services, record, "queued", BackfillState.QUEUED, why, now=now)
+        return why
+    if not isinstance(admission, Admitted):
+        why = f"approved by {by}, but refused: {admission.describe()}; resubmit when it has ended"
+        _move(services, record, BackfillState.REJECTED, why, attributes={"reason": why})
+        _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
+        return why
+    try:
+        run, _ = trigger_run(
+            services, backfill_id=record.backfill_id, config_uri=record.config_uri, plan_uri=record.plan_uri,
+            result_uri=original_result_uri(services, record),
+        )  # fmt: skip
+    except TransitionRejectedError as error:  # another approval got there first; its run is the one
+        raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
+    _report(services, record, "accepted", BackfillState.TRIGGERED, f"approved by {by}", now=now,
+            dag_id=services.settings.backfill_dag_id, dag_run_id=run.run.run_id)  # fmt: skip
+    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
+        backfill_started(services.lineage_events, services.lineage_events.facts(
+            backfill_id=record.backfill_id, attempt=1, config_uri=record.config_uri,
+            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
+            submitter=record.submitted_by or record.owner, trace_id=current_trace_id(),
+        ))  # fmt: skip
+    return f"approved by {by}: DAG run {run.run.run_id} triggered"
+
+
+def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
+    """Rejected by an approver: REJECTED (terminal; the identical config uploaded again is
+    evaluated again), with who and why. Nothing was admitted, so no claim is held."""
+    _require_awaiting(record, "reject")
+    why = f"rejected by {by}: {reason}"
+    _move(services, record, BackfillState.REJECTED, why, by=by, attributes={
+        "reason": why[:2000], "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
+    })  # fmt: skip
+    _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
+    return why
+
+
+def original_result_uri(services: ModeServices, record: StatusRecord) -> str | None:
+    """The result file of the upload that submitted the backfill (the DAG keeps it current)."""
+    upload = _original_upload(services, record)
+    return services.storage.result_uri(upload) if upload is not None else None
+
+
+def _original_upload(services: ModeServices, record: StatusRecord) -> Upload | None:
+    storage = services.storage
+    prefix = f"s3://{storage.bucket}/"
+    if not record.source_uri or not record.source_uri.startswith(prefix):
+        return None
+    return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix):])
+
+
+def _report(services: ModeServices, record: StatusRecord, outcome: str, state: BackfillState, reason: str, *,
+            now: datetime, **fields: Any) -> None:  # fmt: skip
+    """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
+    with only S3 access sees the decision. Best effort: the decision is on the record already."""
+    upload = _original_upload(services, record)
+    if upload is None:
+        return
+    try:
+        services.storage.write_result(upload, ResultFile(
+            source=upload.uri, outcome=outcome, backfill_id=record.backfill_id, state=state, status_id=record.backfill_id,
+            reason=reason[:2000], config_uri=record.config_uri, plan_uri=record.plan_uri,
+            status_command=f"backfill status {record.backfill_id}", written_at=now, **fields,
+        ))  # fmt: skip
+    except Exception as error:  # noqa: BLE001 - the record and the control document's result say it too
+        log.warning("could not rewrite the result file of %s: %s", upload.uri, str(error)[:300])
+
+
+def _require_awaiting(record: StatusRecord, action: str) -> None:
+    if record.state is not BackfillState.AWAITING_APPROVAL:
+        raise ApprovalRefusedError(
+            f"cannot {action} {record.backfill_id}: it is {record.state}, and nothing awaits approval", rule="state"
+        )
+
+
+def _move(services: ModeServices, record: StatusRecord, target: BackfillState, detail: str, *,
+          by: str | None = None, attributes: dict[str, Any] | None = None) -> None:  # fmt: skip
+    try:
+        services.status.transition(record.backfill_id, target, detail=detail[:2000], by=by, attributes=attributes)
+    except TransitionRejectedError as error:  # a concurrent approve, reject or cancel won
+        raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
+
+
+def _figure(value: Any) -> float | None:
+    """A preflight figure ({"value": ...}) or a bare number."""
+    if isinstance(value, Mapping):
+        value = value.get("value")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _whole(value: Any) -> int | None:
+    number = _figure(value)
+    return int(number) if number is not None else None
