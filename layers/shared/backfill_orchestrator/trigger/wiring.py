@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -16,7 +17,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
-from backfill_orchestrator.claims import ClaimRegistry, registry_for
+from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
@@ -85,6 +86,15 @@ class TriggerWiring:
             ),
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+
+    def sweep(self, *, now: datetime | None = None) -> list[str]:
+        """The periodic sweep of queued backfills (`claims.sweep_queued`): the ids it starts."""
+        settings = self.settings
+        if not settings.claims_table:
+            return []
+        status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
+        control_uri = f"s3://{settings.config_bucket}/{settings.control_prefix}"
+        return sweep_queued(self.claims(status), control_uri=control_uri, now=now or datetime.now(UTC), s3_client=self._s3)
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:
