@@ -422,14 +422,17 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
     warehouse = platform.warehouse
     # the damage to repair: a day of orders and every day of the 7-day tables gone
     shutil.rmtree(warehouse / "processed" / "orders" / "day=2021-06-01")
-    for table in ("orders_7_days", "delivery_7_days", "top_delivery_times"):
+    for table in ("orders_7_days", "delivery_7_days"):
         for day in range(1, 8):  # the plan's days of the 7-day steps: 2021-06-01..07
             shutil.rmtree(warehouse / "processed" / table / f"day=2021-06-0{day}", ignore_errors=True)
     # the injected failure: a malformed menu item landed (raw JSON is read FAILFAST), so
-    # etl_orders_7_days fails and the two steps after it are blocked
+    # etl_orders_7_days fails and the step after it is blocked
     bad = warehouse / "raw" / "menu_items" / "zz-malformed.json"
     bad.write_text('{"id": 1, "name": \n')
-    excluded = [{"namespace": "food_delivery", "name": n} for n in ("orders_popular_day_of_week", "email_discounts")]
+    # the smallest plan with a step that succeeds, one that fails and one it blocks:
+    # etl_orders (1 day) -> etl_orders_7_days (7 days) -> etl_delivery_7_days (7 days)
+    excluded = [{"namespace": "food_delivery", "name": n}
+                for n in ("delivery_times_7_days", "orders_popular_day_of_week", "email_discounts")]  # fmt: skip
     document = config("retry-failed", ["etl_orders"], ["2021-06-01"], downstream={"exclude": excluded}, profile="large")
     try:
         result = platform.submit(document)
@@ -441,24 +444,22 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
         bad.unlink(missing_ok=True)  # the cause is fixed
     report_uri = record.plan_uri.replace("plan.json", "backfill_report.json")
     first = {step: entry["status"] for step, entry in read_s3_json(platform.aws, report_uri)["steps"].items()}
-    assert first == {"etl_orders": "succeeded", "etl_orders_7_days": "failed", "etl_delivery_7_days": "blocked",
-                     "delivery_times_7_days": "blocked"}, first  # fmt: skip
+    assert first == {"etl_orders": "succeeded", "etl_orders_7_days": "failed", "etl_delivery_7_days": "blocked"}, first
     orders_after_first = table_files(warehouse, "processed/orders")
     first_seconds = time.monotonic() - began
 
     outcome, written = platform.control(backfill_id, "retry", reason="menu fixed")
-    assert outcome.disposition == "accepted" and "reruns 3 of 4 steps" in written["reason"], written
+    assert outcome.disposition == "accepted" and "reruns 2 of 3 steps" in written["reason"], written
     record = platform.wait_for_state(backfill_id, BackfillState.SUCCEEDED, BackfillState.FAILED, timeout=600)
     assert record.state is BackfillState.SUCCEEDED, explain(platform, record.dag_run_id)
     assert record.run_attempt == 2 and record.dag_run_id == f"{backfill_id}__attempt2"
     # attempt 2 submitted only the failed and blocked steps; etl_orders' files were not touched
     sub_plan = read_s3_json(platform.aws, record.plan_uri.replace("plan.json", "rounds/0/plan.json"))
-    assert sorted(s["id"] for w in sub_plan["waves"] for s in w["steps"]) == [
-        "delivery_times_7_days", "etl_delivery_7_days", "etl_orders_7_days"]  # fmt: skip
+    assert sorted(s["id"] for w in sub_plan["waves"] for s in w["steps"]) == ["etl_delivery_7_days", "etl_orders_7_days"]
     assert table_files(warehouse, "processed/orders") == orders_after_first
     second = read_s3_json(platform.aws, report_uri)
     assert second["status"] == "succeeded" and "attempt before 2" in second["steps"]["etl_orders"]["detail"]
-    assert record.progress["steps_done"] == 4 and record.progress["dates_done"] == record.progress["dates_total"] == 22
+    assert record.progress["steps_done"] == 3 and record.progress["dates_done"] == record.progress["dates_total"] == 15
     assert backfill_id not in platform.claims()["active"]
     # the repaired warehouse equals the clean run, row for row, in every processed table
     assert_tables_equal(platform, PROCESSED_TABLES)
