@@ -259,7 +259,7 @@ def prepare(index: int) -> list[dict[str, Any]]:
     if index < started["rounds"]:
         from backfill_runtime.reporting import record_progress
 
-        record_progress(backfill_id, ledger, round_index=index, rounds=started["rounds"])
+        record_progress(backfill_id, ledger, plan=plan, round_index=index, rounds=started["rounds"])
     ti.xcom_push(key="ledger", value=ledger.to_dict())
     ti.xcom_push(key="spark", value=spark)
     ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in work.dag_runs])
@@ -353,6 +353,9 @@ def finish() -> dict[str, Any]:
         config = parse_config(read_text(started["config_uri"]), source=started["config_uri"])
     except (DocumentNotFoundError, InvalidConfigError):
         config = None
+    from backfill_runtime.reporting import record_progress
+
+    record_progress(report.backfill_id, ledger, plan=plan, round_index=max(started["rounds"] - 1, 0), rounds=started["rounds"])
     reporting = Reporting.from_options()
     reporting.finished(
         config=config,

@@ -201,14 +201,10 @@ class Reporting:
         return bool(record and record.slack_thread_ts)
 
 
-def record_progress(backfill_id: str, ledger: Any, *, round_index: int, rounds: int) -> None:
-    """Steps done of total and the current round on the status record, for `backfill watch`.
-    Informational: a record that cannot be updated is logged, never fails the round."""
-    table = _option("status_table")
-    if not table:
-        return
-    import boto3
-
+def progress_of(ledger: Any, *, plan: Any = None, round_index: int, rounds: int) -> dict[str, int]:
+    """Steps done of total, (step, date) pairs done of total (with the plan) and the round, as
+    `backfill watch` shows them. A step's dates are done when the step succeeded; a DAG step
+    still under way counts the dates whose rerun succeeded."""
     from backfill_orchestrator.contracts import StepStatus
 
     counts = ledger.counts()
@@ -219,8 +215,31 @@ def record_progress(backfill_id: str, ledger: Any, *, round_index: int, rounds: 
         "wave": round_index + 1,  # the DAG's round (a Spark submission and its DAG reruns)
         "waves": rounds,
     }
+    if plan is not None:
+        dates_total = dates_done = 0
+        for step in plan.steps:
+            dates_total += len(step.dates)
+            outcome = ledger.entries.get(step.id)
+            if outcome is None:
+                continue
+            if outcome.status is StepStatus.SUCCEEDED:
+                dates_done += len(step.dates)
+            elif outcome.dates:
+                dates_done += sum(1 for state in outcome.dates.values() if state == "success")
+        progress |= {"dates_total": dates_total, "dates_done": dates_done}
+    return progress
+
+
+def record_progress(backfill_id: str, ledger: Any, *, plan: Any = None, round_index: int, rounds: int) -> None:
+    """`progress_of` on the status record, for `backfill watch`. Informational: a record that
+    cannot be updated is logged, never fails the round."""
+    table = _option("status_table")
+    if not table:
+        return
+    import boto3
+
+    progress = progress_of(ledger, plan=plan, round_index=round_index, rounds=rounds)
     try:
         StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb")).annotate(backfill_id, {"progress": progress})
     except Exception as error:  # progress is for people watching; the backfill goes on
         log.warning("progress of %s not recorded: %s", backfill_id, str(error)[:300])
-

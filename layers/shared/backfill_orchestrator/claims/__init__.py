@@ -11,9 +11,9 @@ from backfill_orchestrator.claims.registry import (
     Refused,
     registry_for,
 )
-from backfill_orchestrator.claims.release import release_and_start_queued
+from backfill_orchestrator.claims.release import release_and_start_queued, sweep_queued
 
 __all__ = [
     "Admission", "Admitted", "ClaimRegistry", "ClaimSet", "ClaimsUnavailableError", "InvalidClaimsDocumentError",
-    "OnOverlap", "Queued", "Refused", "registry_for", "release_and_start_queued",
+    "OnOverlap", "Queued", "Refused", "registry_for", "release_and_start_queued", "sweep_queued",
 ]

@@ -147,17 +147,30 @@ class ClaimRegistry:
             for entry in queued:
                 if entry.backfill_id == backfill_id:
                     self._delete("queued", entry.sort_key)
-            holders = [self._claims(e.claims_uri) for e in active if e.backfill_id != backfill_id]
-            ready: list[str] = []
-            waiting: list[ClaimSet] = []
-            for entry in (e for e in queued if e.backfill_id != backfill_id):
-                claims = self._claims(entry.claims_uri)
-                if any(claims.overlap(other) for other in [*holders, *waiting]):
-                    waiting.append(claims)
-                else:
-                    ready.append(entry.backfill_id)
-                    holders.append(claims)  # it will claim these; later ones queue behind it
-            return ready
+            return self._ready(
+                [e for e in active if e.backfill_id != backfill_id], [e for e in queued if e.backfill_id != backfill_id]
+            )
+
+    def startable(self) -> list[str]:
+        """The periodic sweep: drop the claims of backfills that ended without releasing them
+        (a crash), then return the queued backfills that can start now, in submission order
+        (the caller starts them)."""
+        with self._admission_lock():
+            active, queued = self._live_entries()
+            return self._ready(active, queued)
+
+    def _ready(self, active: list[_Entry], queued: list[_Entry]) -> list[str]:
+        holders = [self._claims(e.claims_uri) for e in active]
+        ready: list[str] = []
+        waiting: list[ClaimSet] = []
+        for entry in queued:
+            claims = self._claims(entry.claims_uri)
+            if any(claims.overlap(other) for other in [*holders, *waiting]):
+                waiting.append(claims)
+            else:
+                ready.append(entry.backfill_id)
+                holders.append(claims)  # it will claim these; later ones queue behind it
+        return ready
 
     def holders(self) -> dict[str, list[str]]:
         """{'active': [...], 'queued': [...]} (queued in submission order), live ones only."""

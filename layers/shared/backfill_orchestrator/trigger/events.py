@@ -25,6 +25,7 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 EVENTBRIDGE_SOURCE = "aws.s3"
 EVENTBRIDGE_DETAIL_TYPE = "Object Created"
 S3_TEST_EVENT = "s3:TestEvent"  # sent once when a notification is configured; announces nothing
+SWEEP_SOURCE = "backfill.sweep"  # the constant input of the sweep schedule (template.yaml ClaimsSweepRule)
 
 
 class MalformedEventError(ServiceError, ValueError):
@@ -81,6 +82,11 @@ def event_records(event: Any) -> list[Any]:
         "neither an S3 notification (no Records list) nor an EventBridge event (no source/detail-type); "
         f"keys: {sorted(event)[:10]}"
     )
+
+
+def is_sweep(event: Any) -> bool:
+    """The periodic sweep of queued backfills (`{"source": "backfill.sweep"}`), not an upload."""
+    return isinstance(event, dict) and event.get("source") == SWEEP_SOURCE and "detail-type" not in event
 
 
 def upload_from_record(record: Any) -> Upload:

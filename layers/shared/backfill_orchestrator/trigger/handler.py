@@ -4,7 +4,7 @@ Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled
 the package's own loggers), Tracer (X-Ray), Metrics (EMF; namespace from
 POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
 AlreadyKnown, AwaitingApproval, ControlPolicyRefused, SlackFailures, PagerDutyFailures,
-ResultWriteFailures, MalformedEvents.
+ResultWriteFailures, MalformedEvents, SweepStarted.
 Secrets are redacted from every log line (`backfill_orchestrator.redaction`).
 
 The Tracer exists only when tracing is on (`tracing.lambda_tracer`: building one imports the
@@ -26,6 +26,7 @@ from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.tracing import lambda_tracer, traced_handler
+from backfill_orchestrator.trigger.events import is_sweep
 from backfill_orchestrator.trigger.service import DEFAULT_LEASE_SECONDS
 from backfill_orchestrator.trigger.wiring import TriggerWiring
 
@@ -72,6 +73,11 @@ def reset() -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     redaction.install(logger)  # every invocation: covers handlers added since (the runtime's)
+    if is_sweep(event):  # the schedule: start queued backfills whose blocker ended without releasing
+        started = wiring().sweep()
+        metrics.add_metric(name="SweepStarted", unit="Count", value=len(started))
+        logger.info("sweep: %d queued backfills can start", len(started), extra={"started": started})
+        return {"sweep": {"started": started}}
     service = wiring().service(metrics=metrics, logger=logger)
     remaining = (context.get_remaining_time_in_millis() if context is not None else DEFAULT_LEASE_SECONDS * 1000) / 1000
     # The lease covers the whole invocation, so a duplicate delivery (another request id) never

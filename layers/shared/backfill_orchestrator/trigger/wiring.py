@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -17,7 +18,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
-from backfill_orchestrator.claims import ClaimRegistry, registry_for
+from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
@@ -105,6 +106,15 @@ class TriggerWiring:
         source = PolicySource(uri, ttl_seconds=settings.policy_cache_seconds, s3_client=self._s3, ssm_client=ssm)
         identities = IamNameResolver(iam_client=iam_factory()) if uri and iam_factory is not None else None
         return ApprovalGate(policy_source=source, identities=identities, delegates=settings.control_delegates)
+
+    def sweep(self, *, now: datetime | None = None) -> list[str]:
+        """The periodic sweep of queued backfills (`claims.sweep_queued`): the ids it starts."""
+        settings = self.settings
+        if not settings.claims_table:
+            return []
+        status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
+        control_uri = f"s3://{settings.config_bucket}/{settings.control_prefix}"
+        return sweep_queued(self.claims(status), control_uri=control_uri, now=now or datetime.now(UTC), s3_client=self._s3)
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:
