@@ -14,7 +14,7 @@ LAMBDA_PYTHON ?= $(shell pyenv prefix 3.12 2>/dev/null || pyenv prefix 3.12.1 2>
 # is CPU-bound: one worker per core.
 TEST_WORKERS ?= 4
 FAST_WORKERS ?= 2
-XDIST := --dist loadgroup --no-loadscope-reorder
+XDIST := --dist loadscope --no-loadscope-reorder
 
 setup: $(VENV)/.installed
 

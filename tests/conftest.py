@@ -62,46 +62,63 @@ def mocked_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-# -- scheduling under pytest-xdist (`make test`: `-n N --dist loadgroup`) ---------------------
-# Tests that share a session- or module-scoped server stay on one worker (one xdist_group), so
-# the run starts each expensive thing once: every Spark test shares one SparkSession and one
-# generated warehouse, the SAM tests one `sam build`, the wheel tests one built wheel, and each
-# other slow module its own Airflow (their Airflows differ in configuration). The long groups
-# are queued first (`--no-loadscope-reorder` keeps this order), so the fast tests fill the
-# workers around them instead of waiting behind them at the end.
-_SHARED_GROUPS = {
+# -- scheduling under pytest-xdist (`make test`: `-n N --dist loadscope --no-loadscope-reorder`) --
+# A worker runs whole units: each test module is one (its module-scoped Airflow, moto server or
+# receivers start once), and modules sharing a session-scoped resource are one together: every
+# Spark module shares one SparkSession and one generated warehouse, the SAM modules one `sam
+# build`, the wheel modules one built wheel. (xdist's own `loadgroup` cannot do this with
+# pytest >= 9.2: pytest-dev/pytest-xdist#1386.) The long units are queued first, so the fast
+# modules fill the workers around them instead of waiting behind them at the end.
+_SHARED_UNITS = {
     "tests/spark/": "spark",
     "tests/integration/test_sam.py": "sam",
     "tests/integration/test_replay_template.py": "sam",
     "tests/integration/test_wheel_install.py": "wheel",
     "tests/integration/test_client_wheel_py310.py": "wheel",
 }
-# Longest first (measured): the demo, the Spark group, then every other slow group.
+# Longest first (measured): the demo, then the Spark tests; every other slow module next.
 _FIRST = ("tests/airflow/test_demo.py", "spark")
 
 
-def _group(item: pytest.Item) -> str | None:
-    path = item.nodeid.split("::", 1)[0]
-    for prefix, group in _SHARED_GROUPS.items():
-        if path.startswith(prefix) and item.get_closest_marker("slow"):
-            return group
-    return path if item.get_closest_marker("slow") else None
+def _unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return next((unit for prefix, unit in _SHARED_UNITS.items() if path.startswith(prefix)), path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedResourceScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return SharedResourceScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers: the order in which units are queued (the same on every worker)."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return  # one process: collection order as written
-    groups = {}
-    for item in items:
-        group = groups[item] = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
     def rank(item: pytest.Item) -> int:
-        group = groups[item]
-        if group in _FIRST:
-            return _FIRST.index(group)
-        return len(_FIRST) if group is not None else len(_FIRST) + 1
+        unit = _unit(item.nodeid)
+        if unit in _FIRST:
+            return _FIRST.index(unit)
+        return len(_FIRST) + (0 if item.get_closest_marker("slow") else 1)
 
     items.sort(key=rank)  # stable: each module's tests stay together and in order
+    # xdist hands each worker a second unit at the start when its first has at most 2 tests:
+    # the worker that draws the demo (one long test) then holds a fast module, not a slow one
+    # that another worker could have started at once.
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    starts = [i for i, item in enumerate(items) if i == 0 or _unit(item.nodeid) != _unit(items[i - 1].nodeid)]
+    first_fast = next((i for i in starts if rank(items[i]) == len(_FIRST) + 1), None)
+    if first_fast is not None and len(starts) > workers and first_fast > starts[workers]:
+        fast_unit = _unit(items[first_fast].nodeid)
+        moved = [item for item in items[first_fast:] if _unit(item.nodeid) == fast_unit]
+        rest = [item for item in items if _unit(item.nodeid) != fast_unit]
+        position = starts[workers]
+        items[:] = rest[:position] + moved + rest[position:]
