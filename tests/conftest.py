@@ -15,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Every Spark JVM of the test run (the tests' session, the Spark jobs tests and Airflow start, the
 # demo) lives for seconds to minutes on kilobytes of data: the serial collector and the C1
-# compiler alone take ~40% less CPU than the defaults (measured on the sample warehouse build).
+# compiler alone take 30-40% less CPU than the defaults (measured on the sample warehouse build).
 # spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM options; child processes inherit it.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 EXAMPLES = REPO_ROOT / "examples"
