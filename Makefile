@@ -9,6 +9,13 @@ LAMBDA_PYTHON ?= $(shell pyenv prefix 3.12 2>/dev/null || pyenv prefix 3.12.1 2>
 
 .PHONY: setup setup-sam demo test test-fast lint bench clean
 
+# pytest-xdist workers. The slow groups (tests/conftest.py) mostly wait on Airflow's scheduler
+# and Spark, so `make test` runs more workers than the 2 cores it is sized for; the fast suite
+# is CPU-bound: one worker per core.
+TEST_WORKERS ?= 4
+FAST_WORKERS ?= 2
+XDIST := --dist loadscope --no-loadscope-reorder
+
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -29,10 +36,10 @@ demo: setup
 	$(PY) -m backfill_local.demo
 
 test: setup setup-sam
-	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam LAMBDA_PYTHON_PREFIX=$(LAMBDA_PYTHON) $(PY) -m pytest -q
+	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam LAMBDA_PYTHON_PREFIX=$(LAMBDA_PYTHON) $(PY) -m pytest -q -n $(TEST_WORKERS) $(XDIST)
 
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(FAST_WORKERS) $(XDIST)
 
 lint: setup
 	$(VENV)/bin/ruff check .

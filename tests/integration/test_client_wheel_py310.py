@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.aws_resources import table_definition
-from tests.integration.test_wheel_install import UV, _run, build_wheel, clean_env
+from tests.integration.test_wheel_install import UV, _run, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -96,11 +96,11 @@ def python_310() -> str | None:
     return next((c for c in candidates if c and Path(c).is_file()), None)
 
 
-def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(tmp_path: Path) -> None:
+def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(built_wheel: Path, tmp_path: Path) -> None:
     interpreter = python_310()
     if interpreter is None:
         pytest.skip("no Python 3.10 here (set PYTHON310=/path/to/python3.10)")
-    wheel = build_wheel(tmp_path)
+    wheel = built_wheel
     env = clean_env()
     venv = tmp_path / "venv310"
     _run([str(UV), "venv", "--python", interpreter, str(venv)], env=env)

@@ -4,7 +4,6 @@ and environment (shape only; `sam validate --lint` and `sam build` run in test_s
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.test_sam import REPO, TEMPLATE, _CfnLoader, _sam_env
+from tests.integration.test_sam import REPO, TEMPLATE, _CfnLoader
 
 
 @pytest.fixture(scope="module")
@@ -83,19 +82,10 @@ def test_environment_is_what_the_settings_read(resources):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_built_replay_function_imports_under_python_3_12(tmp_path):
-    """`sam build ReplayFunction` (function and layer), then its handler module and the
-    powertools batch utility import under the Lambda runtime's Python."""
-    sam, prefix = _sam_env()
-    env = {**os.environ, "PATH": f"{prefix}/bin{os.pathsep}{os.environ['PATH']}", "SAM_CLI_TELEMETRY": "0",
-           "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
-    build_dir = tmp_path / "build"
-    build = subprocess.run(
-        [sam, "build", "ReplayFunction", "--template", str(TEMPLATE), "--base-dir", str(REPO),
-         "--build-dir", str(build_dir), "--cache-dir", str(tmp_path / "cache"), "--no-cached"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+def test_the_built_replay_function_imports_under_python_3_12(sam_build, tmp_path):
+    """The ReplayFunction of the session's `sam build` (function and layer): its handler module
+    and the powertools batch utility import under the Lambda runtime's Python."""
+    prefix, env, build_dir = sam_build.lambda_prefix, sam_build.env, sam_build.build_dir
     probe = f"""
 import sys
 sys.path[:0] = [{str(build_dir / "SharedLayer" / "python")!r}, {str(build_dir / "ReplayFunction")!r}]

@@ -142,26 +142,14 @@ def _sam_env() -> tuple[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_sam_validate_build_and_import_the_layer_under_python_3_12(tmp_path: Path) -> None:
-    sam, prefix = _sam_env()
-    env = {
-        **os.environ,
-        "PATH": f"{prefix}/bin{os.pathsep}{os.environ['PATH']}",
-        "SAM_CLI_TELEMETRY": "0",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+def test_sam_validate_build_and_import_the_layer_under_python_3_12(sam_build: Any, tmp_path: Path) -> None:
+    sam, prefix, env, build_dir = sam_build.sam, sam_build.lambda_prefix, sam_build.env, sam_build.build_dir
     validate = subprocess.run(
         [sam, "validate", "--lint", "--template", str(TEMPLATE), "--region", "us-east-1"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    build_dir = tmp_path / "build"
-    build = subprocess.run(
-        [sam, "build", "--template", str(TEMPLATE), "--base-dir", str(REPO), "--build-dir", str(build_dir),
-         "--cache-dir", str(tmp_path / "cache"), "--no-cached"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    # `sam build` itself ran once for the session (tests/integration/conftest.py: sam_build).
 
     layer = build_dir / "SharedLayer" / "python"
     native = list((layer / "pydantic_core").glob("_pydantic_core.*.so"))

@@ -84,8 +84,10 @@ def clean_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
-def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path)
+def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(
+    built_wheel: Path, tmp_path: Path
+) -> None:
+    wheel = built_wheel
     env = clean_env()
 
     venv = tmp_path / "venv"
