@@ -105,5 +105,17 @@ def warehouse_uri() -> str:
     return value
 
 
+def reruns_per_task() -> int:
+    """(DAG, date) reruns one mapped `dag_runs` task runs (fewer tasks, fewer processes)."""
+    return _int("reruns_per_task", 64, minimum=1)
+
+
+def max_map_length() -> int:
+    """Airflow's own limit on the tasks one mapped task expands to ([core] max_map_length)."""
+    from airflow.configuration import conf
+
+    return conf.getint("core", "max_map_length", fallback=1024)
+
+
 def spark_timeout_seconds() -> int:
     return _int("spark_timeout_seconds", 6 * 3600, minimum=60)

@@ -53,10 +53,11 @@ def test_local_runner_shape(tmp_path: Path) -> None:
         "start": "_PythonDecoratedOperator",
         "round_0.prepare": "_PythonDecoratedOperator",
         "round_0.spark": "_PythonDecoratedOperator",
-        "round_0.dag_runs": "MappedOperator",
+        "round_0.dag_runs": "DecoratedMappedOperator",
         "round_1.prepare": "_PythonDecoratedOperator",
         "round_1.spark": "_PythonDecoratedOperator",
-        "round_1.dag_runs": "MappedOperator",
+        "round_1.dag_runs": "DecoratedMappedOperator",
+        "next_run": "_PythonDecoratedOperator",
         "finish": "_PythonDecoratedOperator",
     }
 
