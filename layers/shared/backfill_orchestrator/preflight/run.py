@@ -15,7 +15,7 @@ from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner.build import build_plan
 from backfill_orchestrator.planner.catalog import JobCatalog
 from backfill_orchestrator.planner.errors import PlanRefusedError
-from backfill_orchestrator.preflight.checks import catalog_findings, entries_of, limit_findings, plan_findings
+from backfill_orchestrator.preflight.checks import catalog_findings, entries_of, plan_findings
 from backfill_orchestrator.preflight.estimate import estimate_plan
 from backfill_orchestrator.preflight.model import Finding, PreflightRefusedError, Verdict
 from backfill_orchestrator.preflight.warehouse import Lister, WarehouseUnavailableError, warehouse_lister
@@ -45,7 +45,6 @@ def run_preflight(
     entries = entries_of(plan, catalog)
     findings += catalog_findings(config, plan, catalog, entries, limits)
     findings += plan_findings(config, plan)
-    findings += limit_findings(plan, limits)
     if lister is None:
         not_checked.append("input partitions and bytes to read (no warehouse)")
     try:
