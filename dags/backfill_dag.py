@@ -30,6 +30,7 @@ endpoints) are Airflow configuration, section `[backfill]`; see docs/airflow.md 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -49,6 +50,7 @@ from backfill_runtime.reruns import new_run_id
 
 DAG_ID = "backfill"  # at most 16 characters: MWAA's 64-character Path must fit /dags/<id>/dagRuns/<run id>
 SHAPE = DagShape.from_config()
+PROGRESS_EVERY_SECONDS = 10  # short rounds update the record's progress at most this often (and at the last round)
 log = logging.getLogger(__name__)
 
 
@@ -130,6 +132,7 @@ def start() -> dict[str, Any]:
     else:
         _check_still_running(reporting, run_conf.backfill_id)
     first, end = run_conf.first_round, min(run_conf.first_round + SHAPE.max_rounds, rounds)
+    _skip_tasks([task_id for slot in range(end - first, SHAPE.max_rounds) for task_id in _ids(slot).values()])
     task_log.info(
         "backfill %s: %d steps in %d rounds; this run: rounds %d to %d", run_conf.backfill_id, len(plan.steps),
         rounds, first + 1, end,
@@ -178,6 +181,21 @@ def _check_still_running(reporting: Any, backfill_id: str) -> None:
     record = reporting.store.get(backfill_id) if reporting.store is not None else None
     if record is not None and record.state is not BackfillState.RUNNING:
         raise AirflowFailException(f"backfill {backfill_id} is {record.state}: this continuation runs nothing")
+
+
+def _skip_tasks(task_ids: list[str]) -> None:
+    """Mark tasks of this run skipped from here (no process is started for them): the round
+    slots this run does not use, a round's spark task when it has no spark steps."""
+    if not task_ids:
+        return
+    from airflow.sdk.execution_time.comms import SkipDownstreamTasks
+    from backfill_runtime.reruns import supervisor_comms
+
+    supervisor_comms().send(SkipDownstreamTasks(tasks=task_ids))
+
+
+def _slots_used(started: dict[str, Any]) -> int:
+    return started["end_round"] - started["first_round"]
 
 
 def _describe_profile(resolved: dict[str, Any] | None) -> str | None:
@@ -254,17 +272,21 @@ def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
 
 
 def _rerun_states(ti: Any, chunks: list[dict[str, Any]], ti_states: dict[str, str], *, task_id: str) -> dict[int, str]:
-    """request index -> the state its DAG run ended in, from each chunk's outcomes document
-    (written by this run's chunk task); a chunk without one takes its task's state."""
+    """request index -> the state its DAG run ended in: `success` for a chunk whose task
+    succeeded, else from the chunk's outcomes document (written by this run's chunk task),
+    else the task's state."""
     from backfill_runtime.reruns import ChunkOutcomes
 
     states: dict[int, str] = {}
     for number, chunk in enumerate(chunks):
         start, end = chunk["start"], chunk["end"]
+        task_state = ti_states.get(f"{task_id}_{number}") or "not run"
+        if task_state == "success":  # the task succeeds only when every rerun did
+            states.update(dict.fromkeys(range(start, end), "success"))
+            continue
         outcomes = ChunkOutcomes.read(chunk["outcomes_uri"], run_id=ti.run_id)
-        fallback = ti_states.get(f"{task_id}_{number}") or "not run"
         for offset in range(end - start):
-            states[start + offset] = outcomes.get(offset) or (fallback if fallback != "success" else "not run")
+            states[start + offset] = outcomes.get(offset) or task_state
     return states
 
 
@@ -290,7 +312,9 @@ def prepare(index: int) -> list[dict[str, Any]]:
     for step_id, reason in work.blocked.items():
         log.warning("round %d: %s %s", index, step_id, reason)
     spark = None
-    if work.spark_step_ids:
+    if not work.spark_step_ids:
+        _skip_tasks([_ids(slot)["spark"]])
+    else:
         # The job runs every spark step of the plan it gets: give it this round's, runnable ones.
         plan_uri = sibling(started["plan_uri"], f"rounds/{index}/plan.json")
         write_text(plan_uri, sub_plan(plan, set(work.spark_step_ids)).to_json())
@@ -329,10 +353,15 @@ def prepare(index: int) -> list[dict[str, Any]]:
         "round %d (slot %d of this run): spark steps %s; %d DAG reruns in %d tasks; blocked %s",
         index + 1, slot, work.spark_step_ids, len(reruns), len(chunks), sorted(work.blocked),
     )  # fmt: skip
-    if index < started["rounds"]:
+    progress_at = ti.xcom_pull(task_ids=_ids(slot - 1)["prepare"], key="progress_at") if slot else None
+    if index < started["rounds"] and (
+        index == started["rounds"] - 1 or progress_at is None or time.time() - progress_at >= PROGRESS_EVERY_SECONDS
+    ):
         from backfill_runtime.reporting import record_progress
 
         record_progress(backfill_id, ledger, round_index=index, rounds=started["rounds"])
+        progress_at = time.time()
+    ti.xcom_push(key="progress_at", value=progress_at)
     ti.xcom_push(key="ledger", value=ledger.to_dict())
     ti.xcom_push(key="spark", value=spark)
     ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in work.dag_runs])
@@ -362,7 +391,8 @@ def dag_runs(chunk: dict[str, Any]) -> dict[str, int]:
     ti = context["ti"]
     context["rerun_label"] = chunk["label"]  # type: ignore[typeddict-unknown-key]
     reruns = [Rerun.from_dict(item) for item in chunk["reruns"]]
-    outcomes = ChunkOutcomes.read(chunk["outcomes_uri"], run_id=ti.run_id)
+    # A retry reruns only what an earlier try did not finish (nothing to read on the first try).
+    outcomes = ChunkOutcomes.read(chunk["outcomes_uri"], run_id=ti.run_id) if ti.try_number > 1 else {}
     batch = RerunBatch(
         reruns,
         comms=supervisor_comms(),
@@ -455,7 +485,7 @@ def next_run() -> str | None:
     first = started["first_round"]
     if not needs_continuation(first_round=first, slots=SHAPE.max_rounds, total=started["rounds"]):
         return None
-    ledger = _ledger_after(ti, Plan.model_validate(started["plan"]), SHAPE.max_rounds)
+    ledger = _ledger_after(ti, Plan.model_validate(started["plan"]), _slots_used(started))
     backfill_id, next_round = started["backfill_id"], first + SHAPE.max_rounds
     reporting = Reporting.from_options()
     _check_still_running(reporting, backfill_id)
@@ -502,7 +532,7 @@ def finish() -> dict[str, Any]:
     if continued:
         raise AirflowSkipException(f"the backfill goes on in run {continued}, which reports its end")
     plan = Plan.model_validate(started["plan"])
-    ledger: Ledger = _ledger_after(ti, plan, SHAPE.max_rounds)
+    ledger: Ledger = _ledger_after(ti, plan, _slots_used(started))
     for step_id in ledger.with_status(StepStatus.PENDING):
         ledger.mark(step_id, StepStatus.FAILED, detail="never ran (the backfill stopped before its round)")
     report = BackfillReport.build(

@@ -86,7 +86,8 @@ class RerunBatch:
     """Rerun `reruns` with at most `concurrency` DAG runs in flight, polling every
     `poke_seconds`. `outcomes` (index -> DAG run state) is what is known so far: entries
     already `success` (an earlier try of the same task) are not rerun. `checkpoint` is called
-    with the outcomes now and then (at most every `checkpoint_seconds`) and at the end."""
+    with the outcomes now and then (at most every `checkpoint_seconds`) and at the end unless
+    every rerun succeeded."""
 
     def __init__(
         self,
@@ -136,7 +137,8 @@ class RerunBatch:
                     self.checkpoint(dict(self.outcomes))
                     last_checkpoint = self.monotonic()
         finally:
-            if self.checkpoint:
+            # All succeeded: the task's success says it all, nothing to write (the common case).
+            if self.checkpoint and any(self.outcomes.get(i) != "success" for i in range(len(self.reruns))):
                 self.checkpoint(dict(self.outcomes))
         return dict(self.outcomes)
 
