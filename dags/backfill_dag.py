@@ -623,6 +623,7 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     previous: Any = start()
+    round_ends: list[Any] = []
     for index in range(SHAPE.max_rounds):
         with TaskGroup(group_id=f"round_{index}"):
             planned = prepare(index)
@@ -631,4 +632,7 @@ with DAG(
             planned >> spark_task
             reruns = dag_runs.expand(chunk=planned)
         previous = [spark_task, reruns]
-    previous >> next_run() >> finish()
+        round_ends += previous
+    # Every round's ends, not only the last slot's: `start` skips the slots a run does not use,
+    # and a skipped slot must not let next_run start while an earlier round still runs.
+    round_ends >> next_run() >> finish()
