@@ -292,8 +292,9 @@ def _rerun_states(ti: Any, chunks: list[dict[str, Any]], ti_states: dict[str, st
 
 @task(task_id="prepare", trigger_rule="all_done")
 def prepare(index: int) -> list[dict[str, Any]]:
-    """Returns the round's DAG reruns (what `dag_runs` maps over); pushes `ledger`, `spark` and
-    `requests` under their own XCom keys for the next round."""
+    """Returns the round's chunks of DAG reruns (what `dag_runs` maps over); pushes `ledger`,
+    `spark`, `requests` and `chunks` under their own XCom keys for the next round. A round with
+    no Spark step whose reruns fit one chunk is rerun here instead (one process, not two)."""
     from backfill_runtime.observability import backfill_facts, lineage_settings
     from backfill_runtime.rounds import chunked, sub_plan
 
@@ -353,6 +354,13 @@ def prepare(index: int) -> list[dict[str, Any]]:
         "round %d (slot %d of this run): spark steps %s; %d DAG reruns in %d tasks; blocked %s",
         index + 1, slot, work.spark_step_ids, len(reruns), len(chunks), sorted(work.blocked),
     )  # fmt: skip
+    requests = work.dag_runs
+    if not work.spark_step_ids and len(chunks) == 1:
+        # A small DAG-only round (a lineage chain of DAGs is all such rounds): rerun it here
+        # rather than in a second task process; dag_runs then maps over nothing.
+        task_log.info("round %d: %s rerun by this task (no Spark, one chunk)", index + 1, chunks[0]["label"])
+        ledger.record_dag_runs(work.dag_runs, _rerun_inline(ti, chunks[0]))
+        requests, chunks = [], []
     progress_at = ti.xcom_pull(task_ids=_ids(slot - 1)["prepare"], key="progress_at") if slot else None
     if index < started["rounds"] and (
         index == started["rounds"] - 1 or progress_at is None or time.time() - progress_at >= PROGRESS_EVERY_SECONDS
@@ -364,9 +372,29 @@ def prepare(index: int) -> list[dict[str, Any]]:
     ti.xcom_push(key="progress_at", value=progress_at)
     ti.xcom_push(key="ledger", value=ledger.to_dict())
     ti.xcom_push(key="spark", value=spark)
-    ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in work.dag_runs])
+    ti.xcom_push(key="requests", value=[[run.step_id, run.dag_id, run.day.isoformat()] for run in requests])
     ti.xcom_push(key="chunks", value=[{k: c[k] for k in ("start", "end", "outcomes_uri")} for c in chunks])
     return chunks
+
+
+def _rerun_inline(ti: Any, chunk: dict[str, Any]) -> dict[int, str]:
+    """Rerun one chunk inside `prepare`, with the chunk task's retry policy (what failed is
+    rerun after the retry delay, `task_retries` times); index -> the run's end state."""
+    from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch, supervisor_comms
+
+    reruns = [Rerun.from_dict(item) for item in chunk["reruns"]]
+    outcomes = ChunkOutcomes.read(chunk["outcomes_uri"], run_id=ti.run_id) if ti.try_number > 1 else {}
+    for attempt in range(SHAPE.task_retries + 1):
+        if attempt:
+            time.sleep(min(SHAPE.retry_delay_seconds * 2 ** (attempt - 1), SHAPE.max_retry_delay_seconds))
+        outcomes = RerunBatch(
+            reruns, comms=supervisor_comms(), concurrency=SHAPE.max_parallel_dag_runs,
+            poke_seconds=SHAPE.rerun_poke_seconds, outcomes=outcomes,
+            checkpoint=lambda now: ChunkOutcomes.write(chunk["outcomes_uri"], run_id=ti.run_id, outcomes=now),
+        ).run()  # fmt: skip
+        if all(outcomes.get(i) == "success" for i in range(len(reruns))):
+            break
+    return {i: outcomes.get(i) or "not run" for i in range(len(reruns))}
 
 
 def _chunk_label(reruns: list[dict[str, Any]]) -> str:
