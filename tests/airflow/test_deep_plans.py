@@ -29,6 +29,7 @@ from .conftest import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SLOTS = 10
+PER_TASK = 256  # 1035 reruns: 5 chunk tasks (the default 64 would be 17 task processes)
 TARGETS = ["noop_target_a", "noop_target_b", "noop_target_c"]
 
 
@@ -39,7 +40,8 @@ def deep_env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers:
     extra = {
         **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=tmp / "warehouse", outputs=tmp / "outputs"),
         "AIRFLOW__BACKFILL__MAX_ROUNDS": str(SLOTS),
-        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "128",
+        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "256",
+        "AIRFLOW__BACKFILL__RERUNS_PER_TASK": str(PER_TASK),
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
         # the scheduler starts and finishes more of the (empty) rerun runs per loop, and loops
         # sooner when idle: the 30 rounds are 60 short tasks one after the other
@@ -123,7 +125,7 @@ def test_a_round_of_more_than_1024_reruns_is_split_into_chunks_and_succeeds(deep
 
     states = task_states(airflow, bid)
     chunks = sorted(key for key in states if key.startswith("round_0.dag_runs["))
-    assert len(chunks) == -(-1035 // 64) and all(states[key] == "success" for key in chunks), states
+    assert len(chunks) == -(-1035 // PER_TASK) and all(states[key] == "success" for key in chunks), states
     for dag_id in TARGETS:
         runs = airflow.dag_runs(dag_id)
         assert len(runs) == 345 and all(run["state"] == "success" for run in runs)

@@ -121,9 +121,15 @@ class FakeSupervisor:
 
     def send(self, msg: Any) -> Any:
         self.sent.append(type(msg).__name__)
-        if isinstance(msg, GetDRCount):
-            wanted = set(msg.logical_dates or [])
-            return DRCount(count=sum(1 for (d, _), r in self.runs.items() if d == msg.dag_id and r.logical_date in wanted))
+        if isinstance(msg, GetDRCount):  # by logical dates, or by run ids and states
+            if msg.logical_dates:
+                wanted = set(msg.logical_dates)
+                return DRCount(count=sum(1 for (d, _), r in self.runs.items() if d == msg.dag_id and r.logical_date in wanted))
+            for run_id in msg.run_ids or []:  # a count polls too: time passes for the runs
+                self._advance(self.runs[(msg.dag_id, run_id)], msg.dag_id)
+            return DRCount(count=sum(
+                1 for run_id in msg.run_ids or [] if self.runs[(msg.dag_id, run_id)].state in (msg.states or [])
+            ))  # fmt: skip
         if isinstance(msg, GetPreviousDagRun):
             before = [(r.logical_date, rid) for (d, rid), r in self.runs.items() if d == msg.dag_id and r.logical_date < msg.logical_date]
             if not before:
@@ -144,13 +150,14 @@ class FakeSupervisor:
             self.max_live = max(self.max_live, sum(r.state in ("queued", "running") for r in self.runs.values()))
             return OKResponse(ok=True)
         if isinstance(msg, GetDagRunState):
-            run = self.runs[(msg.dag_id, msg.run_id)]
-            run.polls += 1
-            if run.state in ("queued", "running"):
-                failing = (msg.dag_id, run.logical_date.date().isoformat()) in self.failing
-                run.state = "running" if run.polls < 2 else ("failed" if failing else "success")
-            return SimpleNamespace(state=run.state)
+            return SimpleNamespace(state=self.runs[(msg.dag_id, msg.run_id)].state)
         raise AssertionError(f"unexpected message {msg!r}")
+
+    def _advance(self, run: FakeRun, dag_id: str) -> None:
+        run.polls += 1
+        if run.state in ("queued", "running"):
+            failing = (dag_id, run.logical_date.date().isoformat()) in self.failing
+            run.state = "running" if run.polls < 2 else ("failed" if failing else "success")
 
 
 def reruns(dag_id: str, days: list[str]) -> list[Rerun]:
@@ -178,6 +185,8 @@ def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existi
     assert supervisor.runs[("orders", "scheduled__2021-06-03")].starts == 2
     assert ("orders", f"backfill__{BID}__2021-06-03") not in supervisor.runs
     assert len(supervisor.runs) == 30
+    # polling asks one count per cycle and looks runs up only when some ended
+    assert supervisor.sent.count("GetDagRunState") == 30
     assert checkpoints == []  # all succeeded: the task's success says it, nothing written
 
 
