@@ -545,6 +545,14 @@ def next_run() -> str | None:
 # -- finish: outcome, report, status, notifications -----------------------------------------
 @task(task_id="finish", trigger_rule="all_done")
 def finish() -> dict[str, Any]:
+    ti = get_current_context()["ti"]
+    continued = ti.xcom_pull(task_ids="next_run")
+    if continued:  # before the imports below: a continued run's finish only steps aside
+        raise AirflowSkipException(f"the backfill goes on in run {continued}, which reports its end")
+    started = _started(ti)
+    if not started:
+        raise AirflowFailException("the backfill did not start: see the start task's log")
+
     from backfill_runtime.ledger import Ledger
     from backfill_runtime.reporting import Reporting
 
@@ -552,13 +560,6 @@ def finish() -> dict[str, Any]:
     from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus
     from backfill_orchestrator.documents import DocumentNotFoundError, read_text, sibling, write_text
 
-    ti = get_current_context()["ti"]
-    started = _started(ti)
-    if not started:
-        raise AirflowFailException("the backfill did not start: see the start task's log")
-    continued = ti.xcom_pull(task_ids="next_run")
-    if continued:
-        raise AirflowSkipException(f"the backfill goes on in run {continued}, which reports its end")
     plan = Plan.model_validate(started["plan"])
     ledger: Ledger = _ledger_after(ti, plan, _slots_used(started))
     for step_id in ledger.with_status(StepStatus.PENDING):
