@@ -111,9 +111,11 @@ class RerunBatch:
         self.checkpoint_seconds = checkpoint_seconds
         self.sleep = sleep
         self.monotonic = monotonic
+        self._fresh: set[str] = set()  # DAGs with no run at the batch's dates
 
     def run(self) -> dict[int, str]:
         waiting = [i for i in range(len(self.reruns)) if self.outcomes.get(i) != "success"]
+        self._fresh = self._dags_without_runs(waiting)
         waiting.reverse()  # pop() from the end keeps the plan's order
         in_flight: dict[int, str] = {}
         last_checkpoint = self.monotonic()
@@ -146,7 +148,9 @@ class RerunBatch:
 
         rerun = self.reruns[index]
         logical_date = logical_date_of(rerun.logical_date[:10])
-        run_id = existing_run_id(self.comms, dag_id=rerun.trigger_dag_id, logical_date=logical_date)
+        run_id = None
+        if rerun.trigger_dag_id not in self._fresh:
+            run_id = existing_run_id(self.comms, dag_id=rerun.trigger_dag_id, logical_date=logical_date)
         if run_id is not None:
             log.info("%s has run %s: clearing and rerunning it", rerun.label, run_id)
         run_id = run_id or rerun.trigger_run_id
@@ -161,6 +165,20 @@ class RerunBatch:
             self.outcomes[index] = "failed"
             return None
         return run_id
+
+    def _dags_without_runs(self, indexes: list[int]) -> set[str]:
+        """DAGs with no run at any of the batch's dates (one count per DAG): their reruns
+        skip the per-date lookup for a run to clear."""
+        from airflow.sdk.execution_time.comms import GetDRCount
+
+        dates: dict[str, set[datetime]] = {}
+        for index in indexes:
+            rerun = self.reruns[index]
+            dates.setdefault(rerun.trigger_dag_id, set()).add(logical_date_of(rerun.logical_date[:10]))
+        return {
+            dag_id for dag_id, days in dates.items()
+            if self.comms.send(GetDRCount(dag_id=dag_id, logical_dates=sorted(days))).count == 0
+        }  # fmt: skip
 
     def _ended(self, in_flight: Mapping[int, str]) -> list[tuple[int, str]]:
         """The in-flight reruns that ended, and how. One count per DAG first (how many of its

@@ -187,6 +187,8 @@ def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existi
     assert len(supervisor.runs) == 30
     # polling asks one count per cycle and looks runs up only when some ended
     assert supervisor.sent.count("GetDagRunState") == 30
+    # the DAG had a run at one date: each date was looked up (30), after one count for all
+    assert supervisor.sent.count("GetPreviousDagRun") <= 30
     assert checkpoints == []  # all succeeded: the task's success says it, nothing written
 
 
@@ -203,6 +205,14 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
     assert second == dict.fromkeys(range(8), "success")
     rerun_again = [key for key, run in supervisor.runs.items() if run.starts != before[key]]
     assert rerun_again == [("orders", f"backfill__{BID}__2021-06-05")]
+
+
+def test_a_dag_with_no_run_at_any_date_skips_the_per_date_lookups() -> None:
+    supervisor = FakeSupervisor()
+    RerunBatch(reruns("fresh", DAYS), comms=supervisor, concurrency=30, poke_seconds=0, sleep=lambda _: None).run()
+    assert supervisor.sent.count("GetPreviousDagRun") == 0
+    assert supervisor.sent[:2] == ["GetDRCount", "TriggerDagRun"]  # one count for the 30 dates, then triggers
+    assert len(supervisor.runs) == 30
 
 
 def test_a_refused_trigger_is_that_date_failing_not_the_batch() -> None:
