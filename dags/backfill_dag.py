@@ -410,8 +410,9 @@ def _chunk_label(reruns: list[dict[str, Any]]) -> str:
 def dag_runs(chunk: dict[str, Any]) -> dict[str, int]:
     """Rerun the chunk's (DAG, date) pairs, `max_parallel_dag_runs` at a time, and wait for
     them; fails (and is retried) when any ended failed. A retry reruns only what did not
-    succeed in an earlier try (the chunk's outcomes document). One task per chunk at a time
-    across all backfills: `max_parallel_dag_runs` bounds the reruns in flight overall."""
+    succeed in an earlier try (the chunk's outcomes document). One chunk task per round slot
+    runs at a time across all backfills (`max_active_tis_per_dag`), each with at most
+    `max_parallel_dag_runs` DAG runs in flight."""
     from airflow.exceptions import AirflowException
     from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch, supervisor_comms
 
