@@ -131,7 +131,8 @@ def start() -> dict[str, Any]:
         )  # fmt: skip
     else:
         _check_still_running(reporting, run_conf.backfill_id)
-    first, end = run_conf.first_round, min(run_conf.first_round + SHAPE.max_rounds, rounds)
+    first = run_conf.first_round or 0
+    end = min(first + SHAPE.max_rounds, rounds)
     _skip_tasks([task_id for slot in range(end - first, SHAPE.max_rounds) for task_id in _ids(slot).values()])
     task_log.info(
         "backfill %s: %d steps in %d rounds; this run: rounds %d to %d", run_conf.backfill_id, len(plan.steps),

@@ -85,7 +85,7 @@ def test_the_carried_ledger_round_trips_and_a_continuation_conf_needs_both_field
     base = {"backfill_id": BID, "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/plan.json"}
     conf = RunConf.from_conf({**base, "first_round": 6, "ledger_uri": "s3://b/continuations/x.json"})
     assert conf.first_round == 6 and RunConf.from_conf(conf.to_conf()) == conf
-    assert RunConf.from_conf(base).first_round == 0
+    assert RunConf.from_conf(base).first_round is None and "first_round" not in RunConf.from_conf(base).to_conf()
     with pytest.raises(InvalidDocumentError, match="first_round and ledger_uri go together"):
         RunConf.from_conf({**base, "first_round": 6})
 

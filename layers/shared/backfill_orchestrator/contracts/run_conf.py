@@ -33,8 +33,8 @@ class RunConf(Contract):
         default=None, description="A retry attempt: the work earlier attempts finished (AttemptDone), not run again"
     )
     trace_id: str | None = Field(default=None, pattern=TRACE_ID_PATTERN, description="Correlates logs across components")
-    first_round: int = Field(
-        default=0, ge=0, le=100_000, description="A continuation run (set by the DAG itself): the plan round it starts with"
+    first_round: int | None = Field(
+        default=None, ge=1, le=100_000, description="A continuation run (set by the DAG itself): the plan round it starts with"
     )
     ledger_uri: DocumentUri | None = Field(
         default=None, description="A continuation run: what the runs before it did (the DAG's carried state)"
@@ -42,7 +42,7 @@ class RunConf(Contract):
 
     @model_validator(mode="after")
     def _continuation_has_its_ledger(self) -> RunConf:
-        if (self.first_round > 0) != (self.ledger_uri is not None):
+        if (self.first_round is None) != (self.ledger_uri is None):
             raise ValueError("first_round and ledger_uri go together (a continuation run of the DAG)")
         return self
 
