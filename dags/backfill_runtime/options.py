@@ -44,13 +44,6 @@ def _int(key: str, default: int, *, minimum: int) -> int:
     return value
 
 
-def _bool(key: str, default: bool) -> bool:
-    text = _get(key, str(default)).lower()
-    if text not in ("true", "false", "1", "0", "yes", "no"):
-        raise InvalidOptionError(f"[{SECTION}] {key}: expected true or false, got {text!r}")
-    return text in ("true", "1", "yes")
-
-
 @dataclass(frozen=True, kw_only=True)
 class DagShape:
     """Read at parse time: they decide which tasks exist."""
@@ -63,7 +56,6 @@ class DagShape:
     max_parallel_dag_runs: int
     rerun_poke_seconds: int
     spark_poll_seconds: int
-    rerun_deferrable: bool
     max_active_runs: int
 
     @classmethod
@@ -80,7 +72,6 @@ class DagShape:
             max_parallel_dag_runs=_int("max_parallel_dag_runs", 4, minimum=1),
             rerun_poke_seconds=_int("rerun_poke_seconds", 30, minimum=1),
             spark_poll_seconds=_int("spark_poll_seconds", 30, minimum=1),
-            rerun_deferrable=_bool("rerun_deferrable", False),
             max_active_runs=_int("max_active_runs", 2, minimum=1),
         )
         if runner != "local" and not _get("spark_profiles_uri", ""):
@@ -103,6 +94,18 @@ def warehouse_uri() -> str:
             f"[{SECTION}] warehouse_uri is not set (AIRFLOW__BACKFILL__WAREHOUSE_URI): where the Spark job writes"
         )
     return value
+
+
+def reruns_per_task() -> int:
+    """(DAG, date) reruns one mapped `dag_runs` task runs (fewer tasks, fewer processes)."""
+    return _int("reruns_per_task", 64, minimum=1)
+
+
+def max_map_length() -> int:
+    """Airflow's own limit on the tasks one mapped task expands to ([core] max_map_length)."""
+    from airflow.configuration import conf
+
+    return conf.getint("core", "max_map_length", fallback=1024)
 
 
 def spark_timeout_seconds() -> int:

@@ -1,61 +1,242 @@
-"""Rerun one DAG for one date: trigger it, or clear the run that already exists for that
-logical date, then wait for it to finish.
+"""Rerun DAGs for dates, many from one task: trigger each run, or clear the run that already
+exists for that logical date, then wait for all of them with bounded concurrency.
 
 Airflow's dag_run table is unique on (dag_id, run_id) and on (dag_id, logical_date). The
 standard TriggerDagRunOperator's `reset_dag_run` only resolves a run-id collision (409 ->
 clear that run id); a scheduled or manual run for the same date under another run id would
 make the trigger fail. So before triggering we look the date up and, when a run exists, take
 its run id: the trigger then answers 409 and the existing run is cleared and rerun, never
-duplicated. On retries the same happens again (clear, rerun)."""
+duplicated. On task retries the same happens again for what did not succeed.
+
+One task reruns a whole chunk (`RerunBatch`), not one (DAG, date): on the LocalExecutor and
+Celery every task instance is a process, so 1,000 reruns as 1,000 mapped tasks would cost
+1,000 processes, and Airflow maps at most `[core] max_map_length` (1024) of them. Everything
+goes through the Task SDK's supervisor channel (tasks cannot reach the metadata DB in
+Airflow 3): the same messages TriggerDagRunOperator sends."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as clock_time
+from typing import Any, Protocol
 
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+log = logging.getLogger(__name__)
+DONE_STATES = frozenset({"success", "failed"})  # a DAG run's terminal states
 
 
 def logical_date_of(day: date | str) -> datetime:
     """A step date D reruns the DAG's run whose logical date is D at 00:00 UTC."""
     value = date.fromisoformat(day) if isinstance(day, str) else day
-    return datetime.combine(value, time(0), tzinfo=UTC)
+    return datetime.combine(value, clock_time(0), tzinfo=UTC)
 
 
 def new_run_id(*, backfill_id: str, day: date | str) -> str:
     return f"backfill__{backfill_id}__{day if isinstance(day, str) else day.isoformat()}"
 
 
-def existing_run_id(ti: Any, *, dag_id: str, logical_date: datetime) -> str | None:
-    """The run id of `dag_id`'s run at exactly `logical_date`, or None.
+class Comms(Protocol):
+    """The Task SDK's channel to the supervisor (`task_runner.SUPERVISOR_COMMS`)."""
 
-    Tasks cannot query the metadata DB in Airflow 3: this goes through the Task SDK's
-    execution API (count by logical date; then the latest run before logical_date + 1 µs)."""
-    if ti.get_dr_count(dag_id=dag_id, logical_dates=[logical_date]) == 0:
-        return None
-    from airflow.sdk.execution_time.comms import GetPreviousDagRun
+    def send(self, msg: Any) -> Any: ...
+
+
+def supervisor_comms() -> Comms:
     from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
 
-    answer = SUPERVISOR_COMMS.send(
-        GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1))
-    )
+    return SUPERVISOR_COMMS
+
+
+def existing_run_id(comms: Comms, *, dag_id: str, logical_date: datetime) -> str | None:
+    """The run id of `dag_id`'s run at exactly `logical_date`, or None (count by logical date;
+    then the latest run before logical_date + 1 µs)."""
+    from airflow.sdk.execution_time.comms import GetDRCount, GetPreviousDagRun
+
+    if comms.send(GetDRCount(dag_id=dag_id, logical_dates=[logical_date])).count == 0:
+        return None
+    answer = comms.send(GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1)))
     run = getattr(answer, "dag_run", None)
     if run is None or run.logical_date is None or run.logical_date != logical_date:
         return None
     return run.run_id
 
 
-class RerunDagOperator(TriggerDagRunOperator):
-    """TriggerDagRunOperator that reruns the existing run of its logical date, if any.
+@dataclass(frozen=True, kw_only=True)
+class Rerun:
+    """One rerun as `prepare` hands it to a chunk task (plain values: it travels in XCom)."""
 
-    Expects `logical_date` as an ISO date or datetime and `trigger_run_id` as the run id to
-    use when no run exists yet."""
+    trigger_dag_id: str
+    trigger_run_id: str  # used when the date has no run yet
+    logical_date: str  # ISO date
+    conf: dict[str, Any]
 
-    def execute(self, context: Any) -> Any:
-        logical_date = logical_date_of(str(self.logical_date)[:10])
-        existing = existing_run_id(context["ti"], dag_id=self.trigger_dag_id, logical_date=logical_date)
-        if existing is not None:
-            self.log.info("%s has run %s for %s: clearing and rerunning it", self.trigger_dag_id, existing, logical_date)
-            self.trigger_run_id = existing
-        self.logical_date = logical_date.isoformat()
-        return super().execute(context)
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> Rerun:
+        return cls(**{key: value[key] for key in ("trigger_dag_id", "trigger_run_id", "logical_date", "conf")})
+
+    @property
+    def label(self) -> str:
+        return f"{self.trigger_dag_id} {self.logical_date[:10]}"
+
+
+class RerunBatch:
+    """Rerun `reruns` with at most `concurrency` DAG runs in flight, polling every
+    `poke_seconds`. `outcomes` (index -> DAG run state) is what is known so far: entries
+    already `success` (an earlier try of the same task) are not rerun. `checkpoint` is called
+    with the outcomes now and then (at most every `checkpoint_seconds`) and at the end unless
+    every rerun succeeded."""
+
+    def __init__(
+        self,
+        reruns: Sequence[Rerun],
+        *,
+        comms: Comms,
+        concurrency: int,
+        poke_seconds: float,
+        outcomes: Mapping[int, str] | None = None,
+        checkpoint: Callable[[dict[int, str]], None] | None = None,
+        checkpoint_seconds: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
+        self.reruns = list(reruns)
+        self.comms = comms
+        self.concurrency = max(1, concurrency)
+        self.poke_seconds = poke_seconds
+        self.outcomes: dict[int, str] = {i: s for i, s in (outcomes or {}).items() if s == "success"}
+        self.checkpoint = checkpoint
+        self.checkpoint_seconds = checkpoint_seconds
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self._fresh: set[str] = set()  # DAGs with no run at the batch's dates
+
+    def run(self) -> dict[int, str]:
+        waiting = [i for i in range(len(self.reruns)) if self.outcomes.get(i) != "success"]
+        self._fresh = self._dags_without_runs(waiting)
+        waiting.reverse()  # pop() from the end keeps the plan's order
+        in_flight: dict[int, str] = {}
+        last_checkpoint = self.monotonic()
+        try:
+            while waiting or in_flight:
+                while waiting and len(in_flight) < self.concurrency:
+                    index = waiting.pop()
+                    run_id = self._start(index)
+                    if run_id is not None:
+                        in_flight[index] = run_id
+                if not in_flight:
+                    continue
+                self.sleep(self.poke_seconds)
+                for index, state in self._ended(in_flight):
+                    self.outcomes[index] = state
+                    log.info("%s (run %s): %s", self.reruns[index].label, in_flight.pop(index), state)
+                if self.checkpoint and self.monotonic() - last_checkpoint >= self.checkpoint_seconds:
+                    self.checkpoint(dict(self.outcomes))
+                    last_checkpoint = self.monotonic()
+        finally:
+            # All succeeded: the task's success says it all, nothing to write (the common case).
+            if self.checkpoint and any(self.outcomes.get(i) != "success" for i in range(len(self.reruns))):
+                self.checkpoint(dict(self.outcomes))
+        return dict(self.outcomes)
+
+    def _start(self, index: int) -> str | None:
+        """Trigger (or clear) the run; its run id, or None with the outcome `failed`."""
+        from airflow.sdk.exceptions import ErrorType
+        from airflow.sdk.execution_time.comms import ErrorResponse, TriggerDagRun
+
+        rerun = self.reruns[index]
+        logical_date = logical_date_of(rerun.logical_date[:10])
+        run_id = None
+        if rerun.trigger_dag_id not in self._fresh:
+            run_id = existing_run_id(self.comms, dag_id=rerun.trigger_dag_id, logical_date=logical_date)
+        if run_id is not None:
+            log.info("%s has run %s: clearing and rerunning it", rerun.label, run_id)
+        run_id = run_id or rerun.trigger_run_id
+        answer = self.comms.send(
+            TriggerDagRun(
+                dag_id=rerun.trigger_dag_id, run_id=run_id, logical_date=logical_date,
+                conf=rerun.conf, reset_dag_run=True,
+            )
+        )  # fmt: skip
+        if isinstance(answer, ErrorResponse) and answer.error != ErrorType.DAGRUN_ALREADY_EXISTS:
+            log.error("%s: the trigger was refused: %s %s", rerun.label, answer.error, answer.detail)
+            self.outcomes[index] = "failed"
+            return None
+        return run_id
+
+    def _dags_without_runs(self, indexes: list[int]) -> set[str]:
+        """DAGs with no run at any of the batch's dates (one count per DAG): their reruns
+        skip the per-date lookup for a run to clear."""
+        from airflow.sdk.execution_time.comms import GetDRCount
+
+        dates: dict[str, set[datetime]] = {}
+        for index in indexes:
+            rerun = self.reruns[index]
+            dates.setdefault(rerun.trigger_dag_id, set()).add(logical_date_of(rerun.logical_date[:10]))
+        return {
+            dag_id for dag_id, days in dates.items()
+            if self.comms.send(GetDRCount(dag_id=dag_id, logical_dates=sorted(days))).count == 0
+        }  # fmt: skip
+
+    def _ended(self, in_flight: Mapping[int, str]) -> list[tuple[int, str]]:
+        """The in-flight reruns that ended, and how. One count per DAG first (how many of its
+        runs ended), then single lookups only until that many are found: polling 100 runs
+        costs a request per DAG, not 100, while none ends."""
+        from airflow.sdk.execution_time.comms import GetDRCount
+
+        by_dag: dict[str, list[int]] = {}
+        for index in in_flight:
+            by_dag.setdefault(self.reruns[index].trigger_dag_id, []).append(index)
+        ended: list[tuple[int, str]] = []
+        for dag_id, indexes in by_dag.items():
+            run_ids = sorted({in_flight[i] for i in indexes})
+            count = self.comms.send(GetDRCount(dag_id=dag_id, run_ids=run_ids, states=sorted(DONE_STATES))).count
+            found = 0
+            for index in indexes:
+                if found >= count:
+                    break
+                state = self._state(dag_id, in_flight[index])
+                if state in DONE_STATES:
+                    ended.append((index, state))
+                    found += 1
+        return ended
+
+    def _state(self, dag_id: str, run_id: str) -> str:
+        from airflow.sdk.execution_time.comms import GetDagRunState
+
+        state = self.comms.send(GetDagRunState(dag_id=dag_id, run_id=run_id)).state
+        return str(getattr(state, "value", state))
+
+
+class ChunkOutcomes:
+    """A chunk's outcomes so far (`{"run_id": ..., "outcomes": {"<index in chunk>": state}}`
+    beside the plan): a retry of the chunk task skips what succeeded, and the next round's
+    ledger reads each (DAG, date)'s end from it. A document of another DAG run (an earlier
+    attempt wrote the same key) counts as none."""
+
+    @staticmethod
+    def read(uri: str, *, run_id: str) -> dict[int, str]:
+        import json
+
+        from backfill_orchestrator.documents import DocumentNotFoundError, read_text
+
+        try:
+            document = json.loads(read_text(uri))
+        except DocumentNotFoundError:
+            return {}
+        except ValueError as error:
+            log.warning("%s is not readable (%s): taken as no outcomes", uri, error)
+            return {}
+        if not isinstance(document, dict) or document.get("run_id") != run_id:
+            return {}
+        return {int(key): str(value) for key, value in (document.get("outcomes") or {}).items()}
+
+    @staticmethod
+    def write(uri: str, *, run_id: str, outcomes: Mapping[int, str]) -> None:
+        import json
+
+        from backfill_orchestrator.documents import write_text
+
+        write_text(uri, json.dumps({"run_id": run_id, "outcomes": {str(k): v for k, v in sorted(outcomes.items())}}))

@@ -1,4 +1,4 @@
-"""Cut a plan into rounds: the DAG's static slots that run a dynamic plan.
+"""Cut a plan into rounds, and rounds into what one DAG run and one task runs.
 
 A round is one Spark submission (its `spark` steps, in wave order, run by the generic Spark
 job) side by side with one batch of DAG reruns (its `airflow_dag` steps). Round k starts when
@@ -9,23 +9,21 @@ round k-1 has finished. A step's round follows its `upstream` edges:
 
 So the Spark job is submitted once per contiguous spark segment: a plan with no spark step
 after an airflow_dag step needs one submission, and each spark -> DAG -> spark interleaving
-adds one round."""
+adds one round.
+
+A DAG run has `[backfill] max_rounds` round slots; a plan with more rounds continues in a
+new run (`rounds_of_run`). A round's DAG reruns are cut into chunks, one mapped task each
+(`chunked`), so no round exceeds Airflow's map limit."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import TypeVar
+
 from backfill_orchestrator.plan import Plan, PlanStep, Wave
 
-
-class PlanTooDeepError(ValueError):
-    """The plan needs more rounds than the DAG has slots."""
-
-    def __init__(self, needed: int, available: int):
-        self.needed = needed
-        self.available = available
-        super().__init__(
-            f"the plan needs {needed} rounds (spark/DAG interleavings) but the DAG has {available} slots; "
-            f"raise [backfill] max_rounds (AIRFLOW__BACKFILL__MAX_ROUNDS) and redeploy"
-        )
+T = TypeVar("T")
 
 
 def assign_rounds(plan: Plan) -> dict[str, int]:
@@ -47,11 +45,20 @@ def round_count(plan: Plan) -> int:
     return max(rounds.values()) + 1 if rounds else 0
 
 
-def check_fits(plan: Plan, *, max_rounds: int) -> int:
-    needed = round_count(plan)
-    if needed > max_rounds:
-        raise PlanTooDeepError(needed, max_rounds)
-    return needed
+def rounds_of_run(*, first_round: int, slots: int, total: int) -> range:
+    """The plan rounds one DAG run executes: from `first_round`, at most `slots` of them (its
+    static round slots); the rest go to a continuation run (backfill_runtime/continuation.py)."""
+    return range(first_round, min(first_round + slots, total))
+
+
+def chunked(items: Sequence[T], *, size: int, max_chunks: int) -> list[list[T]]:
+    """`items` in consecutive chunks of `size` (the reruns one mapped task runs). When that
+    would give more than `max_chunks` (Airflow's [core] max_map_length), the chunks grow
+    instead: a round of any size maps to at most `max_chunks` tasks."""
+    if not items:
+        return []
+    size = max(size, math.ceil(len(items) / max_chunks))
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
 def steps_in_round(plan: Plan, index: int, *, kind: str) -> list[PlanStep]:

@@ -26,6 +26,7 @@ print(json.dumps({{
     "errors": {{k: v[-400:] for k, v in bag.import_errors.items()}},
     "dags": sorted(bag.dags),
     "tasks": {{t.task_id: type(t).__name__ for t in dag.tasks}} if dag else {{}},
+    "upstream": {{t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}} if dag else {{}},
 }}))
 """
 
@@ -53,12 +54,18 @@ def test_local_runner_shape(tmp_path: Path) -> None:
         "start": "_PythonDecoratedOperator",
         "round_0.prepare": "_PythonDecoratedOperator",
         "round_0.spark": "_PythonDecoratedOperator",
-        "round_0.dag_runs": "MappedOperator",
+        "round_0.dag_runs": "DecoratedMappedOperator",
         "round_1.prepare": "_PythonDecoratedOperator",
         "round_1.spark": "_PythonDecoratedOperator",
-        "round_1.dag_runs": "MappedOperator",
+        "round_1.dag_runs": "DecoratedMappedOperator",
+        "next_run": "_PythonDecoratedOperator",
         "finish": "_PythonDecoratedOperator",
     }
+    # next_run waits for every round, not only the last slot (start skips unused slots)
+    assert parsed["upstream"]["next_run"] == [
+        "round_0.dag_runs", "round_0.spark", "round_1.dag_runs", "round_1.spark",
+    ]  # fmt: skip
+    assert parsed["upstream"]["finish"] == ["next_run"]
 
 
 @pytest.mark.parametrize("runner", ["emr_serverless", "emr", "databricks"])

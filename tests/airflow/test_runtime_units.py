@@ -16,7 +16,7 @@ from backfill_orchestrator.plan import Plan
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
 
 from backfill_runtime.ledger import DagRunRequest, Ledger  # noqa: E402
-from backfill_runtime.rounds import PlanTooDeepError, assign_rounds, check_fits, sub_plan  # noqa: E402
+from backfill_runtime.rounds import assign_rounds, sub_plan  # noqa: E402
 
 from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
 
@@ -61,13 +61,6 @@ INTERLEAVED = [
 def test_chained_spark_steps_share_a_round_and_each_kind_switch_starts_a_new_one() -> None:
     rounds = assign_rounds(make_plan(INTERLEAVED))
     assert rounds == {"a": 0, "x": 0, "b": 0, "d1": 1, "d2": 1, "c": 2, "e": 2, "d3": 2}
-
-
-def test_a_plan_deeper_than_the_slots_is_refused_with_the_option_to_raise() -> None:
-    plan = make_plan(INTERLEAVED)
-    assert check_fits(plan, max_rounds=3) == 3
-    with pytest.raises(PlanTooDeepError, match="needs 3 rounds.*max_rounds"):
-        check_fits(plan, max_rounds=2)
 
 
 def test_sub_plan_keeps_only_the_chosen_steps_and_their_inner_edges_and_is_valid() -> None:

@@ -64,8 +64,6 @@ CASES = {
         BASE + "strict: true\ndownstream: {exclude: [{namespace: food_delivery, name: nothing_here}]}\n",
         {}, "downstream.exclude[0]", "no effect",
     ),
-    "too-many-reruns-for-airflow": Case(BASE, {"AIRFLOW_MAX_MAP_LENGTH": "5"}, "dates", "max_map_length"),
-    "too-many-rounds": Case(BASE, {"BACKFILL_MAX_ROUNDS": "1"}, "plan", "2 rounds"),
     "nothing-to-reprocess": Case(
         BASE + "feeds: [app]\n", {}, "steps.etl_orders.inputs[0]", "nothing to reprocess"
     ),

@@ -125,7 +125,7 @@ def test_function_environment_provides_what_settings_read(template: dict[str, An
     # events/env.json (for `sam local invoke`) sets the same names, pointed at local endpoints.
     local = set(json.loads((REPO / "events" / "env.json").read_text())["TriggerFunction"])
     optional = {"INCOMING_PREFIX", "RESULTS_PREFIX", "BACKFILLS_PREFIX", "ALLOWED_NAMESPACES", "REPLAY_TARGETS",
-                "MARQUEZ_API_KEY_SECRET_ID", "SPARK_PROFILES"}  # fmt: skip
+                "MARQUEZ_API_KEY_SECRET_ID", "SPARK_PROFILES", "SPARK_PROFILES_URI"}  # fmt: skip
     assert read - optional <= local, (read - optional) - local
 
 

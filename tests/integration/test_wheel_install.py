@@ -33,7 +33,7 @@ PROBE = textwrap.dedent(
     from backfill_runtime.ledger import Ledger
     from backfill_runtime.reporting import Reporting
     from backfill_runtime.results import follow_result
-    from backfill_runtime.rounds import check_fits, sub_plan
+    from backfill_runtime.rounds import chunked, sub_plan
     from backfill_orchestrator.contracts import RunConf, RunReport, StepResult, StepStatus, ResultFile, BackfillReport
     from backfill_orchestrator.plan import Plan
     from backfill_orchestrator.documents import read_text, write_text

@@ -127,19 +127,15 @@ def chain(length: int) -> LineageStore:
     return store
 
 
-def test_a_chain_deeper_than_the_dags_rounds_is_refused_at_plan_time():
+def test_a_deep_chain_and_a_wide_round_are_no_longer_refused_the_dag_continues_and_chunks():
+    """The DAG runs any number of rounds (continuation runs) and any number of reruns per
+    round (chunks): preflight counts them for the estimate and refuses neither."""
     cfg = parse_config({"version": 1, "name": "pf", "owner": "@jane", "mode": "batch",
                         "jobs": [{"namespace": "ns", "name": "j0"}], "dates": ["2021-06-04"]})
-    verdict = verdict_of(cfg, store=chain(10), catalog=JobCatalog.empty())
-    (refusal,) = verdict.refusals
-    assert refusal.code == "too_many_rounds" and "needs 10 rounds" in refusal.message and "6 slots" in refusal.message
-
-
-def test_more_reruns_in_a_round_than_airflow_maps_is_refused():
-    cfg = config(dates=[{"start": "2021-01-01", "end": "2021-06-04"}])
-    verdict = verdict_of(cfg, limits=PreflightLimits(max_map_length=100))
-    assert ("too_many_reruns", "dates") in codes(verdict.refusals)
-    assert "max_map_length" in verdict.refusals[0].message
+    verdict = verdict_of(cfg, store=chain(30), catalog=JobCatalog.empty())
+    assert verdict.refusals == [] and verdict.estimate.rounds.value == 30
+    wide = verdict_of(config(dates=[{"start": "2021-01-01", "end": "2021-12-31"}]))
+    assert not [f for f in wide.refusals if "round" in f.message or "rerun" in f.message]
 
 
 def test_the_rounds_match_the_dags_own_cut():
@@ -148,9 +144,9 @@ def test_the_rounds_match_the_dags_own_cut():
 
 
 def test_limits_come_from_the_deployments_variables():
-    env = EnvironmentReader({"BACKFILL_MAX_ROUNDS": "3", "AIRFLOW_MAX_MAP_LENGTH": "2048", "REQUIRE_JOB_CATALOG": "true"})
+    env = EnvironmentReader({"REQUIRE_JOB_CATALOG": "true", "PREFLIGHT_STRICT": "true"})
     limits = PreflightLimits.read(env)
-    assert (limits.max_rounds, limits.max_map_length, limits.require_catalog) == (3, 2048, True)
+    assert (limits.require_catalog, limits.strict) == (True, True)
     bad = EnvironmentReader({"PREFLIGHT_STRICT": "yes"})
     PreflightLimits.read(bad)
     with pytest.raises(SettingsError, match="PREFLIGHT_STRICT: expected true or false"):

@@ -11,11 +11,15 @@ job runs (`runner`) and with what resources. A backfill config chooses one by na
         price: {usd_per_hour: 3.5}
 
 The file is read with the strict config loader (no anchors, tags or duplicate keys) and every
-problem is located (`profiles.medium.executor.cores: ...`). Documented in docs/spark.md."""
+problem is located (`profiles.medium.executor.cores: ...`). The trigger's preflight reads the
+names from the same file (`SPARK_PROFILES_URI`, `profile_names`), so `spark.profile` is
+checked against what the DAG will resolve. Documented in docs/spark.md."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -23,7 +27,7 @@ from pydantic import Field, model_validator
 from backfill_orchestrator.config.errors import ConfigIssue
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ServiceError, UserError
 
 PROFILE_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 MAX_PROFILES_BYTES = 256 * 1024
@@ -204,3 +208,31 @@ def parse_profiles(text: str | bytes, *, source: str | None = None) -> SparkProf
         raise InvalidDocumentError(
             document=SparkProfiles.document_name, issues=issues, source=source
         ) from None
+
+
+class ProfilesUnavailableError(ServiceError, RuntimeError):
+    """The deployment's profiles file cannot be read or is not valid: a deployment problem
+    (retried, pages when it persists), never the config author's."""
+
+
+PROFILE_NAMES_MAX_AGE = 300.0  # seconds a warm Lambda keeps the names before reading again
+_names_cache: dict[str, tuple[float, frozenset[str]]] = {}
+
+
+def profile_names(
+    uri: str, *, s3_client: Any = None, max_age: float = PROFILE_NAMES_MAX_AGE, clock: Callable[[], float] = time.monotonic
+) -> frozenset[str]:
+    """The profile names of the profiles file at `uri` (what `spark.profile` may name), read
+    at most every `max_age` seconds."""
+    from backfill_orchestrator.documents import DocumentError, read_text
+
+    cached = _names_cache.get(uri)
+    if cached is not None and clock() - cached[0] < max_age:
+        return cached[1]
+    try:
+        profiles = parse_profiles(read_text(uri, max_bytes=MAX_PROFILES_BYTES, s3_client=s3_client), source=uri)
+    except (DocumentError, InvalidDocumentError) as error:
+        raise ProfilesUnavailableError(f"SPARK_PROFILES_URI: {str(error).splitlines()[0]}") from None
+    names = frozenset(profiles.profiles)
+    _names_cache[uri] = (clock(), names)
+    return names

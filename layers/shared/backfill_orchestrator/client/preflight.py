@@ -16,6 +16,7 @@ from backfill_orchestrator.preflight import Verdict, preflight_config, warehouse
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from backfill_orchestrator.settings.trigger import DEFAULT_SPARK_PROFILES, comma_set
+from backfill_orchestrator.spark_profiles import profile_names
 
 DEFAULT_PREFIX = "incoming/"
 
@@ -25,11 +26,15 @@ class OutsideIncomingPrefixError(PolicyRefusal, ValueError):
 
 
 def deployment_policy(environ: dict[str, str] | None = None) -> ConfigPolicy:
-    """The allowlists the trigger applies, from the same variables (docs/trigger.md)."""
+    """The allowlists the trigger applies, from the same variables (docs/trigger.md);
+    SPARK_PROFILES_URI (the DAG's profiles file) gives the profile names when set."""
     env = EnvironmentReader(environ)
+    profiles_uri = env.get("SPARK_PROFILES_URI")
     return ConfigPolicy(
         allowed_namespaces=comma_set(env.get("ALLOWED_NAMESPACES")),
-        spark_profiles=comma_set(env.get("SPARK_PROFILES")) or DEFAULT_SPARK_PROFILES,
+        spark_profiles=profile_names(profiles_uri)
+        if profiles_uri
+        else comma_set(env.get("SPARK_PROFILES")) or DEFAULT_SPARK_PROFILES,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from backfill_orchestrator.config.errors import ROOT, ConfigIssue
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
@@ -33,6 +33,18 @@ class RunConf(Contract):
         default=None, description="A retry attempt: the work earlier attempts finished (AttemptDone), not run again"
     )
     trace_id: str | None = Field(default=None, pattern=TRACE_ID_PATTERN, description="Correlates logs across components")
+    first_round: int | None = Field(
+        default=None, ge=1, le=100_000, description="A continuation run (set by the DAG itself): the plan round it starts with"
+    )
+    ledger_uri: DocumentUri | None = Field(
+        default=None, description="A continuation run: what the runs before it did (the DAG's carried state)"
+    )
+
+    @model_validator(mode="after")
+    def _continuation_has_its_ledger(self) -> RunConf:
+        if (self.first_round is None) != (self.ledger_uri is None):
+            raise ValueError("first_round and ledger_uri go together (a continuation run of the DAG)")
+        return self
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None, *, source: str | None = None) -> RunConf:

@@ -114,25 +114,6 @@ def reruns_by_round(plan: Plan) -> list[int]:
     return counts
 
 
-def limit_findings(plan: Plan, limits: PreflightLimits) -> list[Finding]:
-    findings: list[Finding] = []
-    reruns = reruns_by_round(plan)
-    if len(reruns) > limits.max_rounds:
-        findings.append(Finding(
-            "too_many_rounds", "plan",
-            f"the plan needs {len(reruns)} rounds (spark/DAG interleavings) but the backfill DAG has {limits.max_rounds} "
-            "slots; exclude jobs or lower downstream.max_depth, or raise the DAG's max_rounds", "refusal",
-        ))
-    for index, count in enumerate(reruns):
-        if count > limits.max_map_length:
-            findings.append(Finding(
-                "too_many_reruns", "dates",
-                f"round {index + 1} reruns {count} (DAG, date) pairs but Airflow maps at most {limits.max_map_length} "
-                "([core] max_map_length); split the dates into several backfills", "refusal",
-            ))
-    return findings
-
-
 def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: PreflightLimits) -> list[Finding]:
     """A round's Spark steps run as one Spark job, which the DAG stops after
     min(spark_timeout_seconds, the profile's timeout_minutes): a round expected to take longer

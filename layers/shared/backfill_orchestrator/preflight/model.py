@@ -18,7 +18,7 @@ DEFAULT_SECONDS_PER_PARTITION = 30.0  # assumed when Marquez has no run history
 
 @dataclass(frozen=True)
 class Finding:
-    code: str  # unknown_feed, no_declared_feeds, missing_inputs, too_many_rounds, ...
+    code: str  # unknown_feed, no_declared_feeds, missing_inputs, ...
     location: str  # where in the config (`feeds[1]`) or the plan (`steps.etl_orders`)
     message: str
     severity: Severity = "warning"

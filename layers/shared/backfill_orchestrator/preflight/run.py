@@ -19,7 +19,6 @@ from backfill_orchestrator.planner.errors import PlanRefusedError
 from backfill_orchestrator.preflight.checks import (
     catalog_findings,
     entries_of,
-    limit_findings,
     plan_findings,
     runtime_findings,
 )
@@ -61,7 +60,6 @@ def run_preflight(
     entries = entries_of(plan, catalog)
     findings += catalog_findings(config, plan, catalog, entries, limits)
     findings += plan_findings(config, plan)
-    findings += limit_findings(plan, limits)
     measured: dict[str, float] = {}
     if history is None:
         not_checked.append("upstream freshness and run durations (no Marquez)")

@@ -10,8 +10,6 @@ from typing import Any
 from backfill_orchestrator.settings.environment import EnvironmentReader
 
 WAREHOUSE_ENV = "WAREHOUSE_URI"
-DEFAULT_MAX_ROUNDS = 6  # the DAG's [backfill] max_rounds default (dags/backfill_runtime/options.py)
-DEFAULT_MAX_MAP_LENGTH = 1024  # Airflow's [core] max_map_length default
 # EMR Serverless list prices (us-east-1, per hour); a deployment sets its own (PRICE_TABLE).
 DEFAULT_PRICES = {"vcpu_hour": 0.052624, "gb_hour": 0.0057785}
 # Workers per Spark profile: (vCPUs, memory GB); assumed sizes a deployment overrides.
@@ -27,8 +25,6 @@ HISTORY_RUNS = 20  # recent runs a step's duration is the median of
 class PreflightLimits:
     """The deployment's side of preflight: what its runtime can run and what it requires."""
 
-    max_rounds: int = DEFAULT_MAX_ROUNDS
-    max_map_length: int = DEFAULT_MAX_MAP_LENGTH
     require_catalog: bool = False
     strict: bool = False  # every config strict
     warehouse_uri: str | None = None  # where the Spark steps' inputs live (s3://... or a path)
@@ -44,7 +40,7 @@ class PreflightLimits:
     run_history: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
     @classmethod
     def read(cls, env: EnvironmentReader) -> PreflightLimits:
-        """From BACKFILL_MAX_ROUNDS, AIRFLOW_MAX_MAP_LENGTH, REQUIRE_JOB_CATALOG, PREFLIGHT_STRICT,
+        """From REQUIRE_JOB_CATALOG, PREFLIGHT_STRICT,
         WAREHOUSE_URI, PRICE_TABLE (JSON: vcpu_hour, gb_hour in USD), REQUIRE_FRESH_UPSTREAM,
         SPARK_TIMEOUT_SECONDS, UPSTREAM_CHECK_MAX_JOBS, UPSTREAM_CHECK_MAX_RUNS and
         RUN_HISTORY_MAX_JOBS; problems are noted on `env`."""
@@ -55,8 +51,6 @@ class PreflightLimits:
             except ValueError:
                 env.problems.append(f"PRICE_TABLE: {key}: expected a number, got {text!r}")
         return cls(
-            max_rounds=env.whole("BACKFILL_MAX_ROUNDS", DEFAULT_MAX_ROUNDS, low=1, high=1000),
-            max_map_length=env.whole("AIRFLOW_MAX_MAP_LENGTH", DEFAULT_MAX_MAP_LENGTH, low=1, high=1_000_000),
             require_catalog=_flag(env, "REQUIRE_JOB_CATALOG"),
             strict=_flag(env, "PREFLIGHT_STRICT"),
             warehouse_uri=env.get(WAREHOUSE_ENV),

@@ -14,6 +14,7 @@ from backfill_orchestrator.config.model import DEFAULT_SPARK_PROFILES
 from backfill_orchestrator.settings.common import CommonSettings
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import PreflightLimits
+from backfill_orchestrator.spark_profiles import profile_names as spark_profile_names
 
 AirflowApiVersion = Literal["v2", "v1"]
 
@@ -50,6 +51,7 @@ class DeploymentSettings(CommonSettings):
     job_catalog_uri: str | None = None
     allowed_namespaces: frozenset[str] | None = None
     spark_profiles: frozenset[str] = DEFAULT_SPARK_PROFILES
+    spark_profiles_uri: str | None = None  # the DAG's profiles file; when set, its names replace spark_profiles
     preflight: PreflightLimits = field(default_factory=PreflightLimits)
     # The approval gate (docs/policy.md): the policy document (None: no policy, today's
     # behaviour), how long it is cached, and the principals whose control documents act for
@@ -69,10 +71,12 @@ class DeploymentSettings(CommonSettings):
         return self.marquez_web_url or self.marquez_url
 
     def config_policy(self) -> ConfigPolicy:
+        """The allowlists a config is checked against. With SPARK_PROFILES_URI the profile names
+        come from the same file the DAG resolves them in (read through a short cache)."""
         return ConfigPolicy(
             allowed_namespaces=self.allowed_namespaces,
             replay_targets=frozenset(self.replay_targets) if self.replay_targets else None,
-            spark_profiles=self.spark_profiles,
+            spark_profiles=spark_profile_names(self.spark_profiles_uri) if self.spark_profiles_uri else self.spark_profiles,
         )
 
     # -- loading ---------------------------------------------------------------------
@@ -88,6 +92,7 @@ class DeploymentSettings(CommonSettings):
         CONTROL_PREFIX (control documents, default control/), CLAIMS_TABLE (overlap
         protection), ON_OVERLAP (wait|refuse, default wait),
         JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), SPARK_PROFILES (comma-separated),
+        SPARK_PROFILES_URI (the DAG's profiles file: its names replace SPARK_PROFILES),
         the preflight's (PreflightLimits.read), REPLAY_TARGETS (JSON object
         name -> SQS queue URL), REPLAY_TASKS_QUEUE_URL, SECRETS_MAX_AGE_SECONDS. Empty values
         count as unset."""
@@ -143,6 +148,7 @@ class DeploymentSettings(CommonSettings):
             job_catalog_uri=env.get("JOB_CATALOG_URI"),
             allowed_namespaces=allowed,
             spark_profiles=comma_set(env.get("SPARK_PROFILES")) or DEFAULT_SPARK_PROFILES,
+            spark_profiles_uri=env.get("SPARK_PROFILES_URI"),
             preflight=PreflightLimits.read(env),
             policy_uri=policy_uri,
             policy_cache_seconds=env.whole("POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"),

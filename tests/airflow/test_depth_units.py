@@ -1,0 +1,234 @@
+"""Plans of any depth and rounds of any size, without Airflow processes: which rounds a run
+executes, continuation ids and carried state, chunking under the map limit, and the batched
+rerun driving a double of the Task SDK's supervisor channel (the real message classes)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import ErrorType
+from airflow.sdk.execution_time.comms import (
+    DRCount,
+    ErrorResponse,
+    GetDagRunState,
+    GetDRCount,
+    GetPreviousDagRun,
+    OKResponse,
+    TriggerDagRun,
+)
+
+from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, StepStatus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
+
+from backfill_runtime.continuation import (  # noqa: E402
+    Carried,
+    carried_uri,
+    continuation_run_id,
+    first_run_id,
+    needs_continuation,
+)
+from backfill_runtime.ledger import Ledger  # noqa: E402
+from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch  # noqa: E402
+from backfill_runtime.rounds import assign_rounds, chunked, rounds_of_run  # noqa: E402
+
+from .conftest import step  # noqa: E402
+from .test_runtime_units import make_plan  # noqa: E402
+
+BID = "unit-0123abcd"
+
+
+# -- rounds and continuations ------------------------------------------------------------------
+def chain(length: int) -> list[list[dict[str, Any]]]:
+    days = ["2021-06-04"]
+    waves = [[step("d0", "airflow_dag", dates=days)]]
+    waves += [[step(f"d{i}", "airflow_dag", dates=days, upstream=[f"d{i - 1}"])] for i in range(1, length)]
+    return waves
+
+
+def test_a_30_dag_chain_is_30_rounds_run_by_continuations_of_max_rounds_each() -> None:
+    plan = make_plan(chain(30))
+    assert max(assign_rounds(plan).values()) + 1 == 30
+    runs, first = [], 0
+    while True:
+        runs.append(list(rounds_of_run(first_round=first, slots=6, total=30)))
+        if not needs_continuation(first_round=first, slots=6, total=30):
+            break
+        first += 6
+    assert runs == [list(range(k, k + 6)) for k in range(0, 30, 6)]
+    assert list(rounds_of_run(first_round=24, slots=10, total=30)) == list(range(24, 30))
+    assert not needs_continuation(first_round=0, slots=6, total=6)
+
+
+def test_continuation_ids_are_stable_per_chain_position_so_the_trigger_is_idempotent() -> None:
+    assert continuation_run_id(BID, first_round=6, slots=6) == f"{BID}__cont1"
+    # the continuation's own continuation: numbered from the first run, not nested
+    assert continuation_run_id(f"{BID}__cont1", first_round=12, slots=6) == f"{BID}__cont2"
+    assert continuation_run_id(f"{BID}__attempt2__cont3", first_round=24, slots=6) == f"{BID}__attempt2__cont4"
+    assert first_run_id(f"{BID}__attempt2__cont3") == f"{BID}__attempt2"
+    assert carried_uri("s3://b/backfills/x/plan.json", f"{BID}__cont1") == f"s3://b/backfills/x/continuations/{BID}__cont1.json"
+
+
+def test_the_carried_ledger_round_trips_and_a_continuation_conf_needs_both_fields() -> None:
+    plan = make_plan(chain(3))
+    ledger = Ledger.for_plan(plan)
+    ledger.mark("d0", StepStatus.SUCCEEDED, dates={"2021-06-04": "success"})
+    carried = Carried(backfill_id=BID, first_round=1, started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=ledger.to_dict())
+    back = Carried.from_json(carried.to_json())
+    assert Ledger(back.ledger).status("d0") is StepStatus.SUCCEEDED and Ledger(back.ledger).status("d1") is StepStatus.PENDING
+    base = {"backfill_id": BID, "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/plan.json"}
+    conf = RunConf.from_conf({**base, "first_round": 6, "ledger_uri": "s3://b/continuations/x.json"})
+    assert conf.first_round == 6 and RunConf.from_conf(conf.to_conf()) == conf
+    assert RunConf.from_conf(base).first_round is None and "first_round" not in RunConf.from_conf(base).to_conf()
+    with pytest.raises(InvalidDocumentError, match="first_round and ledger_uri go together"):
+        RunConf.from_conf({**base, "first_round": 6})
+
+
+def test_chunks_cover_every_rerun_once_in_order_and_never_exceed_the_map_limit() -> None:
+    items = list(range(2500))
+    chunks = chunked(items, size=64, max_chunks=1024)
+    assert [len(c) for c in chunks] == [64] * 39 + [4]
+    assert [x for c in chunks for x in c] == items
+    tight = chunked(items, size=1, max_chunks=1024)  # one per task would be 2500 tasks: chunks grow
+    assert len(tight) <= 1024 and [x for c in tight for x in c] == items
+    assert chunked([], size=64, max_chunks=1024) == []
+
+
+# -- the batched rerun against the supervisor channel ------------------------------------------
+@dataclass
+class FakeRun:
+    logical_date: datetime
+    state: str = "queued"
+    polls: int = 0
+    starts: int = 1
+
+
+@dataclass
+class FakeSupervisor:
+    """The execution API as the Task SDK's messages see it: runs unique by id and by logical
+    date; a run finishes after two polls, `failing` ones (by DAG and date) fail."""
+
+    failing: set[tuple[str, str]] = field(default_factory=set)
+    runs: dict[tuple[str, str], FakeRun] = field(default_factory=dict)
+    sent: list[str] = field(default_factory=list)
+    max_live: int = 0
+
+    def send(self, msg: Any) -> Any:
+        self.sent.append(type(msg).__name__)
+        if isinstance(msg, GetDRCount):  # by logical dates, or by run ids and states
+            if msg.logical_dates:
+                wanted = set(msg.logical_dates)
+                return DRCount(count=sum(1 for (d, _), r in self.runs.items() if d == msg.dag_id and r.logical_date in wanted))
+            for run_id in msg.run_ids or []:  # a count polls too: time passes for the runs
+                self._advance(self.runs[(msg.dag_id, run_id)], msg.dag_id)
+            return DRCount(count=sum(
+                1 for run_id in msg.run_ids or [] if self.runs[(msg.dag_id, run_id)].state in (msg.states or [])
+            ))  # fmt: skip
+        if isinstance(msg, GetPreviousDagRun):
+            before = [(r.logical_date, rid) for (d, rid), r in self.runs.items() if d == msg.dag_id and r.logical_date < msg.logical_date]
+            if not before:
+                return SimpleNamespace(dag_run=None)
+            logical_date, run_id = max(before)
+            return SimpleNamespace(dag_run=SimpleNamespace(run_id=run_id, logical_date=logical_date))
+        if isinstance(msg, TriggerDagRun):
+            key = (msg.dag_id, msg.run_id)
+            if key in self.runs:
+                if not msg.reset_dag_run:
+                    return ErrorResponse(error=ErrorType.DAGRUN_ALREADY_EXISTS)
+                self.runs[key].state, self.runs[key].polls = "queued", 0
+                self.runs[key].starts += 1
+            else:
+                if any(d == msg.dag_id and r.logical_date == msg.logical_date for (d, _), r in self.runs.items()):
+                    raise AssertionError(f"duplicate run of {msg.dag_id} at {msg.logical_date}")
+                self.runs[key] = FakeRun(logical_date=msg.logical_date)
+            self.max_live = max(self.max_live, sum(r.state in ("queued", "running") for r in self.runs.values()))
+            return OKResponse(ok=True)
+        if isinstance(msg, GetDagRunState):
+            return SimpleNamespace(state=self.runs[(msg.dag_id, msg.run_id)].state)
+        raise AssertionError(f"unexpected message {msg!r}")
+
+    def _advance(self, run: FakeRun, dag_id: str) -> None:
+        run.polls += 1
+        if run.state in ("queued", "running"):
+            failing = (dag_id, run.logical_date.date().isoformat()) in self.failing
+            run.state = "running" if run.polls < 2 else ("failed" if failing else "success")
+
+
+def reruns(dag_id: str, days: list[str]) -> list[Rerun]:
+    return [
+        Rerun(trigger_dag_id=dag_id, trigger_run_id=f"backfill__{BID}__{d}", logical_date=d, conf={"backfill_id": BID})
+        for d in days
+    ]
+
+
+DAYS = [f"2021-06-{d:02d}" for d in range(1, 31)]
+
+
+def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existing_run() -> None:
+    supervisor = FakeSupervisor()
+    supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(datetime(2021, 6, 3, tzinfo=UTC), state="success")
+    checkpoints: list[dict[int, str]] = []
+    batch = RerunBatch(
+        reruns("orders", DAYS), comms=supervisor, concurrency=4, poke_seconds=0,
+        checkpoint=checkpoints.append, sleep=lambda _: None,
+    )  # fmt: skip
+    outcomes = batch.run()
+    assert outcomes == dict.fromkeys(range(30), "success")
+    assert supervisor.max_live <= 4
+    # the existing run of 06-03 was cleared and rerun under its own id, not duplicated
+    assert supervisor.runs[("orders", "scheduled__2021-06-03")].starts == 2
+    assert ("orders", f"backfill__{BID}__2021-06-03") not in supervisor.runs
+    assert len(supervisor.runs) == 30
+    # polling asks one count per cycle and looks runs up only when some ended
+    assert supervisor.sent.count("GetDagRunState") == 30
+    # the DAG had a run at one date: each date was looked up (30), after one count for all
+    assert supervisor.sent.count("GetPreviousDagRun") <= 30
+    assert checkpoints == []  # all succeeded: the task's success says it, nothing written
+
+
+def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_succeed() -> None:
+    supervisor = FakeSupervisor(failing={("orders", "2021-06-05")})
+    work = reruns("orders", DAYS[:8])
+    written: list[dict[int, str]] = []
+    first = RerunBatch(work, comms=supervisor, concurrency=3, poke_seconds=0, sleep=lambda _: None, checkpoint=written.append).run()
+    assert first[4] == "failed" and all(first[i] == "success" for i in range(8) if i != 4)
+    assert written == [first]  # what the retry and the ledger read
+    supervisor.failing.clear()
+    before = {key: run.starts for key, run in supervisor.runs.items()}
+    second = RerunBatch(work, comms=supervisor, concurrency=3, poke_seconds=0, outcomes=first, sleep=lambda _: None).run()
+    assert second == dict.fromkeys(range(8), "success")
+    rerun_again = [key for key, run in supervisor.runs.items() if run.starts != before[key]]
+    assert rerun_again == [("orders", f"backfill__{BID}__2021-06-05")]
+
+
+def test_a_dag_with_no_run_at_any_date_skips_the_per_date_lookups() -> None:
+    supervisor = FakeSupervisor()
+    RerunBatch(reruns("fresh", DAYS), comms=supervisor, concurrency=30, poke_seconds=0, sleep=lambda _: None).run()
+    assert supervisor.sent.count("GetPreviousDagRun") == 0
+    assert supervisor.sent[:2] == ["GetDRCount", "TriggerDagRun"]  # one count for the 30 dates, then triggers
+    assert len(supervisor.runs) == 30
+
+
+def test_a_refused_trigger_is_that_date_failing_not_the_batch() -> None:
+    class Refusing(FakeSupervisor):
+        def send(self, msg: Any) -> Any:
+            if isinstance(msg, TriggerDagRun) and msg.logical_date.day == 2:
+                return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
+            return super().send(msg)
+
+    outcomes = RerunBatch(reruns("orders", DAYS[:3]), comms=Refusing(), concurrency=2, poke_seconds=0, sleep=lambda _: None).run()
+    assert outcomes == {0: "success", 1: "failed", 2: "success"}
+
+
+def test_chunk_outcomes_belong_to_one_dag_run(tmp_path: Path) -> None:
+    uri = str(tmp_path / "rounds" / "3" / "reruns" / "0.json")
+    assert ChunkOutcomes.read(uri, run_id="r1") == {}
+    ChunkOutcomes.write(uri, run_id="r1", outcomes={0: "success", 2: "failed"})
+    assert ChunkOutcomes.read(uri, run_id="r1") == {0: "success", 2: "failed"}
+    assert ChunkOutcomes.read(uri, run_id="r1__attempt2") == {}  # an earlier attempt's document
