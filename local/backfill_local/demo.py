@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -168,6 +169,8 @@ def print_delivery(delivery: Any) -> None:
 def airflow_settings(*, endpoint: str, warehouse: Path, work: Path, secret_arns: dict[str, str], slack: Any,
                      pagerduty: Any, lineage_transport: str) -> dict[str, str]:
     """The `[backfill]` options of the local Airflow, and the tuning for a small machine."""
+    from backfill_local.demo_spark import submit_args as spark_submit_args
+
     return {
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": REGION,
@@ -182,13 +185,15 @@ def airflow_settings(*, endpoint: str, warehouse: Path, work: Path, secret_arns:
         "AIRFLOW__BACKFILL__SLACK_CHANNEL": "#backfills",
         "AIRFLOW__BACKFILL__PAGERDUTY_SECRET_ID": secret_arns["backfill/pagerduty"],
         "AIRFLOW__BACKFILL__PAGERDUTY_EVENTS_URL": pagerduty.events_url,
-        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "3",
+        # Round slots for the demo's plans (two rounds): an unused slot still runs two tasks.
+        "AIRFLOW__BACKFILL__MAX_ROUNDS": "2",
+        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "5",
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
         "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
         "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
         "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
         # The backfill's Spark job (a child of its Airflow task): small data on two cores.
-        "PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false --conf spark.sql.shuffle.partitions=4 pyspark-shell",
+        "PYSPARK_SUBMIT_ARGS": spark_submit_args(),
     }
 
 
@@ -256,8 +261,8 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         airflow = LocalAirflow(
             dags_folder=demo_dags_folder(REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]),
             home=work / "airflow",
-            # 3 rerun tasks wait on their DAG runs while 3 slots run those runs' tasks.
-            parallelism=6,
+            # 5 rerun tasks wait on their DAG runs while 5 slots run those runs' tasks.
+            parallelism=10,
             responsive=True,
             extra_env=airflow_settings(
                 endpoint=endpoint, warehouse=warehouse, work=work, secret_arns=secret_arns, slack=slack,
@@ -422,6 +427,8 @@ def _event_pump(s3: Any, *, on_event: Any) -> Any:
     from backfill_orchestrator.trigger import handler as trigger_handler
 
     trigger_handler.reset()  # built from the environment just set
+    # The bucket's s3:TestEvent (sent when notifications are configured) announces nothing.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     return S3EventPump(
         s3_client=s3, sqs_client=boto3.client("sqs"), bucket=BUCKET, prefixes=["incoming/", "control/"],
         handler=trigger_handler.handler, on_event=on_event, on_delivery=print_delivery,
@@ -435,9 +442,13 @@ def _backfill_id(config: dict[str, Any]) -> str:
 
 
 def _start_document(pump: Any, backfill_id: str) -> str:
-    delivered = pump.delivered(f"control/{backfill_id}/start-")
-    if not delivered:
-        raise DemoFailure(f"no `start` control document reached the trigger for {backfill_id}")
+    """The `start` control document that reached the trigger for `backfill_id` (the handler
+    may still be finishing that delivery)."""
+    deadline = time.monotonic() + EVENT_TIMEOUT
+    while not (delivered := pump.delivered(f"control/{backfill_id}/start-")):
+        if time.monotonic() > deadline:
+            raise DemoFailure(f"no `start` control document reached the trigger for {backfill_id}")
+        time.sleep(0.5)
     return f"s3://{BUCKET}/{delivered[0].key}"
 
 
