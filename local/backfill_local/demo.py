@@ -7,7 +7,7 @@
    sample DAGs. The config bucket's S3 notifications (`incoming/`, `control/`) reach the
    trigger handler through a queue, as in a deployment.
 2. Data: the sample pipeline generates raw orders and runs clean (the reference copy is kept),
-   then breaks `orders` for some days (one Spark session, kept for the final check).
+   then breaks `orders` for some days (one Spark session, kept for the data check).
 3. Submit: a config for those days through the Python client, exactly as a notebook would;
    the upload's S3 event reaches the trigger, which validates, plans (Marquez + catalog) and
    starts the DAG in Airflow.
@@ -16,8 +16,8 @@
    Its end releases the claims and drops a `start` control document for the waiting backfill.
 6. Prints the first timeline and Slack messages, checks that the warehouse the first backfill
    left equals the clean run (the "result"); the second backfill is started by that `start`
-   document's event, runs and succeeds; prints its timeline, `backfill list`, and checks the
-   warehouse again. Exit 0 only if every stage worked; every process started here is stopped.
+   document's event, runs and succeeds; prints its timeline and `backfill list`. Exit 0 only
+   if every stage worked; every process started here is stopped.
 
 Any piece can be a real service instead, by environment variable:
   DEMO_AWS_ENDPOINT_URL   an AWS endpoint (e.g. a LocalStack) instead of moto
@@ -278,7 +278,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
 
     stage(f"sample data: generate {DATA_DAYS} days from {DATA_START}, run clean (the reference), break orders {BROKEN_DAYS}")
     spark_log = work / "logs" / "demo_spark.log"
-    spark = stack.enter_context(demo_spark(log=spark_log))
+    spark_scope = ExitStack()
+    stack.enter_context(spark_scope)
+    spark = spark_scope.enter_context(demo_spark(log=spark_log))
     rows = spark.generate(warehouse=warehouse, start=DATA_START, days=DATA_DAYS)
     written = spark.run_clean(warehouse=warehouse)
     shutil.copytree(warehouse, reference)
@@ -368,6 +370,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     if differences:
         raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
     figures["first_verified"] = CLOCK.elapsed()
+    spark_scope.close()  # its memory and CPU are better spent on the second backfill's Spark job
     stage(f"result after {figures['first_verified']:.0f} s: config dropped, warehouse repaired and verified "
           f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after the upload)")
 
@@ -386,13 +389,6 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     backfill_cli(["list", "--table", TABLE])
     if pump.failures:
         raise DemoFailure(f"the trigger failed on some S3 events: {pump.failures}")
-
-    if not os.environ.get("DEMO_AIRFLOW_URL"):
-        airflow.stop()  # its CPU is better spent on the last comparison
-    stage("data check: after the overlapping backfill too, the warehouse equals the clean run")
-    differences = spark.differences(repaired=warehouse, reference=reference)
-    if differences:
-        raise DemoFailure("after the second backfill the data differs from the clean run: " + "; ".join(differences))
 
 
 def trigger_settings(*, airflow_url: str, marquez_url: str, secret_arns: dict[str, str], slack: Any, pagerduty: Any,
