@@ -45,7 +45,7 @@ HEALTH_KEYS = ("metadatabase", "scheduler", "dag_processor")
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
 # `responsive=True` (the demo): a few processes on a small machine, DAG files that never change
 # while it runs. The scheduler loops again at once when it did something and naps when idle
-# (1 s by default; 0.2 s cost it 4x the CPU of 1 s over a long run, stolen from Spark), so a
+# (1 s by default; 0.2 s cost it about 3x the CPU of 1 s on a long run, taken from Spark), so a
 # finished task's successors are queued within half a second; each DAG file is parsed once
 # instead of every 10 s (the parsing cost 170 s of CPU over a 35-minute run on a loaded
 # machine, 26 s parsed once), which leaves the CPU to the tasks.
