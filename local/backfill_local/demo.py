@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -206,9 +207,12 @@ def main() -> int:
     failures: list[str] = []
     figures: dict[str, float] = {}
     cpu_before = os.times()
+    signal.signal(signal.SIGTERM, _interrupt)  # a TERM stops like Ctrl-C: every process is stopped
     with ExitStack() as stack:
         try:
             run_flow(stack, work, figures)
+        except KeyboardInterrupt:
+            failures.append("interrupted")
         except DemoFailure as error:
             failures.append(str(error))
         except Exception as error:  # the demo reports any crash as a failed stage, then cleans up
@@ -231,6 +235,10 @@ def main() -> int:
         return 1
     print("demo passed: the backfill repaired the data to equal a clean run; the overlapping one waited, then ran")
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:

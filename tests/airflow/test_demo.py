@@ -27,11 +27,17 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     env = {**os.environ, "DEMO_WORKDIR": str(tmp_path / "demo")}
     for name in ("DEMO_AWS_ENDPOINT_URL", "DEMO_MARQUEZ_URL", "DEMO_AIRFLOW_URL", "AWS_ENDPOINT_URL"):
         env.pop(name, None)
-    result = subprocess.run(
-        [sys.executable, "-m", "backfill_local.demo"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1700
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-6000:]
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "backfill_local.demo"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        output, _ = demo.communicate(timeout=1700)
+    except subprocess.TimeoutExpired:
+        demo.terminate()  # the demo stops what it started on TERM; a KILL would leave Airflow running
+        output, _ = demo.communicate(timeout=120)
+        pytest.fail(f"the demo did not finish in 1700 s:\n{output[-6000:]}")
+    assert demo.returncode == 0, output[-6000:]
     for expected in (
         "uploaded s3://backfill-configs-local/incoming/orders-outage-june-",
         "validated and planned",
