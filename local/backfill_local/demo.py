@@ -1,17 +1,23 @@
 """`make demo`: the whole flow on this machine, with embedded defaults, in a few minutes.
 
-1. Services: moto as a local server (S3, DynamoDB, SQS, Secrets Manager), the Marquez double
-   seeded with the food delivery sample, local Slack and PagerDuty receivers (they print what
-   they get), and a real Airflow 3 (api-server, scheduler, dag-processor on 127.0.0.1,
-   LocalExecutor) with the `backfill` DAG and the sample DAGs.
+1. Services: moto as a local server (S3, DynamoDB, SQS, Secrets Manager; the tables built
+   from template.yaml), the Marquez double seeded with the food delivery sample, local Slack
+   and PagerDuty receivers (they print what they get), and a real Airflow 3 (api-server,
+   scheduler, dag-processor on 127.0.0.1, LocalExecutor) with the `backfill` DAG and the
+   sample DAGs. The config bucket's S3 notifications (`incoming/`, `control/`) reach the
+   trigger handler through a queue, as in a deployment.
 2. Data: the sample pipeline generates raw orders and runs clean (the reference copy is kept),
-   then breaks `orders` for some days.
-3. Submit: a config for those days through the Python client, exactly as a notebook would.
-4. Trigger: the S3 event (shaped like events/s3-put-valid.json) goes to the trigger handler,
-   which validates, plans (Marquez + catalog) and starts the DAG in Airflow.
-5. Airflow runs the plan: the generic Spark job locally, the sample DAGs rerun per date.
-6. Prints the timeline, the Slack messages, and checks the repaired warehouse equals the
-   clean run. Exit 0 only if every stage worked; every process started here is stopped.
+   then breaks `orders` for some days (one Spark session, kept for the data check).
+3. Submit: a config for those days through the Python client, exactly as a notebook would;
+   the upload's S3 event reaches the trigger, which validates, plans (Marquez + catalog) and
+   starts the DAG in Airflow.
+4. While it runs, a second config over the same job and overlapping dates: it waits (QUEUED).
+5. Airflow runs the first plan: the generic Spark job locally, the sample DAGs rerun per date.
+   Its end releases the claims and drops a `start` control document for the waiting backfill.
+6. Prints the first timeline and Slack messages, checks that the warehouse the first backfill
+   left equals the clean run (the "result"); the second backfill is started by that `start`
+   document's event, runs and succeeds; prints its timeline and `backfill list`. Exit 0 only
+   if every stage worked; every process started here is stopped.
 
 Any piece can be a real service instead, by environment variable:
   DEMO_AWS_ENDPOINT_URL   an AWS endpoint (e.g. a LocalStack) instead of moto
@@ -26,11 +32,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
+import signal
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,7 @@ import boto3
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "backfill-configs-local"
 TABLE = "backfill-status-local"
+CLAIMS_TABLE = "backfill-claims-local"
 SLACK_TOKEN = "xoxb-demo-token"
 PD_KEY = "R0UT1NGKEY0F32CHARACTERSDEMO0000"
 REGION = "us-east-1"
@@ -56,15 +64,42 @@ CONFIG = {
     "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-12"}],
     "notify": {"slack_channel": "#backfills", "pagerduty": True},
 }
+# Someone else reruns etl_orders for 11-12 June while the first backfill is running: the same
+# job and overlapping dates, so it waits for the first and starts when that one ends.
+OVERLAPPING_CONFIG = {
+    "version": 1,
+    "name": "orders-recheck",
+    "owner": "sam.lee@example.com",
+    "description": "recheck etl_orders for 11-12 June after the feed fix (downstream: the outage backfill)",
+    "mode": "batch",
+    "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+    "dates": [{"start": "2021-06-11", "end": "2021-06-12"}],
+    "downstream": {"enabled": False},
+    "notify": {"slack_channel": "#backfills", "pagerduty": True},
+}
 RUN_TIMEOUT = 900
+EVENT_TIMEOUT = 120  # an upload's S3 event reaching the trigger and its record moving on
 
 
 class DemoFailure(RuntimeError):
     """A stage of the demo did not do what it should."""
 
 
+@dataclass
+class Clock:
+    """Seconds since the demo began, printed with every stage: where the time goes."""
+
+    began: float = field(default_factory=time.monotonic)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+
+CLOCK = Clock()
+
+
 def stage(message: str) -> None:
-    print(f"\n== {message}", flush=True)
+    print(f"\n== {message}  [+{CLOCK.elapsed():.0f} s]", flush=True)
 
 
 def clock() -> str:
@@ -88,17 +123,17 @@ def start_aws(stack: ExitStack) -> str:
 
 
 def prepare_aws(endpoint: str) -> dict[str, str]:
-    """Bucket, status table, replay queue, catalog and secrets; returns secret ARNs by name."""
+    """Bucket, status and claims tables (as template.yaml defines them), replay queue, catalog
+    and secrets; returns secret ARNs by name."""
+    from backfill_local.template_tables import create_template_table
+
     session = boto3.session.Session(region_name=REGION)
     s3 = session.client("s3", endpoint_url=endpoint)
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
-    session.client("dynamodb", endpoint_url=endpoint).create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    dynamodb = session.client("dynamodb", endpoint_url=endpoint)
+    create_template_table(dynamodb, "StatusTable", table_name=TABLE)
+    create_template_table(dynamodb, "ClaimsTable", table_name=CLAIMS_TABLE)
     session.client("sqs", endpoint_url=endpoint).create_queue(QueueName="orders-ingest-local")
     secrets = session.client("secretsmanager", endpoint_url=endpoint)
     user, password = os.environ.get("DEMO_AIRFLOW_USER", "admin"), os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin")
@@ -120,46 +155,64 @@ def print_received(kind: str, item: dict[str, Any]) -> None:
         print(f"   [{kind}] {item}", flush=True)
 
 
-# -- data ----------------------------------------------------------------------------------------
-def sample_pipeline(*args: str, log: Path) -> None:
-    command = [sys.executable, "-m", "spark_jobs.sample.pipeline", *args]
-    with log.open("ab") as out:
-        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False, cwd=REPO)
-    if result.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-        raise DemoFailure(f"sample_pipeline {args[0]} exited {result.returncode}:\n{tail}")
+def print_delivery(delivery: Any) -> None:
+    for result in (delivery.answer or {}).get("results", []) if isinstance(delivery.answer, dict) else []:
+        detail = result.get("detail") or result.get("reason") or ""
+        print(
+            f"   [trigger] {delivery.key}: {result.get('disposition') or result.get('outcome')} "
+            f"{result.get('state') or ''} {str(detail)[:160]}".rstrip(),
+            flush=True,
+        )
+    if isinstance(delivery.answer, dict) and "error" in delivery.answer:
+        print(f"   [trigger] {delivery.key}: FAILED {delivery.answer['error']}", flush=True)
 
 
-def processed_tables_equal(*, repaired: Path, reference: Path) -> list[str]:
-    """Differences between the processed layers (empty: equal), compared row by row in Spark."""
-    from spark_jobs.engine.session import spark_session
-    from spark_jobs.engine.table_io import read_table
-    from spark_jobs.sample.tables import PROCESSED_TABLES
+def airflow_settings(*, endpoint: str, warehouse: Path, work: Path, secret_arns: dict[str, str], slack: Any,
+                     pagerduty: Any, lineage_transport: str) -> dict[str, str]:
+    """The `[backfill]` options of the local Airflow, and the tuning for a small machine."""
+    from backfill_local.demo_spark import submit_args as spark_submit_args
 
-    differences = []
-    with spark_session("demo-data-check") as spark:
-        for table in PROCESSED_TABLES:
-            got = read_table(spark=spark, warehouse=str(repaired), table=table)
-            want = read_table(spark=spark, warehouse=str(reference), table=table)
-            missing, extra = want.exceptAll(got).count(), got.exceptAll(want).count()
-            rows = want.count()
-            print(f"   {table.name}: {rows} rows in the clean run; missing {missing}, unexpected {extra}")
-            if missing or extra or rows == 0:
-                differences.append(f"{table.name}: missing {missing}, unexpected {extra}, clean rows {rows}")
-    return differences
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "demo",
+        "AWS_SECRET_ACCESS_KEY": "demo",
+        "AIRFLOW__BACKFILL__WAREHOUSE_URI": str(warehouse),
+        "AIRFLOW__BACKFILL__STATUS_TABLE": TABLE,
+        "AIRFLOW__BACKFILL__CLAIMS_TABLE": CLAIMS_TABLE,
+        "AIRFLOW__BACKFILL__CONTROL_URI": f"s3://{BUCKET}/control/",
+        "AIRFLOW__BACKFILL__SLACK_SECRET_ID": secret_arns["backfill/slack"],
+        "AIRFLOW__BACKFILL__SLACK_API_URL": slack.api_url,
+        "AIRFLOW__BACKFILL__SLACK_CHANNEL": "#backfills",
+        "AIRFLOW__BACKFILL__PAGERDUTY_SECRET_ID": secret_arns["backfill/pagerduty"],
+        "AIRFLOW__BACKFILL__PAGERDUTY_EVENTS_URL": pagerduty.events_url,
+        # Round slots for the demo's plans (two rounds): an unused slot still runs two tasks.
+        "AIRFLOW__BACKFILL__MAX_ROUNDS": "2",
+        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "5",
+        "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
+        "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
+        "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
+        "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
+        # The backfill's Spark job (a child of its Airflow task): small data on two cores.
+        "PYSPARK_SUBMIT_ARGS": spark_submit_args(),
+    }
 
 
 # -- the flow ------------------------------------------------------------------------------------
 def main() -> int:
-    began = time.monotonic()
+    CLOCK.began = time.monotonic()
     work = Path(os.environ.get("DEMO_WORKDIR", REPO / ".demo")).resolve()
     shutil.rmtree(work, ignore_errors=True)
     (work / "logs").mkdir(parents=True)
-    timeline: list[tuple[str, str]] = []
     failures: list[str] = []
+    figures: dict[str, float] = {}
+    cpu_before = os.times()
+    signal.signal(signal.SIGTERM, _interrupt)  # a TERM stops like Ctrl-C: every process is stopped
     with ExitStack() as stack:
         try:
-            run_flow(stack, work, timeline)
+            run_flow(stack, work, figures)
+        except KeyboardInterrupt:
+            failures.append("interrupted")
         except DemoFailure as error:
             failures.append(str(error))
         except Exception as error:  # the demo reports any crash as a failed stage, then cleans up
@@ -168,17 +221,29 @@ def main() -> int:
             traceback.print_exc()
             failures.append(f"{type(error).__name__}: {error}")
         stage("stopping every process the demo started")
-    stage(f"result after {time.monotonic() - began:.0f} s")
+    cpu = os.times()
+    cpu_seconds = sum(getattr(cpu, a) - getattr(cpu_before, a) for a in ("user", "system", "children_user", "children_system"))
+    if "first_verified" in figures:
+        print(f"   the first backfill was repaired and verified {figures['first_verified']:.0f} s after the demo began "
+              f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after its config was dropped)")
+    print(f"   CPU time of the demo and the processes it waited for: {cpu_seconds:.0f} s; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    stage(f"done after {CLOCK.elapsed():.0f} s")
     if failures:
         for failure in failures:
             print(f"FAILED: {failure}")
         return 1
-    print("demo passed: the backfill repaired the data to equal a clean run")
+    print("demo passed: the backfill repaired the data to equal a clean run; the overlapping one waited, then ran")
     return 0
 
 
-def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> None:
-    from backfill_local.airflow_local import LocalAirflow
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
+    from backfill_local.airflow_local import LocalAirflow, demo_dags_folder
+    from backfill_local.demo_spark import demo_spark
     from backfill_local.marquez_double import MarquezDouble
     from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 
@@ -202,28 +267,16 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
     if not airflow_url:
         stage("Airflow 3: api-server, scheduler, dag-processor on 127.0.0.1 (LocalExecutor)")
         airflow = LocalAirflow(
-            dags_folder=REPO / "dags",
+            dags_folder=demo_dags_folder(REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]),
             home=work / "airflow",
-            parallelism=4,
-            extra_env={
-                "AWS_ENDPOINT_URL": endpoint,
-                "AWS_DEFAULT_REGION": REGION,
-                "AWS_ACCESS_KEY_ID": "demo",
-                "AWS_SECRET_ACCESS_KEY": "demo",
-                "AIRFLOW__BACKFILL__WAREHOUSE_URI": str(warehouse),
-                "AIRFLOW__BACKFILL__STATUS_TABLE": TABLE,
-                "AIRFLOW__BACKFILL__SLACK_SECRET_ID": secret_arns["backfill/slack"],
-                "AIRFLOW__BACKFILL__SLACK_API_URL": slack.api_url,
-                "AIRFLOW__BACKFILL__SLACK_CHANNEL": "#backfills",
-                "AIRFLOW__BACKFILL__PAGERDUTY_SECRET_ID": secret_arns["backfill/pagerduty"],
-                "AIRFLOW__BACKFILL__PAGERDUTY_EVENTS_URL": pagerduty.events_url,
-                "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "3",
-                "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
-                "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
-                "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
-                "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
-            },
-        )
+            # 5 rerun tasks wait on their DAG runs while 5 slots run those runs' tasks.
+            parallelism=10,
+            responsive=True,
+            extra_env=airflow_settings(
+                endpoint=endpoint, warehouse=warehouse, work=work, secret_arns=secret_arns, slack=slack,
+                pagerduty=pagerduty, lineage_transport=lineage_transport,
+            ),
+        )  # fmt: skip
         stack.callback(airflow.stop)
         # Airflow boots while Spark prepares the data: the two are the slow parts.
         booting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airflow-boot")
@@ -232,30 +285,129 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
         stack.callback(lambda: print(f"   Airflow logs: {airflow.logs_dir} and {work / 'airflow' / 'logs'}"))
 
     stage(f"sample data: generate {DATA_DAYS} days from {DATA_START}, run clean (the reference), break orders {BROKEN_DAYS}")
-    data_log = work / "logs" / "sample_pipeline.log"
-    sample_pipeline("generate", "--warehouse", str(warehouse), "--start", DATA_START, "--days", str(DATA_DAYS), log=data_log)
-    sample_pipeline("run-clean", "--warehouse", str(warehouse), log=data_log)
+    spark_log = work / "logs" / "demo_spark.log"
+    spark_scope = ExitStack()
+    stack.enter_context(spark_scope)
+    spark = spark_scope.enter_context(demo_spark(log=spark_log))
+    rows = spark.generate(warehouse=warehouse, start=DATA_START, days=DATA_DAYS)
+    written = spark.run_clean(warehouse=warehouse)
     shutil.copytree(warehouse, reference)
-    sample_pipeline("break", "--warehouse", str(warehouse), "--days", BROKEN_DAYS, log=data_log)
-    print(f"   warehouse {warehouse} (broken), reference {reference}; log {data_log}")
+    broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
+    print(f"   {rows} raw orders; clean run {written}; dropped {len(broken)} partitions of orders")
+    print(f"   warehouse {warehouse} (broken), reference {reference}; Spark log {spark_log}")
 
     if airflow is not None:
         boot.result()  # raises what booting raised
         airflow_url = airflow.url
         print(f"   Airflow {airflow_url} booted in {airflow.boot_seconds:.0f} s, {airflow.memory_rss_bytes() / 2**20:.0f} MiB")
+    else:
+        airflow = LocalAirflow(
+            dags_folder=REPO / "dags",
+            external_url=airflow_url,
+            user=os.environ.get("DEMO_AIRFLOW_USER", "admin"),
+            password=os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin"),
+        )
 
-    stage("submit the config from Python, as a notebook would")
-    from backfill_orchestrator.client import submit_backfill
-
+    stage("S3 notifications of the config bucket (incoming/, control/) -> queue -> trigger handler")
+    os.environ.update(trigger_settings(airflow_url=airflow_url, marquez_url=marquez_url, secret_arns=secret_arns,
+                                       slack=slack, pagerduty=pagerduty, lineage_transport=lineage_transport))  # fmt: skip
     s3 = boto3.client("s3")
-    submission = submit_backfill(CONFIG, bucket=BUCKET, s3_client=s3)
-    timeline.append((clock(), f"uploaded {submission.s3_uri}"))
-    print(f"   {submission.backfill_id} -> {submission.s3_uri}")
+    after_first = work / "warehouse-after-first"
+    second_id = _backfill_id(OVERLAPPING_CONFIG)
 
-    stage("deliver the S3 event to the trigger handler (as `sam local invoke` would)")
-    trigger_env = {
+    def before_handler(key: str) -> None:
+        # The second backfill starts from the `start` document the first one's end drops: keep
+        # the warehouse exactly as the first left it, to check it while the second runs.
+        if key.startswith(f"control/{second_id}/start-") and not after_first.exists():
+            shutil.copytree(warehouse, after_first)
+
+    pump = stack.enter_context(_event_pump(s3, on_event=before_handler))
+    print(f"   s3://{BUCKET}/incoming/ and /control/ -> sqs {pump.queue_name} -> trigger (CLAIMS_TABLE {CLAIMS_TABLE}, ON_OVERLAP=wait)")
+
+    from backfill_orchestrator.client import submit_backfill
+    from backfill_orchestrator.status import StatusStore
+
+    store = StatusStore(table_name=TABLE, dynamodb_client=boto3.client("dynamodb"))
+    stage("submit the config from Python, as a notebook would; its S3 event reaches the trigger")
+    first = submit_backfill(CONFIG, bucket=BUCKET, s3_client=s3)
+    figures["first_uploaded"] = CLOCK.elapsed()
+    timeline: list[tuple[str, str]] = [(clock(), f"uploaded {first.s3_uri}")]
+    print(f"   {first.backfill_id} -> {first.s3_uri}")
+    record = wait_for_state(store, first.backfill_id, {"TRIGGERED", "RUNNING"}, pump=pump)
+    print(f"   {record.state}: DAG run {record.dag_run_id}; plan {record.plan_uri}")
+
+    stage("while it runs, someone submits an overlapping backfill (same job, 11-12 June)")
+    second = submit_backfill(OVERLAPPING_CONFIG, bucket=BUCKET, s3_client=s3)
+    second_timeline: list[tuple[str, str]] = [(clock(), f"uploaded {second.s3_uri}")]
+    print(f"   {second.backfill_id} -> {second.s3_uri}")
+    waiting = wait_for_state(store, second.backfill_id, {"QUEUED"}, pump=pump)
+    print(f"   {waiting.state}: {waiting.reason}")
+    if first.backfill_id not in (waiting.reason or ""):
+        raise DemoFailure(f"the second backfill should wait for {first.backfill_id}: {waiting.reason}")
+
+    stage("Airflow runs the first plan")
+    state = wait_for_dag_run(airflow, record.dag_run_id)
+    record = store.get(first.backfill_id)
+    print_timeline(timeline, record, airflow, record.dag_run_id)
+    stage("Slack messages")
+    for message in slack.messages:
+        print(f"   {'  ↳ ' if message.get('thread_ts') else ''}{message['text'][:300]}")
+    if pagerduty.events:
+        print(f"   PagerDuty: {[(e['event_action'], e['dedup_key']) for e in pagerduty.events]}")
+    if state != "success" or record.state != "SUCCEEDED":
+        raise DemoFailure(f"the DAG run ended {state}, the record is {record.state}: {record.reason or ''}")
+    result = read_result_file(s3, first.key)
+    if result.state != "SUCCEEDED" or result.figures is None or result.plan is None:
+        raise DemoFailure(f"the result file beside the config says {result.state}, not SUCCEEDED with figures")
+    print(f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}")
+    stage("the backfill in the lineage graph, read back from Marquez")
+    from backfill_local.lineage_report import LineageMissingError, backfill_lineage
+
+    try:
+        for line in backfill_lineage(marquez_url, namespace="backfill", backfill_id=first.backfill_id):
+            print(f"   {line}")
+    except LineageMissingError as error:
+        raise DemoFailure(str(error)) from None
+
+    # Its end released the claims and dropped `control/<second>/start-*.json`; that upload's
+    # event starts the second backfill (the copy above was taken before it could write).
+    started = wait_for_state(store, second.backfill_id, {"TRIGGERED", "RUNNING", "SUCCEEDED", "FAILED"}, pump=pump)
+    stage("data check: the warehouse the first backfill left equals the clean run")
+    if not after_first.exists():  # the copy is made before the `start` event reaches the trigger
+        raise DemoFailure(f"{second.backfill_id} was started without a `start` document event")
+    differences = spark.differences(repaired=after_first, reference=reference)
+    if differences:
+        raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
+    figures["first_verified"] = CLOCK.elapsed()
+    spark_scope.close()  # its memory and CPU are better spent on the second backfill's Spark job
+    stage(f"result after {figures['first_verified']:.0f} s: config dropped, warehouse repaired and verified "
+          f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after the upload)")
+
+    stage(f"the waiting backfill was started by {_start_document(pump, second.backfill_id)}: `backfill watch`")
+    print(f"   {started.state}: DAG run {started.dag_run_id}")
+    from backfill_orchestrator.client import watch_backfill
+
+    final = watch_backfill(second.backfill_id, table=TABLE, interval=2, timeout=RUN_TIMEOUT)
+    print_timeline(second_timeline, final, airflow, final.dag_run_id or started.dag_run_id)
+    if final.state != "SUCCEEDED":
+        raise DemoFailure(f"the overlapping backfill ended {final.state}: {final.reason or ''}")
+
+    stage("backfill list")
+    from backfill_orchestrator.cli import main as backfill_cli
+
+    backfill_cli(["list", "--table", TABLE])
+    if pump.failures:
+        raise DemoFailure(f"the trigger failed on some S3 events: {pump.failures}")
+
+
+def trigger_settings(*, airflow_url: str, marquez_url: str, secret_arns: dict[str, str], slack: Any, pagerduty: Any,
+                     lineage_transport: str) -> dict[str, str]:
+    """The trigger function's environment, as template.yaml sets it."""
+    return {
         "CONFIG_BUCKET": BUCKET,
         "STATUS_TABLE": TABLE,
+        "CLAIMS_TABLE": CLAIMS_TABLE,
+        "ON_OVERLAP": "wait",
         "MARQUEZ_URL": marquez_url,
         "AIRFLOW_URL": airflow_url,
         "AIRFLOW_UI_URL": airflow_url,
@@ -268,52 +420,57 @@ def run_flow(stack: ExitStack, work: Path, timeline: list[tuple[str, str]]) -> N
         "PAGERDUTY_SECRET_ID": secret_arns["backfill/pagerduty"],
         "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",  # each delivery's answer is printed instead
         "POWERTOOLS_METRICS_NAMESPACE": "BackfillOrchestratorDemo",
         "OPENLINEAGE_TRANSPORT": lineage_transport,
         "_X_AMZN_TRACE_ID": f"Root={DEMO_TRACE_ID};Sampled=1",  # as Lambda sets it: followed into the DAG's logs
     }
-    os.environ.update(trigger_env)
-    answer = invoke_trigger(s3, submission.key)
-    print(f"   handler answered: {json.dumps(answer)[:400]}")
 
-    from backfill_orchestrator.status import StatusStore
 
-    store = StatusStore(table_name=TABLE, dynamodb_client=boto3.client("dynamodb"))
-    record = store.get(submission.backfill_id)
-    if record is None or record.state != "TRIGGERED":
-        raise DemoFailure(f"the trigger did not start the DAG: record {record and record.as_dict()}")
-    print(f"   {record.state}: DAG run {record.dag_run_id}; plan {record.plan_uri}")
+def _event_pump(s3: Any, *, on_event: Any) -> Any:
+    from backfill_local.s3_events import S3EventPump
+    from backfill_orchestrator.trigger import handler as trigger_handler
 
-    stage("Airflow runs the plan")
-    state = wait_for_dag_run(airflow_url, airflow, record.dag_run_id)
-    record = store.get(submission.backfill_id)
-    print_timeline(timeline, record, airflow, record.dag_run_id)
-    stage("Slack messages")
-    for message in slack.messages:
-        print(f"   {'  ↳ ' if message.get('thread_ts') else ''}{message['text'][:300]}")
-    if pagerduty.events:
-        print(f"   PagerDuty: {[(e['event_action'], e['dedup_key']) for e in pagerduty.events]}")
-    if state != "success" or record.state != "SUCCEEDED":
-        raise DemoFailure(f"the DAG run ended {state}, the record is {record.state}: {record.reason or ''}")
-    result = read_result_file(s3, submission.key)
-    if result.state != "SUCCEEDED" or result.figures is None or result.plan is None:
-        raise DemoFailure(f"the result file beside the config says {result.state}, not SUCCEEDED with figures")
-    print(f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}")
-    stage("the backfill in the lineage graph, read back from Marquez")
-    from backfill_local.lineage_report import LineageMissingError, backfill_lineage
+    trigger_handler.reset()  # built from the environment just set
+    # The bucket's s3:TestEvent (sent when notifications are configured) announces nothing.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    return S3EventPump(
+        s3_client=s3, sqs_client=boto3.client("sqs"), bucket=BUCKET, prefixes=["incoming/", "control/"],
+        handler=trigger_handler.handler, on_event=on_event, on_delivery=print_delivery,
+    )  # fmt: skip
 
-    try:
-        for line in backfill_lineage(marquez_url, namespace="backfill", backfill_id=submission.backfill_id):
-            print(f"   {line}")
-    except LineageMissingError as error:
-        raise DemoFailure(str(error)) from None
 
-    if airflow is not None:  # its memory is better spent on the comparison's Spark
-        airflow.stop()
-    stage("data check: the repaired warehouse equals the clean run")
-    differences = processed_tables_equal(repaired=warehouse, reference=reference)
-    if differences:
-        raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
+def _backfill_id(config: dict[str, Any]) -> str:
+    from backfill_orchestrator.config import backfill_id, parse_config
+
+    return backfill_id(parse_config(json.dumps(config), source="demo"))
+
+
+def _start_document(pump: Any, backfill_id: str) -> str:
+    """The `start` control document that reached the trigger for `backfill_id` (the handler
+    may still be finishing that delivery)."""
+    deadline = time.monotonic() + EVENT_TIMEOUT
+    while not (delivered := pump.delivered(f"control/{backfill_id}/start-")):
+        if time.monotonic() > deadline:
+            raise DemoFailure(f"no `start` control document reached the trigger for {backfill_id}")
+        time.sleep(0.5)
+    return f"s3://{BUCKET}/{delivered[0].key}"
+
+
+def wait_for_state(store: Any, backfill_id: str, states: set[str], *, pump: Any, timeout: float = EVENT_TIMEOUT) -> Any:
+    """The backfill's record once its state is one of `states` (the trigger runs in the pump)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        record = store.get(backfill_id)
+        if record is not None and str(record.state) in states:
+            return record
+        if pump.failures:
+            raise DemoFailure(f"the trigger failed on an S3 event: {pump.failures[-1]}")
+        if record is not None and str(record.state) in {"REJECTED", "FAILED", "CANCELLED"} - states:
+            raise DemoFailure(f"{backfill_id} is {record.state}, not {sorted(states)}: {record.reason or ''}")
+        if time.monotonic() > deadline:
+            raise DemoFailure(f"{backfill_id} not {sorted(states)} after {timeout:.0f} s: {record and record.as_dict()}")
+        time.sleep(0.5)
 
 
 def _boot(airflow: Any) -> None:
@@ -336,42 +493,7 @@ def read_result_file(s3: Any, key: str) -> Any:
     return ResultFile.from_json(body, source=f"s3://{BUCKET}/{result_key}")
 
 
-def invoke_trigger(s3: Any, key: str) -> Any:
-    from backfill_orchestrator.trigger import handler as trigger_handler
-
-    event = json.loads((REPO / "events" / "s3-put-valid.json").read_text())
-    head = s3.head_object(Bucket=BUCKET, Key=key)
-    record = event["Records"][0]
-    record["eventTime"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    record["s3"]["bucket"].update({"name": BUCKET, "arn": f"arn:aws:s3:::{BUCKET}"})
-    record["s3"]["object"].update({"key": key, "size": head["ContentLength"], "eTag": head["ETag"].strip('"')})
-
-    class LambdaContext:
-        function_name = "backfill-trigger"
-        function_version = "$LATEST"
-        memory_limit_in_mb = 512
-        invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:backfill-trigger"
-        aws_request_id = "demo-request"
-        log_group_name = "/aws/lambda/backfill-trigger"
-        log_stream_name = "demo"
-
-        def get_remaining_time_in_millis(self) -> int:
-            return 120_000
-
-    trigger_handler.reset()
-    return trigger_handler.handler(event, LambdaContext())
-
-
-def wait_for_dag_run(airflow_url: str, airflow: Any, run_id: str) -> str:
-    if airflow is None:
-        from backfill_local.airflow_local import LocalAirflow
-
-        airflow = LocalAirflow(
-            dags_folder=REPO / "dags",
-            external_url=airflow_url,
-            user=os.environ.get("DEMO_AIRFLOW_USER", "admin"),
-            password=os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin"),
-        )
+def wait_for_dag_run(airflow: Any, run_id: str) -> str:
     deadline = time.monotonic() + RUN_TIMEOUT
     seen: set[tuple[str, int, str]] = set()
     while True:
@@ -386,16 +508,16 @@ def wait_for_dag_run(airflow_url: str, airflow: Any, run_id: str) -> str:
             return state
         if time.monotonic() > deadline:
             raise DemoFailure(f"the DAG run {run_id} is still {state} after {RUN_TIMEOUT} s")
-        time.sleep(3)
+        time.sleep(2)
 
 
-def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, run_id: str) -> None:
-    stage("timeline")
+def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, run_id: str | None) -> None:
+    stage(f"timeline of {record.backfill_id}")
     events = list(timeline)
-    names = {"RECEIVED": "received", "PLANNED": "validated and planned", "TRIGGERED": "triggered"}
+    names = {"RECEIVED": "received", "PLANNED": "validated and planned", "TRIGGERED": "triggered", "QUEUED": "queued"}
     for entry in record.history:
         events.append((entry["at"], f"{names.get(entry['state'], entry['state'].lower())}: {entry.get('detail') or ''}"))
-    if airflow is not None:
+    if airflow is not None and run_id:
         for ti in airflow.task_instances("backfill", run_id):
             if ti["state"] == "skipped" or not ti.get("start_date"):
                 continue
@@ -403,7 +525,7 @@ def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, r
             events.append((ti["start_date"], f"step {ti['task_id']} {label} started".replace("  ", " ")))
             events.append((ti["end_date"] or ti["start_date"], f"step {ti['task_id']} {label} {ti['state']}".replace("  ", " ")))
     for at, what in sorted(events, key=lambda item: _instant(item[0])):
-        print(f"   {at[:19]}  {what}")
+        print(f"   {at[:19]}  {what[:220]}")
 
 
 def _instant(text: str) -> datetime:
