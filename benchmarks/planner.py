@@ -28,6 +28,7 @@ from datetime import UTC, date, datetime
 
 from backfill_local.marquez_double import LineageStore, MarquezDouble, run_events
 from backfill_orchestrator.config import backfill_id, parse_config
+from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.lineage import InMemoryLineage, MarquezClient
 from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.planner import JobCatalog, build_plan
@@ -107,7 +108,8 @@ def measure(size: int, ident: str) -> dict:
     assert len(plan.steps) == size, (len(plan.steps), size)
 
     with MarquezDouble(store=store) as double:
-        client = MarquezClient(double.url)
+        # A long read timeout: the double serializes a 128 MB answer, slowly on a loaded machine.
+        client = MarquezClient(double.url, session=retrying_session(timeout=(3.05, 300.0)))
         http_s, http_plan = cpu_seconds(
             lambda: build_plan(CONFIG, backfill_id=ident, lineage=client, catalog=catalog, today=TODAY, now=NOW)
         )

@@ -14,9 +14,10 @@ job at the boundary (d == depth) may have lost some."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter
 from typing import Any, NamedTuple
 
 from backfill_orchestrator.errors import ServiceError
@@ -130,55 +131,56 @@ def parse_lineage_response(
 
 
 def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageGraph:
-    # One pass to tell jobs from datasets, one to read the edges: answers run to 100,000s of
-    # nodes, so the common shapes take the short path and anything unusual the checked one
-    # (`_job_info`, `_edge_ends`), which says where the answer is malformed.
+    # Answers run to 100,000s of nodes, so the usual shapes go through C-level maps over the
+    # node and edge lists, and anything unusual takes the checked path (`_job_info`,
+    # `_edge_ends`), which says where the answer is malformed. Edge ends are looked up once,
+    # straight to what the planner keeps (job keys, reader tuples): each lookup hashes a
+    # string the decoder just made, a cache miss per edge on large answers.
     _require(isinstance(payload, dict) and isinstance(payload.get("graph"), list), "no 'graph' list in the response")
     nodes: list[Any] = payload["graph"]
+    ids, kinds = _ids_and_kinds(nodes)
+    is_job = list(map(eq, kinds, repeat("JOB")))
+    is_dataset = list(map(eq, kinds, repeat("DATASET")))  # other node types (none today) carry no lineage
+    job_nodes, job_ids = list(compress(nodes, is_job)), list(compress(ids, is_job))
+    dataset_nodes, dataset_ids = list(compress(nodes, is_dataset)), list(compress(ids, is_dataset))
 
-    job_by_id: dict[str, JobInfo] = {}
-    key_by_id: dict[str, JobKey] = {}
-    dataset_ids: set[str] = set()
-    job_nodes: list[tuple[int, Any]] = []
-    dataset_nodes: list[tuple[int, Any]] = []
-    for index, node in enumerate(nodes):
-        _require(isinstance(node, dict) and isinstance(node.get("id"), str), f"graph[{index}] has no id")
-        kind = node.get("type")
-        if kind == "JOB":
-            info = _plain_job_info(node.get("data")) or _job_info(node, index)
-            job_by_id[node["id"]] = info
-            key_by_id[node["id"]] = info[:2]
-            job_nodes.append((index, node))
-        elif kind == "DATASET":
-            dataset_ids.add(node["id"])
-            dataset_nodes.append((index, node))
-        # Other node types (none today) carry no job-to-job lineage.
+    infos = _job_infos(nodes, job_nodes)
+    keys = list(map(_KEY, infos))
+    key_by_id = dict(zip(job_ids, keys, strict=True))
+    if len(key_by_id) == len(job_ids):
+        jobs = dict(zip(keys, infos, strict=True))
+    else:  # a job id twice (never from Marquez): its last node wins, as for any id
+        jobs = dict(zip(key_by_id.values(), dict(zip(job_ids, infos, strict=True)).values(), strict=True))
+    graph = LineageGraph(jobs=jobs)
 
-    # Dataset -> its readers and writers inside the response (ids of jobs). Writers and each
-    # job's inputs only serve the completeness walk: a whole graph (depth None) neither reads
+    # Dataset -> the keys of its readers inside the answer, each once. Writers and the datasets
+    # of each job only serve the completeness walk: a whole graph (depth None) neither reads
     # nor checks them (each edge is also listed, and checked, at its other end).
     walk = depth is not None
-    readers: dict[str, list[str]] = {}
-    writers: dict[str, list[str]] = {}
-    job_outputs: dict[str, list[str]] = {}
-    job_datasets: dict[str, list[str]] = {}
-    for index, node in dataset_nodes:
-        readers[node["id"]] = _ends_within(node, "outEdges", "destination", index, job_by_id)
+    readers: dict[str, tuple[JobKey, ...]] = {}
+    writers: dict[str, list[JobKey]] = {}
+    for node, node_id in zip(dataset_nodes, dataset_ids, strict=True):
+        readers[node_id] = tuple(dict.fromkeys(_ends_as(node, "outEdges", "destination", key_by_id, nodes)))
         if walk:
-            writers[node["id"]] = _ends_within(node, "inEdges", "origin", index, job_by_id)
-    for index, node in job_nodes:
-        if node["id"] in dataset_ids:
+            writers[node_id] = _ends_as(node, "inEdges", "origin", key_by_id, nodes)
+    # Job -> the reader tuples of its outputs inside the answer.
+    outputs: dict[JobKey, list[tuple[JobKey, ...]]] = {}
+    job_datasets: dict[JobKey, list[str]] = {}
+    dataset_by_id = dict(zip(dataset_ids, dataset_ids, strict=True)) if walk else {}
+    for node, node_id, key in zip(job_nodes, job_ids, keys, strict=True):
+        if node_id in readers:
             continue  # an id given to a dataset and a job: the dataset's, as Marquez's ids never clash
-        outputs = job_outputs[node["id"]] = _ends_within(node, "outEdges", "destination", index, dataset_ids)
+        outputs[key] = _ends_as(node, "outEdges", "destination", readers, nodes)
         if walk:
-            job_datasets[node["id"]] = _ends_within(node, "inEdges", "origin", index, dataset_ids) + outputs
+            job_datasets[key] = [
+                *_ends_as(node, "inEdges", "origin", dataset_by_id, nodes),
+                *_ends_as(node, "outEdges", "destination", dataset_by_id, nodes),
+            ]
 
-    graph = LineageGraph(jobs=dict(zip(key_by_id.values(), job_by_id.values(), strict=True)))
     if depth is None:
-        complete: Iterable[str] = job_by_id
+        complete: Iterable[JobKey] = jobs
     else:
-        start_id = _find_start(job_by_id, start)
-        if start_id is None:
+        if start is None or start not in jobs:
             # Marquez answers a job without inputs or outputs with an empty graph (older
             # versions) or the job alone: it exists and nothing reads from it.
             if start is not None:
@@ -186,19 +188,46 @@ def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageG
                 if depth > 0:
                     graph.consumers[start] = ()
             return graph
-        complete = _within_hops(start_id, depth - 1, job_datasets, readers, writers)
+        complete = _within_hops(start, depth - 1, job_datasets, readers, writers)
 
-    key_of = key_by_id.__getitem__
     consumers = graph.consumers
-    for job_id in complete:
-        outputs = job_outputs.get(job_id, ())
-        if len(outputs) == 1:  # the usual job: one output table
-            consumers[key_of(job_id)] = tuple(dict.fromkeys(map(key_of, readers[outputs[0]])))
-        else:
-            consumers[key_of(job_id)] = tuple(
-                dict.fromkeys(key_of(reader) for dataset_id in outputs for reader in readers[dataset_id])
-            )
+    for key in complete:
+        found = outputs.get(key, ())
+        # The usual job writes one table: its readers' tuple is shared, not copied.
+        consumers[key] = found[0] if len(found) == 1 else tuple(dict.fromkeys(chain.from_iterable(found)))
     return graph
+
+
+_ID = itemgetter("id")
+_KEY = itemgetter(slice(0, 2))  # JobInfo -> JobKey, a plain (namespace, name) tuple
+
+
+def _ids_and_kinds(nodes: list[Any]) -> tuple[list[str], list[Any]]:
+    """Each node's id and type; raises MalformedLineageError at the first node without an id."""
+    try:
+        ids = list(map(_ID, nodes))
+        kinds = list(map(dict.get, nodes, repeat("type")))
+        if set(map(type, ids)) <= {str}:
+            return ids, kinds
+    except (KeyError, TypeError):
+        pass
+    for index, node in enumerate(nodes):
+        _require(isinstance(node, dict) and isinstance(node.get("id"), str), f"graph[{index}] has no id")
+    return [node["id"] for node in nodes], [node.get("type") for node in nodes]
+
+
+def _job_infos(nodes: list[Any], job_nodes: list[Any]) -> list[JobInfo]:
+    infos = list(map(_plain_job_info, map(dict.get, job_nodes, repeat("data"))))
+    if None in infos:
+        for position, info in enumerate(infos):
+            if info is None:
+                infos[position] = _job_info(job_nodes[position], _index(nodes, job_nodes[position]))
+    return infos
+
+
+def _index(nodes: list[Any], node: Any) -> int:
+    """Where a node is in the answer, for an error message (only ever on the checked path)."""
+    return next(index for index, candidate in enumerate(nodes) if candidate is node)
 
 
 def _plain_job_info(data: Any) -> JobInfo | None:
@@ -225,52 +254,41 @@ _NO_EDGES: list[Any] = []  # a node without the key (never written to)
 _END = {"destination": itemgetter("destination"), "origin": itemgetter("origin")}
 
 
-def _ends_within(node: Mapping[str, Any], side: str, end: str, index: int, known: Collection[str]) -> list[str]:
-    """The ends of a node's edges that are in `known` (a node of the answer)."""
+def _ends_as(node: Mapping[str, Any], side: str, end: str, known: Mapping[str, Any], nodes: list[Any]) -> list[Any]:
+    """`known[e]` for each end `e` of a node's edges that is in `known` (a node of the answer)."""
     edges = node.get(side, _NO_EDGES)
     try:
         if edges.__class__ is list:
             ends = list(map(_END[end], edges))
-            inside = list(filter(known.__contains__, ends))
-            if len(inside) != len(ends):  # ids in `known` are str: only what was left out may not be
+            found = list(map(known.get, ends))
+            if None in found:  # ids in `known` are str: only what was left out may not be
                 "".join(ends)  # TypeError unless every end is a str
-            return inside
+                found = [value for value in found if value is not None]
+            return found
     except (TypeError, KeyError):
         pass
-    return [other for other in _edge_ends(node, side, end, index) if other in known]
-
-
-def _find_start(job_by_id: Mapping[str, JobInfo], start: JobKey | None) -> str | None:
-    if start is None:
-        return None
-    candidate = job_node_id(*start)
-    if candidate in job_by_id and job_by_id[candidate].key == start:
-        return candidate
-    for node_id, info in job_by_id.items():  # ids are Marquez's business: trust the data
-        if info.key == start:
-            return node_id
-    return None
+    return [known[other] for other in _edge_ends(node, side, end, _index(nodes, node)) if other in known]
 
 
 def _within_hops(
-    start_id: str,
+    start: JobKey,
     max_hops: int,
-    job_datasets: Mapping[str, list[str]],
-    readers: Mapping[str, list[str]],
-    writers: Mapping[str, list[str]],
-) -> list[str]:
-    """Job ids at most `max_hops` job hops from `start_id`, both directions (Marquez's walk)."""
+    job_datasets: Mapping[JobKey, list[str]],
+    readers: Mapping[str, Iterable[JobKey]],
+    writers: Mapping[str, Iterable[JobKey]],
+) -> list[JobKey]:
+    """Jobs at most `max_hops` job hops from `start`, both directions (Marquez's walk)."""
     if max_hops < 0:
         return []
-    distance = {start_id: 0}
+    distance = {start: 0}
     seen_datasets: set[str] = set()
-    queue = deque([start_id])
+    queue = deque([start])
     while queue:
-        job_id = queue.popleft()
-        hops = distance[job_id]
+        job = queue.popleft()
+        hops = distance[job]
         if hops == max_hops:
             continue
-        for dataset_id in job_datasets.get(job_id, ()):
+        for dataset_id in job_datasets.get(job, ()):
             if dataset_id in seen_datasets:
                 continue
             seen_datasets.add(dataset_id)

@@ -63,7 +63,9 @@ def fetch_downstream(
         raise UnaddressableJobError(unaddressable)
     if unknown:
         raise UnknownJobError(unknown)
-    if max_depth == 0:
+    if max_depth == 0 or len(graph.consumers) == len(graph.jobs):
+        # Every job known is complete (consumers' keys are jobs): no answer is cut, nothing
+        # to ask, as when one answer holds the whole graph (an in-memory lineage export).
         return graph
 
     distance: dict[JobKey, int] = {}

@@ -35,6 +35,7 @@ from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.lineage.walk import fetch_downstream
 from backfill_orchestrator.planner.cascade import cascade_dates
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
+from backfill_orchestrator.planner.document import plan_model
 from backfill_orchestrator.planner.errors import (
     LineageCycleError,
     NotPlannableError,
@@ -171,7 +172,7 @@ def _build_plan(
             "upstream": sorted([ids[parent] for parent in order_upstream[step]]) if order_upstream[step] else [],
         }
 
-    document = {
+    head = {
         "backfill_id": backfill_id,
         "name": config.name,
         "owner": config.owner,
@@ -181,12 +182,10 @@ def _build_plan(
         "hours": hours,
         "feeds": feeds,
         "spark_profile": config.effective_spark.profile,
-        "waves": [{"index": index, "steps": [step_document(step) for step in wave]} for index, wave in enumerate(ordered)],
         "exclusions": _exclusions(config, excluded, roots, reach, planned, max_depth),
         "warnings": _warnings(config, roots, cut, max_depth),
     }
-    # One validation of the whole document: pydantic-core checks it far faster than step by step.
-    return Plan.model_validate(document)
+    return plan_model(head, [[step_document(step) for step in wave] for wave in ordered])
 
 
 class _Steps:
