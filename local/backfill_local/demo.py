@@ -437,6 +437,7 @@ def _event_pump(s3: Any, *, on_event: Any) -> Any:
     return S3EventPump(
         s3_client=s3, sqs_client=boto3.client("sqs"), bucket=BUCKET, prefixes=["incoming/", "control/"],
         handler=trigger_handler.handler, on_event=on_event, on_delivery=print_delivery,
+        principal_id=f"AWS:{boto3.client('sts').get_caller_identity()['UserId']}",  # who uploads, as S3 says
     )  # fmt: skip
 
 

@@ -64,6 +64,9 @@ class S3EventPump:
     on_event: Callable[[str], None] | None = None
     on_delivery: Callable[[Delivery], None] | None = None
     visibility_timeout: int = 5
+    # Real S3 names the uploader in each record's `userIdentity.principalId`; moto leaves it
+    # out, so the pump adds this one (the caller's) where a record has none.
+    principal_id: str | None = None
     max_receives: int = 3
     deliveries: list[Delivery] = field(default_factory=list, init=False)
     failures: list[str] = field(default_factory=list, init=False)
@@ -131,6 +134,9 @@ class S3EventPump:
 
     def _deliver(self, message: dict[str, Any]) -> None:
         event = json.loads(message["Body"])
+        for record in event.get("Records", []):
+            if self.principal_id and "s3" in record and "userIdentity" not in record:
+                record["userIdentity"] = {"principalId": self.principal_id}
         keys = [unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", []) if "s3" in r]
         for key in keys:
             if self.on_event is not None:

@@ -135,7 +135,8 @@ def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(s3_an
         return {"results": []}
 
     with S3EventPump(
-        s3_client=s3, sqs_client=sqs, bucket="demo-events", prefixes=["incoming/", "control/"], handler=handler
+        s3_client=s3, sqs_client=sqs, bucket="demo-events", prefixes=["incoming/", "control/"], handler=handler,
+        principal_id="AWS:AROADEMO:jane.doe",
     ) as pump:
         s3.put_object(Bucket="demo-events", Key="incoming/orders fix.json", Body=b"{}")
         s3.put_object(Bucket="demo-events", Key="results/orders fix.json.result.json", Body=b"{}")
@@ -146,6 +147,7 @@ def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(s3_an
     records = [r for e in events for r in e.get("Records", [])]
     assert {r["eventName"] for r in records} == {"ObjectCreated:Put"}
     assert {r["s3"]["bucket"]["name"] for r in records} == {"demo-events"}
+    assert {r["userIdentity"]["principalId"] for r in records} == {"AWS:AROADEMO:jane.doe"}  # as real S3 names the uploader
     assert pump.failures == []
 
 
