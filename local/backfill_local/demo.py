@@ -125,15 +125,15 @@ def start_aws(stack: ExitStack) -> str:
 def prepare_aws(endpoint: str) -> dict[str, str]:
     """Bucket, status and claims tables (as template.yaml defines them), replay queue, catalog
     and secrets; returns secret ARNs by name."""
-    from backfill_local.template_tables import create_template_table
+    from backfill_local.template_tables import create_table
 
     session = boto3.session.Session(region_name=REGION)
     s3 = session.client("s3", endpoint_url=endpoint)
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
     dynamodb = session.client("dynamodb", endpoint_url=endpoint)
-    create_template_table(dynamodb, "StatusTable", table_name=TABLE)
-    create_template_table(dynamodb, "ClaimsTable", table_name=CLAIMS_TABLE)
+    create_table(dynamodb, "StatusTable", table_name=TABLE)
+    create_table(dynamodb, "ClaimsTable", table_name=CLAIMS_TABLE)
     session.client("sqs", endpoint_url=endpoint).create_queue(QueueName="orders-ingest-local")
     secrets = session.client("secretsmanager", endpoint_url=endpoint)
     user, password = os.environ.get("DEMO_AIRFLOW_USER", "admin"), os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin")

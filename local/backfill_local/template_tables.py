@@ -1,5 +1,5 @@
 """The template's DynamoDB tables (keys, attributes, indexes) created against a local endpoint,
-so the demo's tables are the deployment's: `backfill list` queries the status table's
+so the demo's (and the tests', through tests/aws_resources.py) tables are the deployment's: `backfill list` queries the status table's
 indexes, the overlap protection uses the claims table."""
 
 from __future__ import annotations
@@ -29,13 +29,19 @@ _CfnLoader.add_multi_constructor("!", _tag)
 
 
 @cache
-def _resources() -> dict[str, Any]:
-    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)["Resources"]  # noqa: S506 - a SafeLoader subclass
+def template() -> dict[str, Any]:
+    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
 
 
-def create_template_table(dynamodb_client: Any, logical_id: str, *, table_name: str) -> str:
-    """Create the template's table `logical_id` as `table_name` (on-demand billing)."""
-    properties = _resources()[logical_id]["Properties"]
+def create_table(dynamodb_client: Any, logical_id: str, *, table_name: str) -> str:
+    """Create the template's DynamoDB table `logical_id` (keys, attributes, indexes) as `table_name`."""
+    dynamodb_client.create_table(**table_definition(logical_id, table_name=table_name))
+    return table_name
+
+
+def table_definition(logical_id: str, *, table_name: str) -> dict[str, Any]:
+    """`create_table` arguments for the template's table `logical_id` (on-demand billing)."""
+    properties = template()["Resources"][logical_id]["Properties"]
     kwargs: dict[str, Any] = {
         "TableName": table_name,
         "AttributeDefinitions": properties["AttributeDefinitions"],
@@ -44,5 +50,4 @@ def create_template_table(dynamodb_client: Any, logical_id: str, *, table_name: 
     }
     if properties.get("GlobalSecondaryIndexes"):
         kwargs["GlobalSecondaryIndexes"] = properties["GlobalSecondaryIndexes"]
-    dynamodb_client.create_table(**kwargs)
-    return table_name
+    return kwargs
