@@ -392,6 +392,7 @@ def _rerun_inline(ti: Any, chunk: dict[str, Any]) -> dict[int, str]:
             reruns, comms=supervisor_comms(), concurrency=SHAPE.max_parallel_dag_runs,
             poke_seconds=SHAPE.rerun_poke_seconds, outcomes=outcomes,
             checkpoint=lambda now: ChunkOutcomes.write(chunk["outcomes_uri"], run_id=ti.run_id, outcomes=now),
+            owner=(ti.dag_id, ti.run_id),
         ).run()  # fmt: skip
         if all(outcomes.get(i) == "success" for i in range(len(reruns))):
             break
@@ -430,6 +431,7 @@ def dag_runs(chunk: dict[str, Any]) -> dict[str, int]:
         poke_seconds=SHAPE.rerun_poke_seconds,
         outcomes=outcomes,
         checkpoint=lambda now: ChunkOutcomes.write(chunk["outcomes_uri"], run_id=ti.run_id, outcomes=now),
+        owner=(ti.dag_id, ti.run_id),
     )
     ended = batch.run()
     failed = [reruns[i].label for i, state in sorted(ended.items()) if state != "success"]

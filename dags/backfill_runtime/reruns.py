@@ -87,7 +87,9 @@ class RerunBatch:
     `poke_seconds`. `outcomes` (index -> DAG run state) is what is known so far: entries
     already `success` (an earlier try of the same task) are not rerun. `checkpoint` is called
     with the outcomes now and then (at most every `checkpoint_seconds`) and at the end unless
-    every rerun succeeded."""
+    every rerun succeeded. `owner` is the backfill's own DAG run `(dag_id, run_id)`: before
+    starting more reruns the batch checks it is still running, so a cancelled backfill (its
+    run failed by the cancel) never starts the reruns that were waiting their turn."""
 
     def __init__(
         self,
@@ -99,6 +101,7 @@ class RerunBatch:
         outcomes: Mapping[int, str] | None = None,
         checkpoint: Callable[[dict[int, str]], None] | None = None,
         checkpoint_seconds: float = 30.0,
+        owner: tuple[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ):
@@ -109,6 +112,7 @@ class RerunBatch:
         self.outcomes: dict[int, str] = {i: s for i, s in (outcomes or {}).items() if s == "success"}
         self.checkpoint = checkpoint
         self.checkpoint_seconds = checkpoint_seconds
+        self.owner = owner
         self.sleep = sleep
         self.monotonic = monotonic
         self._fresh: set[str] = set()  # DAGs with no run at the batch's dates
@@ -120,8 +124,14 @@ class RerunBatch:
         in_flight: dict[int, str] = {}
         last_checkpoint = self.monotonic()
         try:
+            started = False
             while waiting or in_flight:
+                if waiting and started and len(in_flight) < self.concurrency and not self._owner_running():
+                    log.warning("the backfill's run is no longer running: %d waiting reruns not started", len(waiting))
+                    waiting.clear()
+                    continue
                 while waiting and len(in_flight) < self.concurrency:
+                    started = True
                     index = waiting.pop()
                     run_id = self._start(index)
                     if run_id is not None:
@@ -140,6 +150,11 @@ class RerunBatch:
             if self.checkpoint and any(self.outcomes.get(i) != "success" for i in range(len(self.reruns))):
                 self.checkpoint(dict(self.outcomes))
         return dict(self.outcomes)
+
+    def _owner_running(self) -> bool:
+        if self.owner is None:
+            return True
+        return self._state(*self.owner) == "running"
 
     def _start(self, index: int) -> str | None:
         """Trigger (or clear) the run; its run id, or None with the outcome `failed`."""

@@ -232,3 +232,32 @@ def test_chunk_outcomes_belong_to_one_dag_run(tmp_path: Path) -> None:
     ChunkOutcomes.write(uri, run_id="r1", outcomes={0: "success", 2: "failed"})
     assert ChunkOutcomes.read(uri, run_id="r1") == {0: "success", 2: "failed"}
     assert ChunkOutcomes.read(uri, run_id="r1__attempt2") == {}  # an earlier attempt's document
+
+
+def test_a_batch_whose_own_run_was_failed_by_a_cancel_starts_no_more_reruns() -> None:
+    supervisor = FakeSupervisor()
+    supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="running")
+    polls = {"n": 0}
+
+    def sleep(_: float) -> None:  # the cancel lands while the first two reruns run
+        polls["n"] += 1
+        if polls["n"] == 1:
+            supervisor.runs[("backfill", BID)].state = "failed"
+
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:6]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=sleep,
+        owner=("backfill", BID),
+    ).run()  # fmt: skip
+    started = {rid for (dag, rid) in supervisor.runs if dag == "orders"}
+    assert started == {f"backfill__{BID}__{d}" for d in DAYS[:2]}, started  # the four waiting never started
+    assert sorted(outcomes) == [0, 1]
+
+
+def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
+    supervisor = FakeSupervisor()
+    supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="running")
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:6]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=lambda _: None,
+        owner=("backfill", BID),
+    ).run()  # fmt: skip
+    assert outcomes == dict.fromkeys(range(6), "success")
