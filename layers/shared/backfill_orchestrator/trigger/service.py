@@ -338,9 +338,7 @@ class TriggerService:
             self._count("AwaitingApproval")
             written = self._write_result(upload, self._result_document(
                 upload, Disposition.AWAITING_APPROVAL, backfill_id, "AWAITING_APPROVAL", reason=outcome.reason,
-                plan=plan_summary(outcome.plan) if outcome.plan else None,
-                config_uri=outcome.stored.config_uri if outcome.stored else None,
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                **_plan_fields(outcome),
             ))  # fmt: skip
             self.notifier.slack(backfill_id, approval_request_message(
                 config=config, backfill_id=backfill_id, plan=outcome.plan, reason=outcome.reason,
@@ -353,9 +351,7 @@ class TriggerService:
             self._count("Queued")
             written = self._write_result(upload, self._result_document(
                 upload, Disposition.QUEUED, backfill_id, "QUEUED", reason=outcome.reason,
-                plan=plan_summary(outcome.plan) if outcome.plan else None,
-                config_uri=outcome.stored.config_uri if outcome.stored else None,
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                **_plan_fields(outcome),
             ))  # fmt: skip
             self.notifier.slack(
                 backfill_id,
@@ -374,9 +370,7 @@ class TriggerService:
             upload,
             self._result_document(
                 upload, disposition, backfill_id, str(outcome.state),
-                plan=plan_summary(outcome.plan) if outcome.plan else None,
-                config_uri=outcome.stored.config_uri if outcome.stored else None,
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                **_plan_fields(outcome),
                 dag_id=self.settings.backfill_dag_id if run_id else None,
                 dag_run_id=run_id,
                 dag_run_url=outcome.run_url,
@@ -601,3 +595,10 @@ class TriggerService:
         self.metrics.add_metric(name=name, unit="Count", value=1)
 
 
+def _plan_fields(outcome: ModeOutcome) -> dict[str, Any]:
+    """What a result file says of the outcome's plan: its summary and where plan and config are stored."""
+    return {
+        "plan": plan_summary(outcome.plan) if outcome.plan else None,
+        "config_uri": outcome.stored.config_uri if outcome.stored else None,
+        "plan_uri": outcome.stored.plan_uri if outcome.stored else None,
+    }
