@@ -25,7 +25,11 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.errors import (
+    ConfigIssue,
+    InvalidConfigError,
+    issue_from_pydantic,
+)
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.config.model import FEED_PATTERN, NonBlank
 from backfill_orchestrator.contracts.plan import StepKind
@@ -221,19 +225,12 @@ def _validate(document: Any, source: str | None) -> list[CatalogEntry]:
     return parsed.jobs
 
 
-def _issue(error: dict[str, Any]) -> ConfigIssue:
-    location = format_location(error["loc"])
-    if error["type"] == "missing":
-        return ConfigIssue(location, "field required")
-    if error["type"] == "extra_forbidden":
-        known = ", ".join(CatalogEntry.model_fields) if len(error["loc"]) > 2 else "version, jobs"
-        return ConfigIssue(location, f"unknown key; known keys: {known}")
-    message = error["msg"].removeprefix("Value error, ")
-    message = message[:1].lower() + message[1:]
-    value = error.get("input")
-    if not isinstance(value, dict | list) and error["type"] != "value_error":
-        message = f"{message}, got {value!r}"
-    return ConfigIssue(location, message)
+def _issue(error: Any) -> ConfigIssue:
+    def unknown_key(loc: Any) -> str:
+        known = ", ".join(CatalogEntry.model_fields) if len(loc) > 2 else "version, jobs"
+        return f"unknown key; known keys: {known}"
+
+    return issue_from_pydantic(error, unknown_key=unknown_key)
 
 
 def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:

@@ -25,7 +25,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.errors import (
+    ROOT,
+    ConfigIssue,
+    InvalidConfigError,
+    issue_from_pydantic,
+)
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.errors import ServiceError, UserError
 
@@ -142,7 +147,7 @@ def parse_rules(data: bytes | str | dict[str, Any], *, source: str | None = None
     try:
         rules = ReconciliationRules.model_validate(document)
     except ValidationError as error:
-        raise InvalidRulesError([_issue(e) for e in error.errors(include_url=False)], source=source) from None
+        raise InvalidRulesError([issue_from_pydantic(e) for e in error.errors(include_url=False)], source=source) from None
     issues = _duplicate_tables(rules)
     if issues:
         raise InvalidRulesError(issues, source=source)
@@ -168,20 +173,6 @@ def _duplicate_tables(rules: ReconciliationRules) -> list[ConfigIssue]:
             issues.append(ConfigIssue(f"tables[{index}].table", f"duplicate of tables[{first[table.table]}] ({table.table})"))
         first.setdefault(table.table, index)
     return issues
-
-
-def _issue(error: dict[str, Any]) -> ConfigIssue:
-    location = format_location(error["loc"])
-    if error["type"] == "missing":
-        return ConfigIssue(location, "field required")
-    if error["type"] == "extra_forbidden":
-        return ConfigIssue(location, "unknown key")
-    message = error["msg"].removeprefix("Value error, ")
-    message = message[:1].lower() + message[1:]
-    value = error.get("input")
-    if not isinstance(value, dict | list) and error["type"] != "value_error":
-        message = f"{message}, got {value!r}"
-    return ConfigIssue(location, message)
 
 
 SCHEMA_ID = "https://backfill-orchestrator.example/schemas/reconciliation-v1.json"
