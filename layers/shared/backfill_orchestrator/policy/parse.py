@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, format_location
+from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, issue_from_pydantic
 from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.policy.errors import InvalidPolicyError
 from backfill_orchestrator.policy.model import MODELS_BY_PATH, Policy
@@ -16,20 +16,17 @@ from backfill_orchestrator.policy.model import MODELS_BY_PATH, Policy
 MAX_POLICY_BYTES = 256 * 1024
 
 
-def _issue(error: dict[str, Any]) -> ConfigIssue:
-    loc = tuple(error["loc"])
-    location = format_location(loc)
-    if error["type"] == "missing":
-        return ConfigIssue(location, "field required")
-    if error["type"] == "extra_forbidden":
-        parent = tuple(part for part in loc[:-1] if isinstance(part, str) and part != "people")
-        if loc[:1] == ("people",):
-            parent = ("people",)
-        model = MODELS_BY_PATH.get(parent)
-        close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model else []
-        return ConfigIssue(location, f"unknown key; did you mean '{close[0]}'?" if close else "unknown key")
-    message = error["msg"].removeprefix("Value error, ")
-    return ConfigIssue(location, message[:1].lower() + message[1:])
+def _issue(error: Any) -> ConfigIssue:
+    return issue_from_pydantic(error, unknown_key=_unknown_key)
+
+
+def _unknown_key(loc: Any) -> str:
+    parent = tuple(part for part in loc[:-1] if isinstance(part, str) and part != "people")
+    if loc[:1] == ("people",):
+        parent = ("people",)
+    model = MODELS_BY_PATH.get(parent)
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model else []
+    return f"unknown key; did you mean '{close[0]}'?" if close else "unknown key"
 
 
 def _cross_issues(policy: Policy) -> list[ConfigIssue]:
