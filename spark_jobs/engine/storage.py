@@ -57,6 +57,24 @@ class HadoopFs:
         path = self._path(uri)
         return int(path.getFileSystem(self._conf).getContentSummary(path).getLength())
 
+    def children(self, uri: str) -> list[str]:
+        path = self._path(uri)
+        return [status.getPath().toString() for status in path.getFileSystem(self._conf).listStatus(path)]
+
+    def files(self, uri: str) -> list[tuple[str, int]]:
+        """Every file under `uri`, at any depth: (URI, modification time in ms)."""
+        path = self._path(uri)
+        found, listing = [], path.getFileSystem(self._conf).listFiles(path, True)
+        while listing.hasNext():
+            status = listing.next()
+            found.append((status.getPath().toString(), int(status.getModificationTime())))
+        return found
+
+    def modified_ms(self, uri: str) -> int:
+        """Modification time in ms since the epoch; 0 where the store keeps none (S3 prefixes)."""
+        path = self._path(uri)
+        return int(path.getFileSystem(self._conf).getFileStatus(path).getModificationTime())
+
     def delete(self, uri: str) -> None:
         path = self._path(uri)
         path.getFileSystem(self._conf).delete(path, True)

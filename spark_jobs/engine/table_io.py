@@ -8,6 +8,8 @@ Partitions outside the scope are never touched."""
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from urllib.parse import unquote
 from pyspark import StorageLevel
 
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
+from spark_jobs.engine.staging import remove_dead_staging
 from spark_jobs.engine.storage import HadoopFs
 from spark_jobs.engine.tables import Table
 
@@ -131,6 +134,7 @@ def replace_partitions(
             for row in frame.groupBy(*columns).count().collect()
         )
         rows_by_partition = {partition_path(partition): rows for partition, rows in counts}
+        _remove_dead_staging(spark=spark, table=table, uri=table.uri(warehouse), days=scope.days)
         if rows_by_partition:
             (
                 frame.repartition(*columns)  # one file per partition directory
@@ -152,3 +156,16 @@ def replace_partitions(
             deleted.append(path)
     bytes_written = sum(filesystem.size(f"{table.uri(warehouse)}/{path}") for path in rows_by_partition)
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
+
+
+def _remove_dead_staging(*, spark: SparkSession, table: Table, uri: str, days: tuple[date, ...] | None) -> None:
+    """Litter of killed writes goes before this write adds its own staging (staging.py says
+    which); best effort: a failure to tidy never fails the step."""
+    try:
+        removed = remove_dead_staging(filesystem=HadoopFs(spark), table_uri=uri, days=days, now_ms=time.time_ns() // 1_000_000)
+    except Exception as error:  # noqa: BLE001 - a directory vanishing mid-listing, a store refusing a delete
+        print(f"backfill_job: {table.name}: stale Spark staging not removed: {str(error).strip().splitlines()[0]}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return
+    for directory, reason in removed.items():
+        print(f"backfill_job: {table.name}: removed {directory}, a killed write's staging ({reason})", file=sys.stderr, flush=True)
