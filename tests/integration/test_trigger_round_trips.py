@@ -26,12 +26,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
 # (config GET, claim, DAG trigger, result file) plus lineage, the preflight's reads of Marquez
-# (upstream lineage for freshness, run history for the estimate), the stored config / plan /
+# (run history for the estimate; freshness reuses the plan's lineage), the stored config / plan /
 # picture, PLANNED before the trigger, TRIGGERED after it, Slack and its thread.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     "dynamodb.PutItem": 1,  # the claim (RECEIVED)
-    "marquez GET /api/v1/lineage": 2,  # downstream (the plan), upstream (freshness)
+    "marquez GET /api/v1/lineage": 1,  # the plan; freshness reads the roots' producers from it
     "marquez GET <job>/runs": 6,  # run history, one read per planned job (at most history_max_jobs)
     "s3.PutObject": 4,  # config.yaml, plan.json, plan.html, the result file
     "dynamodb.UpdateItem": 3,  # PLANNED, TRIGGERED, the Slack thread
@@ -59,7 +59,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_costs_nineteen_round_trips(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_costs_eighteen_round_trips(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
         for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
@@ -82,7 +82,7 @@ def test_a_valid_batch_config_costs_nineteen_round_trips(harness: TriggerHarness
 
     assert [r.disposition for r in second] == [Disposition.ACCEPTED]
     assert dict(Counter(calls)) == EXPECTED, Counter(calls)
-    assert sum(EXPECTED.values()) == 19
+    assert sum(EXPECTED.values()) == 18
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]

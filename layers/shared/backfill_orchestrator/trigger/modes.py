@@ -15,7 +15,7 @@ from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
-from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.lineage import LineageSource, ProducersSeen
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
@@ -103,8 +103,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         if plan is None:
             try:
                 catalog = services.catalog()
-                plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=catalog)
-                plan = checked_plan(config, plan, catalog=catalog, limits=services.settings.preflight)
+                lineage = ProducersSeen(services.lineage())  # freshness reuses the roots' answers
+                plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
+                plan = checked_plan(
+                    config, plan, catalog=catalog, limits=services.settings.preflight, known_producers=lineage.producers
+                )
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
