@@ -78,7 +78,9 @@ def run_preflight(
             else:
                 not_checked.append(f"upstream freshness ({error})")
         try:
-            measured = measured_seconds_per_date(history, plan, max_jobs=limits.history_max_jobs)
+            measured = measured_seconds_per_date(
+                history, plan, max_jobs=limits.history_max_jobs, cache=limits.duration_cache
+            )
         except (MarquezUnavailableError, MarquezResponseError) as error:
             not_checked.append(f"run durations, assumed instead ({error})")
     if lister is None:
