@@ -112,9 +112,7 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
-        stored = services.storage.store_backfill(
-            backfill_id, config_body=request.body, extension=request.upload.extension, plan=plan
-        )
+        stored = services.storage.store_backfill(backfill_id, upload=request.upload, config_body=request.body, plan=plan)
     if record.state is not BackfillState.PLANNED:
         services.status.transition(
             backfill_id,
