@@ -28,14 +28,14 @@ REPO = Path(__file__).resolve().parents[2]
 # The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
 # (config GET, claim, DAG trigger, result file) plus lineage, the preflight's reads of Marquez
 # (run history for the estimate; freshness reuses the plan's lineage), the stored plan /
-# picture, PLANNED before the trigger, TRIGGERED after it, Slack and its thread.
+# picture, TRIGGERED after the trigger (carrying the plan), Slack and its thread.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     "dynamodb.PutItem": 1,  # the claim (RECEIVED)
     "marquez GET /api/v1/lineage": 1,  # the plan; freshness reads the roots' producers from it
     # run history: kept by the warm container (HISTORY_CACHE_SECONDS); cold, one per planned job
     "s3.PutObject": 3,  # plan.json, plan.html, the result file (the config: its uploaded version)
-    "dynamodb.UpdateItem": 3,  # PLANNED, TRIGGERED, the Slack thread
+    "dynamodb.UpdateItem": 2,  # TRIGGERED (with the plan: no PLANNED), the Slack thread
     "airflow POST /api/v2/dags/backfill/dagRuns": 1,
     "slack POST /api/chat.postMessage": 1,
 }
@@ -69,7 +69,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_costs_eleven_round_trips_warm_and_seventeen_cold(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_costs_ten_round_trips_warm_and_sixteen_cold(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
         for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
@@ -96,7 +96,7 @@ def test_a_valid_batch_config_costs_eleven_round_trips_warm_and_seventeen_cold(h
     assert [r.disposition for r in first] == [r.disposition for r in second] == [Disposition.ACCEPTED]
     assert dict(Counter(cold_calls)) == COLD_EXPECTED, Counter(cold_calls)
     assert dict(Counter(calls)) == EXPECTED, Counter(calls)
-    assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (11, 17)
+    assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (10, 16)
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]
