@@ -253,6 +253,10 @@ def trigger_run(
     return run, run_url
 
 
+# The DAG's own states: a record it moved on is never taken back to TRIGGERED.
+DAG_AHEAD = frozenset({BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED})
+
+
 def record_triggered(
     services: ModeServices,
     *,
@@ -293,8 +297,6 @@ def record_triggered(
         record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
                          attributes=trimmed)  # fmt: skip
 
-
-DAG_AHEAD = frozenset({BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED})
 
 
 def dag_run_id(backfill_id: str, attempt: int = 1) -> str:
