@@ -18,6 +18,7 @@ import pytest
 
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.contracts import ResultFile, RunConf
+from backfill_orchestrator.documents import s3_version_uri
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState, StatusStore
 
@@ -71,6 +72,8 @@ def aws() -> Iterator[AwsLocal]:
     local = AwsLocal(endpoint=f"http://{host}:{port}")
     try:
         local.client("s3").create_bucket(Bucket=BUCKET)
+        # Versioned as template.yaml's config bucket: the DAG reads configs by their uploaded version.
+        local.client("s3").put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
         local.client("dynamodb").create_table(
             TableName=TABLE,
             KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
@@ -171,7 +174,7 @@ def store_backfill(
     )
     s3 = aws.client("s3")
     config_key, plan_key = f"incoming/{bid}.json", f"backfills/{bid}/plan.json"
-    s3.put_object(Bucket=BUCKET, Key=config_key, Body=json.dumps(config_doc).encode())
+    version = s3.put_object(Bucket=BUCKET, Key=config_key, Body=json.dumps(config_doc).encode())["VersionId"]
     s3.put_object(Bucket=BUCKET, Key=plan_key, Body=plan.to_json().encode())
     if record:
         store = status_store(aws)
@@ -185,7 +188,7 @@ def store_backfill(
     )  # fmt: skip
     s3.put_object(Bucket=BUCKET, Key=result_key, Body=result.to_json().encode())
     conf = RunConf(
-        backfill_id=bid, config_uri=f"s3://{BUCKET}/{config_key}", plan_uri=f"s3://{BUCKET}/{plan_key}",
+        backfill_id=bid, config_uri=s3_version_uri(BUCKET, config_key, version), plan_uri=f"s3://{BUCKET}/{plan_key}",
         result_uri=f"s3://{BUCKET}/{result_key}",
     ).to_conf()  # fmt: skip
     return StoredBackfill(bid, conf, plan)

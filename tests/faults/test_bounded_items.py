@@ -101,7 +101,8 @@ def test_a_record_dynamodb_refuses_as_too_large_is_a_located_refusal_not_a_retry
     aws_faults.fail(harness.dynamodb, "UpdateItem", code="ValidationException",
                     message="Item size has exceeded the maximum allowed size", when=to_state("PLANNED"))  # fmt: skip
 
-    answer = harness.invoke_lambda(harness.upload(VALID), request_id="req-too-large")
+    # A dry run records its plan with PLANNED (a backfill that is triggered, with TRIGGERED: below).
+    answer = harness.invoke_lambda(harness.upload(VALID + b"dry_run: true\n"), request_id="req-too-large")
 
     (result,) = answer["results"]
     assert result["disposition"] == "rejected" and not result["retry"]
@@ -113,3 +114,22 @@ def test_a_record_dynamodb_refuses_as_too_large_is_a_located_refusal_not_a_retry
     document = harness.result_file()
     assert document["outcome"] == "rejected" and document["errors"] == record.errors
     assert harness.pagerduty.events == [] and harness.airflow.requests == []
+
+
+def test_a_triggered_record_too_large_with_its_plan_summary_is_recorded_without_it(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    """The run exists once TRIGGERED is written, so a refusal there must not leave the record
+    behind the run: TRIGGERED is written again without the plan's summary (plan.json has it)."""
+    harness = trigger_harness
+    aws_faults.fail(harness.dynamodb, "UpdateItem", code="ValidationException", times=1,
+                    message="Item size has exceeded the maximum allowed size", when=to_state("TRIGGERED"))  # fmt: skip
+
+    answer = harness.invoke_lambda(harness.upload(VALID), request_id="req-too-large")
+
+    (result,) = answer["results"]
+    assert result["disposition"] == "accepted" and not result["retry"]
+    record = harness.status.get(result["backfill_id"])
+    assert record.state is BackfillState.TRIGGERED and record.dag_run_id == result["backfill_id"]
+    assert record.plan_summary is None and record.plan_uri and record.config_uri
+    assert len(harness.airflow.runs) == 1 and harness.pagerduty.events == []

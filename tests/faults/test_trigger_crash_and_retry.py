@@ -9,11 +9,14 @@ lease held by another request id is respected until it runs out."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from backfill_orchestrator.airflow_api import DagRun, TriggerResult
 from backfill_orchestrator.status import BackfillState, TransitionRejectedError
 from backfill_orchestrator.trigger import TriggerFailedError
+from backfill_orchestrator.trigger.modes import record_triggered
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import AwsFaults, SimulatedCrash, to_state
 from tests.integration.test_trigger_flow import VALID
@@ -23,6 +26,12 @@ REQUEST = "8f5c1a2e-0000-4000-8000-000000000001"
 
 def dag_runs(harness: FaultHarness) -> list[tuple[str, str]]:
     return list(harness.airflow.runs)
+
+
+def plan_versions(harness: FaultHarness, backfill_id: str) -> list[tuple[str, str]]:
+    """Every stored version of the backfill's plan.json (the bucket is versioned): (version, ETag)."""
+    listed = harness.s3.list_object_versions(Bucket=harness.bucket, Prefix=f"backfills/{backfill_id}/plan.json")
+    return [(v["VersionId"], v["ETag"]) for v in listed.get("Versions", [])]
 
 
 def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigger_harness: FaultHarness, aws_faults: AwsFaults) -> None:
@@ -36,39 +45,92 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
 
     backfill_id = harness.only_record_id()
     record = harness.status.get(backfill_id)
-    assert record.state is BackfillState.PLANNED and record.lease_holder == REQUEST
+    # Nothing past the claim was recorded (no PLANNED: TRIGGERED carries the plan).
+    assert record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST and record.plan_uri is None
     assert started + 300 + 5 - 2 <= record.lease_until <= time.time() + 300 + 5  # remaining time + 5 s
     assert dag_runs(harness) == [("backfill", backfill_id)]  # Airflow accepted it
     assert harness.result_or_none() is None and harness.pagerduty.events == []
-    # The generic DAG starts meanwhile: RUNNING is refused from PLANNED (the takeover records
-    # TRIGGERED first, with the run's id and link; the DAG's later updates then apply).
-    with pytest.raises(TransitionRejectedError):
-        harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
+    stored_plan = plan_versions(harness, backfill_id)
+    assert len(stored_plan) == 1  # at its fixed key, where the run's conf points
 
     # S3 delivers the event again as another invocation while the lease lasts: a duplicate.
     duplicate = harness.invoke_lambda(event, request_id="another-request-id")
     assert [r["disposition"] for r in duplicate["results"]] == ["duplicate"]
     assert harness.status.get(backfill_id).version == record.version
 
-    # Lambda's retry (same request id) takes the dead attempt over at once.
+    # Lambda's retry (same request id) takes the dead attempt over at once and asks Airflow for
+    # the run by its id before anything else: found, so nothing is planned, stored or posted.
     answer = harness.invoke_lambda(event, request_id=REQUEST)
 
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     assert dag_runs(harness) == [("backfill", backfill_id)]  # found by its run id, not triggered twice
-    assert [p["status"] for p in harness.airflow.trigger_posts()] == [200, 409]
+    assert [p["status"] for p in harness.airflow.trigger_posts()] == [200]
     assert [r["method"] for r in harness.airflow.requests if r["method"] == "GET"] == ["GET"]  # read back
+    assert plan_versions(harness, backfill_id) == stored_plan  # plan.json untouched
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and record.attempts == 2
     assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(f"/dags/backfill/runs/{backfill_id}")
-    assert [h["state"] for h in record.history] == ["RECEIVED", "PLANNED", "PLANNED", "TRIGGERED"]
+    conf = harness.airflow.runs[("backfill", backfill_id)]["conf"]
+    assert (record.plan_uri, record.config_uri) == (conf["plan_uri"], conf["config_uri"])
+    assert record.plan_summary and record.plan_summary["steps"] >= 1
+    assert [h["state"] for h in record.history] == ["RECEIVED", "RECEIVED", "TRIGGERED"]
     assert "existed already" in record.history[-1]["detail"]
     result = harness.result_file()
     assert result["outcome"] == "accepted" and result["dag_run_id"] == backfill_id
+    assert result["plan_uri"] == conf["plan_uri"] and result["plan"]["steps"] == record.plan_summary["steps"]
     assert harness.pagerduty.events == [] and len(harness.slack.messages) == 1
     # The DAG's own updates apply from here.
     harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
     # Every later delivery is a duplicate.
     assert harness.invoke_lambda(event, request_id="third")["results"][0]["disposition"] == "duplicate"
+
+
+def test_the_dag_starting_before_the_retry_keeps_its_state_and_gets_the_run_recorded(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+    with pytest.raises(SimulatedCrash):
+        harness.invoke_lambda(event, request_id=REQUEST)
+    backfill_id = harness.only_record_id()
+    stored_plan = plan_versions(harness, backfill_id)
+    # The generic DAG starts meanwhile: RUNNING is accepted from RECEIVED.
+    harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
+
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert dag_runs(harness) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    assert plan_versions(harness, backfill_id) == stored_plan
+    record = harness.status.get(backfill_id)  # never moved back to TRIGGERED; the run is on the record
+    assert record.state is BackfillState.RUNNING and record.dag_run_id == backfill_id and record.dag_run_url
+    assert record.plan_uri == f"s3://{harness.bucket}/backfills/{backfill_id}/plan.json" and record.plan_summary
+    assert harness.result_file()["state"] == "RUNNING"
+
+
+@pytest.mark.parametrize("ahead", [BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED])
+def test_a_first_trigger_never_moves_the_dags_state_back(trigger_harness: FaultHarness, ahead: BackfillState) -> None:
+    status = trigger_harness.status
+    status.create("orders-fix-1a2b3c4d", detail="test")
+    status.transition("orders-fix-1a2b3c4d", ahead, detail="the DAG, before the trigger recorded its run")
+    run = TriggerResult(DagRun("backfill", "orders-fix-1a2b3c4d", "running"), created=True)
+    planned = {"plan_uri": "s3://b/backfills/orders-fix-1a2b3c4d/plan.json", "config_uri": "s3://b/incoming/x.yaml?versionId=v1"}
+
+    record_triggered(SimpleNamespace(status=status), backfill_id="orders-fix-1a2b3c4d", dag_id="backfill", run=run,
+                     run_url="http://airflow/run", attempt=1, attributes=planned)  # fmt: skip
+
+    record = status.get("orders-fix-1a2b3c4d")
+    assert record.state is ahead and [h["state"] for h in record.history] == ["RECEIVED", str(ahead)]
+    assert (record.dag_run_id, record.dag_run_url, record.plan_uri) == ("orders-fix-1a2b3c4d", "http://airflow/run", planned["plan_uri"])
+    # A record the trigger itself left moves on; anything else is refused.
+    status.create("orders-new-1a2b3c4d", detail="test")
+    record_triggered(SimpleNamespace(status=status), backfill_id="orders-new-1a2b3c4d", dag_id="backfill", run=run,
+                     run_url=None, attempt=1, attributes=planned)  # fmt: skip
+    assert status.get("orders-new-1a2b3c4d").state is BackfillState.TRIGGERED
+    with pytest.raises(TransitionRejectedError):
+        record_triggered(SimpleNamespace(status=status), backfill_id="orders-new-1a2b3c4d", dag_id="backfill", run=run,
+                         run_url=None, attempt=1, attributes=planned)  # fmt: skip
 
 
 def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_records_the_run(
@@ -114,7 +176,7 @@ def test_throttled_failed_write_too_the_attempt_raises_and_its_retry_takes_over(
 
     backfill_id = harness.only_record_id()
     record = harness.status.get(backfill_id)
-    assert record.state is BackfillState.PLANNED and record.lease_holder == REQUEST  # nothing recorded the failure
+    assert record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST  # nothing recorded the failure
     result = harness.result_file()
     assert result["outcome"] == "failed" and result["retrying"]  # ... but the user is told, and it is retried:
     (page,) = harness.pagerduty.events
@@ -140,7 +202,7 @@ def test_the_dag_finishing_before_the_retry_still_gets_the_user_a_result_file(
     with pytest.raises(SimulatedCrash):
         harness.invoke_lambda(event, request_id=REQUEST)
     backfill_id = harness.only_record_id()
-    harness.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="2 steps succeeded")  # the DAG, from PLANNED
+    harness.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="2 steps succeeded")  # the DAG, from RECEIVED
 
     answer = harness.invoke_lambda(event, request_id=REQUEST)
 

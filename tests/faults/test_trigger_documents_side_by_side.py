@@ -1,5 +1,5 @@
-"""The config, plan and picture of a backfill are stored side by side (three PutObjects at
-once): one of them failing past botocore's retries fails the attempt before anything is
+"""The plan and picture of a backfill are stored side by side (two PutObjects at once; the
+config is named by its uploaded version, not copied): one of them failing past botocore's retries fails the attempt before anything is
 triggered, and Lambda's retry stores them all and triggers exactly once."""
 
 from __future__ import annotations
@@ -38,5 +38,6 @@ def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_trigge
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and len(harness.airflow.runs) == 1
-    for name in ("config.yaml", "plan.json", "plan.html"):
+    for name in ("plan.json", "plan.html"):
         harness.s3.head_object(Bucket=harness.bucket, Key=f"backfills/{backfill_id}/{name}")
+    assert record.config_uri.startswith(f"s3://{harness.bucket}/incoming/") and "?versionId=" in record.config_uri

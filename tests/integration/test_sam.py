@@ -129,6 +129,17 @@ def test_function_environment_provides_what_settings_read(template: dict[str, An
     assert read - optional <= local, (read - optional) - local
 
 
+def test_the_trigger_reads_uploads_by_version_and_keeps_durations_warm(template: dict[str, Any]) -> None:
+    """The DAG run's config_uri names the upload's version (s3://bucket/incoming/...?versionId=);
+    the config bucket keeps versions, and the function may read them (GetObjectVersion)."""
+    function = template["Resources"]["TriggerFunction"]["Properties"]
+    statements = {statement["Sid"]: statement for policy in function["Policies"] if isinstance(policy, dict)
+                  for statement in policy.get("Statement", [])}  # fmt: skip
+    assert "s3:GetObjectVersion" in statements["ReadIncomingConfigs"]["Action"]
+    assert template["Resources"]["ConfigBucket"]["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
+    assert function["Environment"]["Variables"]["HISTORY_CACHE_SECONDS"] == "600"
+
+
 def _sam_env() -> tuple[str, str]:
     sam = os.environ.get("SAM_CLI")
     prefix = os.environ.get("LAMBDA_PYTHON_PREFIX")

@@ -24,6 +24,7 @@ from backfill_local.airflow_double import AirflowDouble
 from backfill_local.marquez_double import MarquezDouble
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 from backfill_orchestrator.contracts import RunConf
+from backfill_orchestrator.documents import read_text
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import BackfillState, StatusStore
@@ -182,13 +183,16 @@ def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
 
 # -- the happy path ---------------------------------------------------------------------------
 def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: TriggerHarness) -> None:
-    results = harness.invoke(harness.upload(VALID))
+    event = harness.upload(VALID)
+    version = event["Records"][0]["s3"]["object"]["versionId"]
+    results = harness.invoke(event)
 
     assert [r.disposition for r in results] == [Disposition.ACCEPTED]
     backfill_id = results[0].backfill_id
     assert len(harness.airflow.runs) == 1
     run = harness.airflow.runs[("backfill", backfill_id)]
-    config_uri = f"s3://{BUCKET}/backfills/{backfill_id}/config.yaml"
+    # The DAG reads the upload's own version: no copy is stored.
+    config_uri = f"s3://{BUCKET}/incoming/minimal-batch.yaml?versionId={version}"
     plan_uri = f"s3://{BUCKET}/backfills/{backfill_id}/plan.json"
     result_uri = f"s3://{BUCKET}/results/minimal-batch.yaml.result.json"
     assert run["conf"] == {
@@ -202,16 +206,18 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
     (post,) = harness.airflow.trigger_posts("backfill")
     assert post["body"] == {"dag_run_id": backfill_id, "conf": run["conf"], "logical_date": None}
 
-    # Config and plan side by side; the plan is the planner's for the food delivery sample.
-    stored = harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/config.yaml")["Body"].read()
-    assert stored == VALID
+    # The config as uploaded, even once the key holds another; the plan is the planner's for
+    # the food delivery sample.
+    harness.s3.put_object(Bucket=BUCKET, Key="incoming/minimal-batch.yaml", Body=b"replaced")
+    assert read_text(config_uri, s3_client=harness.s3).encode() == VALID
+    assert "Contents" not in harness.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"backfills/{backfill_id}/config")
     plan = json.loads(harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/plan.json")["Body"].read())
     assert plan["backfill_id"] == backfill_id
     assert [step["id"] for step in plan["waves"][0]["steps"]] == ["etl_orders"]  # from the catalog
 
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED
-    assert [h["state"] for h in record.history] == ["RECEIVED", "PLANNED", "TRIGGERED"]
+    assert [h["state"] for h in record.history] == ["RECEIVED", "TRIGGERED"]  # TRIGGERED carries the plan
     assert record.dag_run_id == backfill_id
     assert record.dag_run_url == f"{harness.airflow.url}/dags/backfill/runs/{backfill_id}"
     assert record.plan_uri == plan_uri
@@ -228,6 +234,23 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
     assert record.slack_thread_ts == message["ts"]
     assert harness.pagerduty.events == []
     assert harness.counted("Triggered") == 1 and harness.counted("Received") == 1
+
+
+@pytest.mark.parametrize("version", [None, "null"])
+def test_an_upload_without_a_version_to_name_is_copied_beside_its_plan(harness: TriggerHarness, version: str | None) -> None:
+    if version:  # written while versioning is suspended: the next upload replaces it
+        harness.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Suspended"})
+    event = harness.upload(VALID)
+    obj = event["Records"][0]["s3"]["object"]
+    obj.pop("versionId", None)
+    if version:
+        obj["versionId"] = version
+    [result] = harness.invoke(event)
+    assert result.disposition is Disposition.ACCEPTED
+    config_uri = f"s3://{BUCKET}/backfills/{result.backfill_id}/config.yaml"
+    assert harness.airflow.runs[("backfill", result.backfill_id)]["conf"]["config_uri"] == config_uri
+    assert harness.status.get(result.backfill_id).config_uri == config_uri
+    assert read_text(config_uri, s3_client=harness.s3).encode() == VALID
 
 
 def test_the_same_event_ten_times_yields_one_run_and_one_message(harness: TriggerHarness) -> None:

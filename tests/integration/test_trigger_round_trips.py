@@ -1,9 +1,10 @@
 """What one valid batch config costs in AWS and HTTP round trips, counted on the wire the way
 benchmarks/trigger.py counts them (botocore `before-send`, `http.client` requests), so the
 count cannot grow unnoticed. Deployment as the benchmark's: Slack with a bot token (threads),
-PagerDuty, a job catalog; no claims table, no policy, no OpenLineage events. The first
-config of a warm container also reads the secrets, the catalog and Airflow's token; the
-second one is counted."""
+PagerDuty, a job catalog; no claims table, no policy, no OpenLineage events. A first config
+of other jobs reads the secrets, the catalog and Airflow's token (once per container); then
+the container's first config of the sample's jobs is counted (cold: it reads their run
+history) and a second one of the same jobs (warm: the durations are kept)."""
 
 from __future__ import annotations
 
@@ -26,18 +27,27 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
 # (config GET, claim, DAG trigger, result file) plus lineage, the preflight's reads of Marquez
-# (upstream lineage for freshness, run history for the estimate), the stored config / plan /
-# picture, PLANNED before the trigger, TRIGGERED after it, Slack and its thread.
+# (run history for the estimate; freshness reuses the plan's lineage), the stored plan /
+# picture, TRIGGERED after the trigger (carrying the plan), Slack and its thread.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     "dynamodb.PutItem": 1,  # the claim (RECEIVED)
-    "marquez GET /api/v1/lineage": 2,  # downstream (the plan), upstream (freshness)
-    "marquez GET <job>/runs": 6,  # run history, one read per planned job (at most history_max_jobs)
-    "s3.PutObject": 4,  # config.yaml, plan.json, plan.html, the result file
-    "dynamodb.UpdateItem": 3,  # PLANNED, TRIGGERED, the Slack thread
+    "marquez GET /api/v1/lineage": 1,  # the plan; freshness reads the roots' producers from it
+    # run history: kept by the warm container (HISTORY_CACHE_SECONDS); cold, one per planned job
+    "s3.PutObject": 3,  # plan.json, plan.html, the result file (the config: its uploaded version)
+    "dynamodb.UpdateItem": 2,  # TRIGGERED (with the plan: no PLANNED), the Slack thread
     "airflow POST /api/v2/dags/backfill/dagRuns": 1,
     "slack POST /api/chat.postMessage": 1,
 }
+COLD_EXPECTED = {**EXPECTED, "marquez GET <job>/runs": 6}  # one read per planned job (at most history_max_jobs)
+WARMUP = b"""version: 1
+name: warmup
+owner: "@jane"
+mode: batch
+jobs: [{namespace: food_delivery, name: etl_drivers}]
+dates: [2021-06-04]
+downstream: {enabled: false}
+"""
 RUNS = re.compile(r"^marquez GET /api/v1/namespaces/[^/]+/jobs/[^/]+/runs$")
 
 
@@ -59,7 +69,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_costs_nineteen_round_trips(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_costs_ten_round_trips_warm_and_sixteen_cold(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
         for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
@@ -68,23 +78,40 @@ def test_a_valid_batch_config_costs_nineteen_round_trips(harness: TriggerHarness
     with round_trips_class()(names=names) as counter:
         for client in (harness.s3, harness.dynamodb, harness.secrets):
             counter.watch_events(client.meta.events)
-        first = harness.invoke(harness.upload(config("first"), key="incoming/first.yaml"))
-        assert [r.disposition for r in first] == [Disposition.ACCEPTED]
+        warmup = harness.invoke(harness.upload(WARMUP, key="incoming/warmup.yaml"))
+        assert [r.disposition for r in warmup] == [Disposition.ACCEPTED]
         counter.take()  # secrets, catalog, token: once per container, not per config
 
-        event = harness.upload(config("second"), key="incoming/second.yaml")
-        counter.take()
-        second = harness.invoke(event)
-        calls = ["marquez GET <job>/runs" if RUNS.match(call) else call for call in counter.take()]
+        runs = []
+        for name in ("first", "second"):
+            event = harness.upload(config(name), key=f"incoming/{name}.yaml")
+            counter.take()
+            runs.append((harness.invoke(event), event))
+            runs[-1] += (["marquez GET <job>/runs" if RUNS.match(call) else call for call in counter.take()],)
+        (first, _, cold_calls), (second, event, calls) = runs
 
         duplicate = harness.invoke(event)
         duplicate_calls = counter.take()
 
-    assert [r.disposition for r in second] == [Disposition.ACCEPTED]
+    assert [r.disposition for r in first] == [r.disposition for r in second] == [Disposition.ACCEPTED]
+    assert dict(Counter(cold_calls)) == COLD_EXPECTED, Counter(cold_calls)
     assert dict(Counter(calls)) == EXPECTED, Counter(calls)
-    assert sum(EXPECTED.values()) == 19
+    assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (10, 16)
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]
     assert duplicate_calls == ["s3.GetObject", "dynamodb.PutItem"]
-    assert len(harness.slack.messages) == 2 and len(harness.airflow.runs) == 2
+    assert len(harness.slack.messages) == 3 and len(harness.airflow.runs) == 3
+    plans = [harness.status.get(result.backfill_id).plan_summary for result in (*first, *second)]
+    assert plans[0]["estimate"] == plans[1]["estimate"]  # the kept durations give the same estimate
+
+
+def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: None) -> None:
+    with ExitStack() as stack:
+        harness = TriggerHarness(stack, env={"HISTORY_CACHE_SECONDS": "0"})
+        assert harness.wiring.settings.preflight.duration_cache is None
+        assert harness.marquez is not None
+        for name in ("first", "second"):
+            result = harness.invoke(harness.upload(config(name), key=f"incoming/{name}.yaml"))
+            assert [r.disposition for r in result] == [Disposition.ACCEPTED]
+        assert len(harness.marquez.runs_requests()) == 12  # 6 planned jobs, twice

@@ -97,3 +97,31 @@ def test_s3_round_trip_list_and_errors(monkeypatch):
         assert isinstance(caught.value, ServiceError)
         documents.remove("s3://plans/a/report.json", s3_client=s3)
         assert not documents.exists("s3://plans/a/report.json", s3_client=s3)
+
+
+def test_an_s3_uri_may_name_one_version_which_is_read_only(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="configs")
+        s3.put_bucket_versioning(Bucket="configs", VersioningConfiguration={"Status": "Enabled"})
+        key = "incoming/team a/odd?name.yaml"  # a '?' inside the key stays part of it
+        first = s3.put_object(Bucket="configs", Key=key, Body=b"first")["VersionId"]
+        s3.put_object(Bucket="configs", Key=key, Body=b"second")
+        uri = documents.s3_version_uri("configs", key, first)
+        assert uri == f"s3://configs/{key}?versionId={first}"
+        assert documents.s3_object(uri) == ("configs", key, first)
+        assert documents.s3_object(f"s3://configs/{key}") == ("configs", key, None)
+        assert documents.read_text(uri, s3_client=s3) == "first"
+        assert documents.read_text(f"s3://configs/{key}", s3_client=s3) == "second"
+        assert documents.exists(uri, s3_client=s3)
+        gone = documents.s3_version_uri("configs", key, "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY")
+        assert not documents.exists(gone, s3_client=s3)
+        with pytest.raises(DocumentNotFoundError):
+            documents.read_bytes(gone, s3_client=s3)
+        with pytest.raises(InvalidDocumentUriError, match="can only be read"):
+            documents.write_bytes(uri, b"x", s3_client=s3)
+        with pytest.raises(InvalidDocumentUriError, match="can only be read"):
+            documents.remove(uri, s3_client=s3)
+        with pytest.raises(InvalidDocumentUriError, match="not an S3 version id"):
+            documents.s3_version_uri("configs", key, "a/b")

@@ -76,7 +76,7 @@ def test_the_happy_path_records_history_and_attributes(store: StatusStore, clock
 @pytest.mark.parametrize(
     ("path", "target"),
     [
-        ([], S.TRIGGERED),  # RECEIVED -> TRIGGERED skips PLANNED
+        ([S.PLANNED, S.AWAITING_APPROVAL], S.RUNNING),  # nothing runs while awaiting approval
         ([S.REJECTED], S.PLANNED),  # REJECTED is final
         ([S.PLANNED, S.TRIGGERED, S.SUCCEEDED], S.RUNNING),  # SUCCEEDED is final
         ([S.PLANNED, S.TRIGGERED], S.PLANNED),  # never backwards
@@ -210,3 +210,19 @@ def test_a_transition_other_than_to_failed_ends_a_retryable_failure(store: Statu
     store.transition("b-1", S.PLANNED)
     store.transition("b-1", S.FAILED, attributes={"reason": "Airflow down", "retryable": True})
     assert store.transition("b-1", S.RUNNING, detail="a cleared run").retryable is False
+
+
+def test_only_from_narrows_the_states_a_transition_may_follow(store: StatusStore) -> None:
+    from backfill_orchestrator.status import TRIGGER_FROM, TransitionRejectedError
+
+    store.create("b-1")
+    assert store.transition("b-1", S.TRIGGERED, only_from=TRIGGER_FROM).state is S.TRIGGERED  # RECEIVED: PLANNED folded in
+    store.create("b-2")
+    store.transition("b-2", S.RUNNING, detail="the DAG, before the trigger recorded its run")  # accepted from RECEIVED
+    with pytest.raises(TransitionRejectedError) as rejected:
+        store.transition("b-2", S.TRIGGERED, only_from=TRIGGER_FROM)
+    assert rejected.value.current.state is S.RUNNING
+    store.transition("b-2", S.FAILED)
+    assert store.transition("b-2", S.TRIGGERED).state is S.TRIGGERED  # a retry attempt, unrestricted
+    with pytest.raises(ValueError, match="not a target"):
+        store.transition("b-2", S.TRIGGERED, only_from=[S.SUCCEEDED])

@@ -5,6 +5,8 @@ DAG, Spark job).
 URIs:
 - `s3://bucket/key` (also `s3a://` and `s3n://`, as Spark spells them) through boto3, which
   honours `AWS_ENDPOINT_URL` (how the local flow points S3 at moto);
+- `s3://bucket/key?versionId=<id>`: that version of the object, read-only (the trigger names
+  an uploaded config by the version its event announced rather than copying it);
 - `file:///path` and plain paths (absolute or relative), including Unity Catalog volumes
   (`/Volumes/<catalog>/<schema>/<volume>/...`, a local path on Databricks);
 - `dbfs:/path`, through the `/dbfs` FUSE mount that Databricks clusters have (the mount point
@@ -19,6 +21,7 @@ Local writes are atomic (a temporary file renamed into place); S3 puts are atomi
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +32,10 @@ from backfill_orchestrator.errors import ServiceError, UserError
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 DBFS_SCHEME = "dbfs:"
-_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NoSuchVersion", "404", "NotFound"})
+# S3 version ids are URL-safe (letters, digits, '.', '_', '-'); only the URI's end is read as
+# one, so a key holding '?' stays a key.
+_VERSION = re.compile(r"\?versionId=([A-Za-z0-9._-]{1,1024})$")
 
 
 class DocumentError(Exception):
@@ -71,10 +77,27 @@ def s3_location(uri: str, *, allow_prefix: bool = False) -> tuple[str, str]:
     scheme = next((s for s in S3_SCHEMES if uri.startswith(s)), None)
     if scheme is None:
         raise InvalidDocumentUriError(f"{uri}: not an s3:// URI")
+    if _VERSION.search(uri):
+        raise InvalidDocumentUriError(f"{uri}: names one version of an object, which can only be read")
     bucket, _, key = uri[len(scheme):].partition("/")
     if not bucket or (not allow_prefix and (not key or key.endswith("/"))):
         raise InvalidDocumentUriError(f"{uri}: expected s3://bucket/key")
     return bucket, key
+
+
+def s3_object(uri: str) -> tuple[str, str, str | None]:
+    """(bucket, key, version id or None) of an s3:// URI that may end in `?versionId=<id>`."""
+    found = _VERSION.search(uri) if is_s3(uri) else None
+    if found is None:
+        return (*s3_location(uri), None)
+    return (*s3_location(uri[: found.start()]), found.group(1))
+
+
+def s3_version_uri(bucket: str, key: str, version_id: str) -> str:
+    """The URI of one version of an object (`s3_object` reads it back)."""
+    if not _VERSION.fullmatch(f"?versionId={version_id}"):
+        raise InvalidDocumentUriError(f"{version_id!r}: not an S3 version id")
+    return f"s3://{bucket}/{key}?versionId={version_id}"
 
 
 def local_path(uri: str) -> Path:
@@ -114,9 +137,11 @@ def read_bytes(
     `over_limit="keep"` returns those max_bytes + 1 bytes instead of raising, for callers that
     report the size problem themselves (a config's located size error)."""
     if is_s3(uri):
-        bucket, key = s3_location(uri)
+        bucket, key, version = s3_object(uri)
         try:
-            response = _s3(s3_client).get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}")
+            response = _s3(s3_client).get_object(
+                Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}", **({"VersionId": version} if version else {})
+            )
             body = response["Body"].read(max_bytes + 1)
         except Exception as error:  # botocore raises many types
             if _aws_code(error) == "InvalidRange":  # an empty object has no byte 0
@@ -150,9 +175,9 @@ def read_text(uri: str, *, max_bytes: int = DEFAULT_MAX_BYTES, s3_client: Any = 
 
 def exists(uri: str, *, s3_client: Any = None) -> bool:
     if is_s3(uri):
-        bucket, key = s3_location(uri)
+        bucket, key, version = s3_object(uri)
         try:
-            _s3(s3_client).head_object(Bucket=bucket, Key=key)
+            _s3(s3_client).head_object(Bucket=bucket, Key=key, **({"VersionId": version} if version else {}))
         except Exception as error:
             if _aws_code(error) in _NOT_FOUND_CODES:
                 return False

@@ -25,12 +25,13 @@ from backfill_orchestrator.lineage.graph import (
     parse_lineage_response,
 )
 from backfill_orchestrator.lineage.nodeid import is_addressable, marquez_reads_job_as, split_node_id
-from backfill_orchestrator.lineage.runs import JobRun, MalformedRunsError, RunHistory, RunPage
+from backfill_orchestrator.lineage.runs import JobRun, KnownProducers, MalformedRunsError, RunHistory, RunPage
 from backfill_orchestrator.lineage.source import (
     API_KEY_ENV,
     URL_ENV,
     InMemoryLineage,
     LineageSource,
+    ProducersSeen,
     lookup_node_id,
 )
 from backfill_orchestrator.lineage.walk import DEFAULT_QUERY_DEPTH, fetch_downstream
@@ -44,6 +45,7 @@ __all__ = [
     "JobInfo",
     "JobKey",
     "JobRun",
+    "KnownProducers",
     "LineageChangedError",
     "LineageError",
     "LineageGraph",
@@ -54,6 +56,7 @@ __all__ = [
     "MarquezResponseError",
     "MarquezTimeoutError",
     "MarquezUnavailableError",
+    "ProducersSeen",
     "RunHistory",
     "RunPage",
     "UnaddressableJobError",

@@ -50,6 +50,9 @@ class LineageGraph:
 
     jobs: dict[JobKey, JobInfo] = field(default_factory=dict)
     consumers: dict[JobKey, tuple[JobKey, ...]] = field(default_factory=dict)
+    # Per asked job (the start of an answer at least one hop deep): the jobs writing what it
+    # reads, which Marquez's both-ways answer holds; the preflight's freshness check reuses it.
+    producers: dict[JobKey, tuple[JobKey, ...]] = field(default_factory=dict)
 
     def is_complete(self, job: JobKey) -> bool:
         return job in self.consumers
@@ -69,6 +72,8 @@ class LineageGraph:
             self.consumers.update(consumers)
         else:
             self.consumers.update(other.consumers)
+        for key, found in other.producers.items():
+            self.producers.setdefault(key, found)
 
 
 class MalformedLineageError(ServiceError, ValueError):
@@ -187,8 +192,11 @@ def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageG
                 graph.jobs.setdefault(start, JobInfo(*start))
                 if depth > 0:
                     graph.consumers[start] = ()
+                    graph.producers[start] = ()
             return graph
         complete = _within_hops(start, depth - 1, job_datasets, readers, writers)
+        if depth > 0:
+            graph.producers[start] = _producers(start, job_nodes, keys, dataset_by_id, writers, nodes)
 
     consumers = graph.consumers
     for key in complete:
@@ -196,6 +204,25 @@ def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageG
         # The usual job writes one table: its readers' tuple is shared, not copied.
         consumers[key] = found[0] if len(found) == 1 else tuple(dict.fromkeys(chain.from_iterable(found)))
     return graph
+
+
+def _producers(
+    start: JobKey,
+    job_nodes: list[Any],
+    keys: list[JobKey],
+    dataset_by_id: Mapping[str, str],
+    writers: Mapping[str, list[JobKey]],
+    nodes: list[Any],
+) -> tuple[JobKey, ...]:
+    """The writers of the datasets `start` reads, in edge order, itself left out (as
+    `lineage.runs.upstream_producers` reads them from the same answer)."""
+    node = job_nodes[keys.index(start)]
+    found: dict[JobKey, None] = {}
+    for dataset_id in _ends_as(node, "inEdges", "origin", dataset_by_id, nodes):
+        for writer in writers.get(dataset_id, ()):
+            if writer != start:
+                found[writer] = None
+    return tuple(found)
 
 
 _ID = itemgetter("id")

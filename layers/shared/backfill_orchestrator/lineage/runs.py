@@ -80,6 +80,25 @@ class RunHistory(Protocol):
         ...
 
 
+class KnownProducers:
+    """A RunHistory answering `producers` from lineage already read (`known`: job key -> the
+    keys of its producers, e.g. `ProducersSeen.producers`) and asking `history` for the rest
+    and for runs, which must be current."""
+
+    def __init__(self, history: RunHistory, known: Mapping[tuple[str, str], tuple[tuple[str, str], ...]]):
+        self._history = history
+        self._known = known
+
+    def job_runs(self, job: JobRef, *, limit: int, offset: int) -> RunPage:
+        return self._history.job_runs(job, limit=limit, offset=offset)
+
+    def producers(self, job: JobRef) -> list[JobRef]:
+        found = self._known.get(job.key)
+        if found is None:
+            return self._history.producers(job)
+        return [JobRef(namespace=namespace, name=name) for namespace, name in found]
+
+
 def _time(value: Any, where: str) -> datetime | None:
     if value is None:
         return None

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage.errors import UnaddressableJobError, UnknownJobError
-from backfill_orchestrator.lineage.graph import LineageGraph, job_node_id, parse_lineage_response
+from backfill_orchestrator.lineage.graph import JobKey, LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
 
 URL_ENV = "MARQUEZ_URL"
@@ -52,3 +52,19 @@ class InMemoryLineage:
         if job.key not in self._graph.jobs:
             raise UnknownJobError([job])
         return self._graph
+
+
+class ProducersSeen:
+    """A LineageSource that passes every answer through and keeps the producers it names (the
+    writers of what each asked job reads), so the preflight's freshness check reuses the
+    planner's answers instead of asking Marquez about the roots again. One per invocation."""
+
+    def __init__(self, source: LineageSource):
+        self._source = source
+        self.producers: dict[JobKey, tuple[JobKey, ...]] = {}
+
+    def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
+        graph = self._source.lineage(job, depth=depth)
+        for key, found in graph.producers.items():
+            self.producers.setdefault(key, found)
+        return graph

@@ -11,7 +11,8 @@ from typing import Any
 from backfill_orchestrator.config.model import BackfillConfig
 from backfill_orchestrator.contracts.plan import Plan, PlanWarning
 from backfill_orchestrator.lineage.errors import LineageError, MarquezResponseError, MarquezUnavailableError
-from backfill_orchestrator.lineage.runs import RunHistory
+from backfill_orchestrator.lineage.graph import JobKey
+from backfill_orchestrator.lineage.runs import KnownProducers, RunHistory
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner.build import build_plan
 from backfill_orchestrator.planner.catalog import JobCatalog
@@ -77,7 +78,9 @@ def run_preflight(
             else:
                 not_checked.append(f"upstream freshness ({error})")
         try:
-            measured = measured_seconds_per_date(history, plan, max_jobs=limits.history_max_jobs)
+            measured = measured_seconds_per_date(
+                history, plan, max_jobs=limits.history_max_jobs, cache=limits.duration_cache
+            )
         except (MarquezUnavailableError, MarquezResponseError) as error:
             not_checked.append(f"run durations, assumed instead ({error})")
     if lister is None:
@@ -111,14 +114,19 @@ def preflight_plan(
     strict: bool = False,
     unchecked: list[str] | None = None,
     marquez_errors_raise: bool = False,
+    known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
 ) -> tuple[Verdict, Plan]:
     """The verdict, and the plan carrying its warnings and estimate. Without a `lister` the
     deployment's warehouse (limits.warehouse_uri) is listed when there is one; without a
-    `history`, the deployment's Marquez (limits.run_history) is read when it is wired."""
+    `history`, the deployment's Marquez (limits.run_history) is read when it is wired.
+    `known_producers` (the planner's lineage answers, `ProducersSeen.producers`) answers the
+    roots' producers without asking Marquez again; jobs it lacks are asked as before."""
     if lister is None and limits.warehouse_uri:
         lister = warehouse_lister(limits.warehouse_uri)
     if history is None and limits.run_history is not None:
         history = limits.run_history()
+    if history is not None and known_producers:
+        history = KnownProducers(history, known_producers)
     verdict = run_preflight(
         config, plan=plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict,
         unchecked=unchecked, marquez_errors_raise=marquez_errors_raise,
@@ -134,13 +142,20 @@ def preflight_plan(
 
 
 def checked_plan(
-    config: BackfillConfig, plan: Plan, *, catalog: JobCatalog | None, limits: PreflightLimits, lister: Lister | None = None
+    config: BackfillConfig,
+    plan: Plan,
+    *,
+    catalog: JobCatalog | None,
+    limits: PreflightLimits,
+    lister: Lister | None = None,
+    known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
 ) -> Plan:
     """`preflight_plan` for callers that only go on with an accepted plan (the trigger): raises
     PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
     `run_preflight`)."""
     verdict, plan = preflight_plan(
-        config, plan, catalog=catalog, limits=limits, lister=lister, marquez_errors_raise=True
+        config, plan, catalog=catalog, limits=limits, lister=lister, marquez_errors_raise=True,
+        known_producers=known_producers,
     )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)

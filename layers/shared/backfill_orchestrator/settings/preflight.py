@@ -19,6 +19,7 @@ DEFAULT_UPSTREAM_MAX_JOBS = 20  # upstream producers whose runs are read per bac
 DEFAULT_UPSTREAM_MAX_RUNS = 500  # runs read per producer (pages of 100), newest first
 DEFAULT_HISTORY_MAX_JOBS = 50  # steps whose run durations are read; the others are assumed
 HISTORY_RUNS = 20  # recent runs a step's duration is the median of
+DEFAULT_HISTORY_CACHE_SECONDS = 600  # how long a warm trigger keeps a job's measured duration
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,15 +36,20 @@ class PreflightLimits:
     upstream_max_jobs: int = DEFAULT_UPSTREAM_MAX_JOBS
     upstream_max_runs: int = DEFAULT_UPSTREAM_MAX_RUNS
     history_max_jobs: int = DEFAULT_HISTORY_MAX_JOBS
+    history_cache_seconds: int = DEFAULT_HISTORY_CACHE_SECONDS  # 0: durations are read every time
     # Where run history (upstream freshness, durations) is read: set by whoever wires the
     # deployment's Marquez client (trigger/wiring.py); None: not read unless a caller passes one.
     run_history: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    # The warm container's durations (preflight.history.DurationCache), kept for
+    # `history_cache_seconds`; set by the trigger's wiring; None: read every time.
+    duration_cache: Any = field(default=None, compare=False, repr=False)
+
     @classmethod
     def read(cls, env: EnvironmentReader) -> PreflightLimits:
         """From REQUIRE_JOB_CATALOG, PREFLIGHT_STRICT,
         WAREHOUSE_URI, PRICE_TABLE (JSON: vcpu_hour, gb_hour in USD), REQUIRE_FRESH_UPSTREAM,
-        SPARK_TIMEOUT_SECONDS, UPSTREAM_CHECK_MAX_JOBS, UPSTREAM_CHECK_MAX_RUNS and
-        RUN_HISTORY_MAX_JOBS; problems are noted on `env`."""
+        SPARK_TIMEOUT_SECONDS, UPSTREAM_CHECK_MAX_JOBS, UPSTREAM_CHECK_MAX_RUNS,
+        RUN_HISTORY_MAX_JOBS and HISTORY_CACHE_SECONDS; problems are noted on `env`."""
         prices = dict(DEFAULT_PRICES)
         for key, text in env.string_map("PRICE_TABLE", meaning="vcpu_hour / gb_hour -> price as text").items():
             try:
@@ -60,6 +66,9 @@ class PreflightLimits:
             upstream_max_jobs=env.whole("UPSTREAM_CHECK_MAX_JOBS", DEFAULT_UPSTREAM_MAX_JOBS, low=0, high=1000),
             upstream_max_runs=env.whole("UPSTREAM_CHECK_MAX_RUNS", DEFAULT_UPSTREAM_MAX_RUNS, low=1, high=10_000),
             history_max_jobs=env.whole("RUN_HISTORY_MAX_JOBS", DEFAULT_HISTORY_MAX_JOBS, low=0, high=10_000),
+            history_cache_seconds=env.whole(
+                "HISTORY_CACHE_SECONDS", DEFAULT_HISTORY_CACHE_SECONDS, low=0, high=86_400, unit=" of seconds"
+            ),
         )
 
 

@@ -4,6 +4,7 @@ from backfill_orchestrator.status.model import (
     ALLOWED_FROM,
     LIVE_STATES,
     TERMINAL_STATES,
+    TRIGGER_FROM,
     BackfillState,
     StatusRecord,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "ALLOWED_FROM",
     "LIVE_STATES",
     "TERMINAL_STATES",
+    "TRIGGER_FROM",
     "BackfillState",
     "RecordExistsError",
     "RecordNotFoundError",

@@ -3,7 +3,8 @@
 States and who writes them:
 - RECEIVED (trigger: the config arrived and is being processed)
 - REJECTED (trigger: invalid config or a refused plan; `errors` holds the located errors)
-- PLANNED (trigger: plan stored; a dry run ends here)
+- PLANNED (trigger: plan stored; a dry run ends here; recorded only where a backfill may stop
+  before its trigger: a dry run, a policy, a claims table; otherwise TRIGGERED carries the plan)
 - AWAITING_APPROVAL (trigger: the policy wants a second person; `approval_requested_at`,
   `approvers`, `root_jobs`; approve -> TRIGGERED or QUEUED, reject or expiry -> REJECTED)
 - TRIGGERED (trigger: the DAG run exists; `dag_run_id`, `dag_run_url`)
@@ -28,14 +29,21 @@ ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
     S.PLANNED: frozenset({S.RECEIVED}),
     S.AWAITING_APPROVAL: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),  # itself: the approval, before admission
     S.QUEUED: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),
-    # QUEUED: started when the backfill it waited for ended; AWAITING_APPROVAL: approved;
-    # FAILED/CANCELLED: a retry attempt
-    S.TRIGGERED: frozenset({S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.FAILED, S.CANCELLED}),
-    S.RUNNING: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED}),
-    S.SUCCEEDED: frozenset({S.TRIGGERED, S.RUNNING, S.FAILED, S.PLANNED}),
+    # RECEIVED: a batch backfill nothing holds back is triggered straight after planning (the
+    # plan is at its fixed key, and a retry finds the run by its id); QUEUED: started when the
+    # backfill it waited for ended; AWAITING_APPROVAL: approved; FAILED/CANCELLED: a retry
+    # attempt (only that: a first trigger never moves a record back, see TRIGGER_FROM)
+    S.TRIGGERED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.FAILED, S.CANCELLED}),
+    # The DAG's own states, also straight after the trigger's RECEIVED or PLANNED: a run
+    # Airflow accepted before the trigger recorded TRIGGERED (an attempt killed in between).
+    S.RUNNING: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED}),
+    S.SUCCEEDED: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED}),
     S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
     S.CANCELLED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING}),
 }
+# The states a backfill's first DAG run is recorded TRIGGERED from: whatever the trigger left
+# before it. A DAG that got ahead (RUNNING, SUCCEEDED, FAILED) is never moved back.
+TRIGGER_FROM = frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED})
 TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED, S.CANCELLED})
 # States in which a backfill may still write: its claims hold (claims/registry.py).
 LIVE_STATES = frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING})

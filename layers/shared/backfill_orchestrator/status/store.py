@@ -11,7 +11,7 @@ Table: partition key `backfill_id` (string), nothing else required.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -189,14 +189,16 @@ class StatusStore:
         attributes: Mapping[str, Any] | None = None,
         expected_version: int | None = None,
         by: str | None = None,
+        only_from: Collection[BackfillState] | None = None,
     ) -> StatusRecord:
-        """Move to `target` if the current state allows it (ALLOWED_FROM) and, when given,
-        the version still is `expected_version`. Raises TransitionRejectedError otherwise.
-        `by`: who made it happen (a control document's principal), kept in the history entry."""
+        """Move to `target` if the current state allows it (ALLOWED_FROM, narrowed to
+        `only_from` when given) and, when given, the version still is `expected_version`.
+        Raises TransitionRejectedError otherwise. `by`: who made it happen (a control
+        document's principal), kept in the history entry."""
         target = BackfillState(target)
-        allowed = sorted(ALLOWED_FROM.get(target, ()))
+        allowed = sorted(ALLOWED_FROM.get(target, frozenset()) & set(ALLOWED_FROM.get(target, ()) if only_from is None else only_from))
         if not allowed:
-            raise ValueError(f"{target} is not a target of transition() (see StatusStore.reclaim)")
+            raise ValueError(f"{target} is not a target of transition() from {sorted(only_from or ())} (see StatusStore.reclaim)")
         names = {f":from{i}": {"S": str(state)} for i, state in enumerate(allowed)}
         condition = f"#state IN ({', '.join(names)})"
         values: dict[str, Any] = dict(names)

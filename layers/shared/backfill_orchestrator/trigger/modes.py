@@ -7,7 +7,8 @@ Replay (docs/replay.md) queues one task per feed, day and hour for the replay fu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,13 +16,20 @@ from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
-from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.lineage import LineageSource, ProducersSeen
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
 from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan, estimate_totals
 from backfill_orchestrator.settings import DeploymentSettings
-from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStore
+from backfill_orchestrator.status import (
+    TRIGGER_FROM,
+    BackfillState,
+    StatusItemTooLargeError,
+    StatusRecord,
+    StatusStore,
+    TransitionRejectedError,
+)
 from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
@@ -29,6 +37,7 @@ from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
 if TYPE_CHECKING:  # approval.py imports this module
     from backfill_orchestrator.trigger.approval import ApprovalGate
 
+log = logging.getLogger(__name__)
 REPLAY_NOT_ENABLED = "replay mode is not enabled in this deployment"
 
 
@@ -92,6 +101,12 @@ def refusal_issues(config: BackfillConfig, error: PlanRefusedError) -> list[Conf
 
 def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     config, backfill_id, record = request.config, request.backfill_id, request.record
+    if record.state is BackfillState.RECEIVED and record.attempts > 1 and not config.dry_run:
+        # Taking over a dead attempt that recorded nothing past RECEIVED: Airflow may have
+        # accepted its run before it died. That run reads the plan at its fixed key: keep it.
+        found = found_run(request, services)
+        if found is not None:
+            return found
     plan = None
     if record.plan_uri:
         # A retry: a run may already point at this plan, so keep it rather than re-plan.
@@ -103,22 +118,26 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         if plan is None:
             try:
                 catalog = services.catalog()
-                plan = build_plan(config, backfill_id=backfill_id, lineage=services.lineage(), catalog=catalog)
-                plan = checked_plan(config, plan, catalog=catalog, limits=services.settings.preflight)
+                lineage = ProducersSeen(services.lineage())  # freshness reuses the roots' answers
+                plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
+                plan = checked_plan(
+                    config, plan, catalog=catalog, limits=services.settings.preflight, known_producers=lineage.producers
+                )
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
-        stored = services.storage.store_backfill(
-            backfill_id, config_body=request.body, extension=request.upload.extension, plan=plan
-        )
-    if record.state is not BackfillState.PLANNED:
+        stored = services.storage.store_backfill(backfill_id, upload=request.upload, config_body=request.body, plan=plan)
+    # The store keeps the first steps of the summary; the plan document has them all.
+    planned = {"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)}
+    # PLANNED is recorded when the backfill may stop there: a dry run, or one the policy or the
+    # claims may hold back (they move on from PLANNED). Otherwise TRIGGERED carries the plan.
+    if record.state is not BackfillState.PLANNED and (config.dry_run or may_hold_back(services)):
         services.status.transition(
             backfill_id,
             BackfillState.PLANNED,
             detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps" + (" (dry run)" if config.dry_run else ""),
-            # The store keeps the first steps of the summary; the plan document has them all.
-            attributes={"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)},
+            attributes=planned,
         )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
@@ -138,15 +157,57 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
     run, run_url = trigger_run(
         services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
-        result_uri=services.storage.result_uri(request.upload),
+        result_uri=services.storage.result_uri(request.upload), planned=planned,
     )  # fmt: skip
-    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
+    started(services, backfill_id=backfill_id, config=config, plan=plan, config_uri=stored.config_uri)
+    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
+
+
+def may_hold_back(services: ModeServices) -> bool:
+    """Whether something may keep a planned backfill from starting now: a claims table
+    (overlaps queue or refuse) or a policy (approval, refusal). Raises as the policy's read does."""
+    gate = services.approval
+    return services.claims is not None or (gate is not None and gate.policy() is not None)
+
+
+def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | None:
+    """The backfill's first DAG run, if Airflow has it (read by its id, as the dead attempt
+    triggered it): recorded TRIGGERED with the config and plan its conf names, nothing
+    planned or stored again. None when there is no such run."""
+    backfill_id = request.backfill_id
+    airflow, dag_id = services.airflow(), services.settings.backfill_dag_id
+    run = airflow.get_dag_run(dag_id, dag_run_id(backfill_id))
+    if run is None or run.conf.get("backfill_id") != backfill_id:
+        return None
+    plan, planned = run_plan(services, run.conf)
+    if plan is None:  # its plan is gone: nothing to record it with; planning again is all that is left
+        return None
+    stored = StoredBackfill(planned["config_uri"], planned["plan_uri"])
+    run_url = airflow.run_url(dag_id, run.run_id)
+    record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=TriggerResult(run, created=False),
+                     run_url=run_url, attempt=1, attributes=planned)  # fmt: skip
+    started(services, backfill_id=backfill_id, config=request.config, plan=plan, config_uri=stored.config_uri)
+    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False), run_url=run_url)
+
+
+def run_plan(services: ModeServices, conf: Mapping[str, Any]) -> tuple[Plan | None, dict[str, Any]]:
+    """The plan a run's conf points at, and the record's attributes naming it and its config."""
+    run_conf = RunConf.from_conf(conf)
+    plan = services.storage.load_plan(run_conf.plan_uri)
+    planned: dict[str, Any] = {"config_uri": run_conf.config_uri, "plan_uri": run_conf.plan_uri}
+    if plan is not None:
+        planned["plan_summary"] = plan_summary(plan)
+    return plan, planned
+
+
+def started(services: ModeServices, *, backfill_id: str, config: BackfillConfig, plan: Plan, config_uri: str) -> None:
+    """The backfill's OpenLineage START (never raises: lineage must not fail a backfill)."""
+    if services.lineage_events is not None:
         backfill_started(services.lineage_events, services.lineage_events.facts(
-            backfill_id=backfill_id, attempt=1, config_uri=stored.config_uri,
+            backfill_id=backfill_id, attempt=1, config_uri=config_uri,
             dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
             submitter=config.owner, trace_id=current_trace_id(),
         ))  # fmt: skip
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
 
 
 def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at: str, skip: AttemptDone | None = None) -> Admission:
@@ -174,9 +235,11 @@ def trigger_run(
     result_uri: str | None,
     attempt: int = 1,
     done_uri: str | None = None,
+    planned: Mapping[str, Any] | None = None,
 ) -> tuple[TriggerResult, str | None]:
     """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
-    record TRIGGERED; a retried trigger finds its run (409 read back), never a second one."""
+    record TRIGGERED (with `planned`: config_uri, plan_uri and plan_summary, when no PLANNED
+    carried them); a retried trigger finds its run (409 read back), never a second one."""
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
@@ -185,14 +248,55 @@ def trigger_run(
     ).to_conf()  # fmt: skip
     run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
-    services.status.transition(
-        backfill_id,
-        BackfillState.TRIGGERED,
-        detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)")
-        + (f", attempt {attempt}" if attempt > 1 else ""),
-        attributes={"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url, "run_attempt": attempt},
-    )
+    record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
+                     attributes=planned)  # fmt: skip
     return run, run_url
+
+
+# The DAG's own states: a record it moved on is never taken back to TRIGGERED.
+DAG_AHEAD = frozenset({BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED})
+
+
+def record_triggered(
+    services: ModeServices,
+    *,
+    backfill_id: str,
+    dag_id: str,
+    run: TriggerResult,
+    run_url: str | None,
+    attempt: int,
+    attributes: Mapping[str, Any] | None,
+) -> None:
+    """TRIGGERED, with the run's id and link. A first run is recorded only from what the
+    trigger left before it (TRIGGER_FROM): when the DAG already moved the record on (RUNNING,
+    SUCCEEDED, FAILED; a run accepted while no TRIGGERED was recorded yet) its state stands
+    and only the run's id and link (and `attributes`) are added. A retry attempt (attempt > 1)
+    follows FAILED or CANCELLED."""
+    run_attributes = {"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url, "run_attempt": attempt}
+    try:
+        services.status.transition(
+            backfill_id,
+            BackfillState.TRIGGERED,
+            detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)")
+            + (f", attempt {attempt}" if attempt > 1 else ""),
+            attributes={**(attributes or {}), **run_attributes},
+            only_from=TRIGGER_FROM if attempt == 1 else None,
+        )
+    except TransitionRejectedError as error:
+        current = error.current
+        if attempt > 1 or current is None or current.state not in DAG_AHEAD:
+            raise
+        services.status.annotate(backfill_id, {**(attributes or {}), **run_attributes})
+    except StatusItemTooLargeError:
+        # The run exists: the record must say so. Only the plan's summary can be large (plan.json
+        # and the result file have the whole plan), so the write goes again without it.
+        if not attributes or "plan_summary" not in attributes:
+            raise
+        log.warning("status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id)
+        trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
+        record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
+                         attributes=trimmed)  # fmt: skip
+
 
 
 def dag_run_id(backfill_id: str, attempt: int = 1) -> str:

@@ -70,6 +70,7 @@ from backfill_orchestrator.trigger.modes import (
     ModeRequest,
     ModeServices,
     plan_summary,
+    run_plan,
 )
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
@@ -268,6 +269,8 @@ class TriggerService:
                 if reclaimed is None:
                     if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
                         return self._report_again(upload, config, backfill_id, attempt)
+                    if self._run_unrecorded(config, exists.existing):  # another delivery of a dead attempt's event
+                        self._record_found_run(exists.existing, attempt)
                     self.logger.info("duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state)
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
@@ -471,16 +474,28 @@ class TriggerService:
 
     def _record_found_run(self, record: StatusRecord, attempt: Attempt) -> StatusRecord:
         """The DAG moved the record on before TRIGGERED was recorded: read the run back by its
-        id (the backfill id) and record its id and link."""
+        id (the backfill id) and record its id and link (and its config and plan, when the
+        record has none)."""
         airflow, dag_id = self.services.airflow(), self.settings.backfill_dag_id
         with deadline_scope(attempt.deadline):
             run = airflow.get_dag_run(dag_id, record.backfill_id)
         if run is None or run.conf.get("backfill_id") != record.backfill_id:
             return record
         attributes = {"dag_id": dag_id, "dag_run_id": run.run_id, "dag_run_url": airflow.run_url(dag_id, run.run_id)}
+        if not record.plan_uri:  # no PLANNED was recorded: the run's conf names config and plan
+            attributes = {**run_plan(self.services, run.conf)[1], **attributes}
         self.services.status.annotate(record.backfill_id, attributes)
         self.logger.info("recorded DAG run %s/%s found by a retry", dag_id, run.run_id)
         return replace(record, **attributes)
+
+    @staticmethod
+    def _run_unrecorded(config: BackfillConfig, record: StatusRecord) -> bool:
+        """The DAG moved the record on from RECEIVED before its attempt recorded TRIGGERED."""
+        return (
+            config.mode == "batch" and not config.dry_run and record.dag_run_id is None
+            and record.state in (BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED)
+            and not record.retryable
+        )  # fmt: skip
 
     def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], attempt: Attempt) -> UploadResult:
         """An invalid config has no backfill id: its record is keyed by the upload. The record

@@ -3,8 +3,10 @@
 - `<incoming>/<path>`: what users drop (read only);
 - `<results>/<path>.result.json`: what became of that file (accepted, rejected, already
   known, failed), at the same relative path, so a user finds it without reading logs;
-- `<backfills>/<backfill id>/config.<ext>` and `.../plan.json`: the config as uploaded and
-  its plan, side by side; the DAG run's conf points at both.
+- `<backfills>/<backfill id>/plan.json` (and `plan.html`): the plan; the DAG run's conf
+  points at it and at the config: the uploaded version itself
+  (`s3://<bucket>/<incoming>/<path>?versionId=<id>`, the bucket is versioned) when the event
+  named one, else a copy at `<backfills>/<backfill id>/config.<ext>`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
+from backfill_orchestrator.documents import s3_version_uri
 from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.preflight.render import render_html
@@ -158,15 +161,27 @@ class TriggerStorage:
     def backfill_key(self, backfill_id: str, name: str) -> str:
         return f"{self.backfills_prefix}{backfill_id}/{name}"
 
-    def store_backfill(self, backfill_id: str, *, config_body: bytes, extension: str, plan: Plan) -> StoredBackfill:
-        """Store the config as uploaded and its plan under the backfill id: three independent
-        PutObjects, sent side by side (the wait is the slowest, not the sum); StorageError if
-        any failed, once all have ended."""
-        config_key = self.backfill_key(backfill_id, f"config{extension}")
+    def config_version_uri(self, upload: Upload) -> str | None:
+        """The uploaded version itself, when the event named one in this bucket: what the DAG
+        reads instead of a copy. None without one (an unversioned bucket; "null" is the
+        version of an object written while versioning was off, which the next upload replaces)."""
+        if upload.bucket != self.bucket or not upload.version_id or upload.version_id == "null":
+            return None
+        return s3_version_uri(upload.bucket, upload.key, upload.version_id)
+
+    def store_backfill(self, backfill_id: str, *, upload: Upload, config_body: bytes, plan: Plan) -> StoredBackfill:
+        """Store the plan (and, when the upload has no version to name, a copy of the config)
+        under the backfill id: independent PutObjects, sent side by side (the wait is the
+        slowest, not the sum); StorageError if any failed, once all have ended."""
         plan_key = self.backfill_key(backfill_id, "plan.json")
-        content_type = "application/json" if extension == ".json" else "application/yaml"
-        documents = [
-            (config_key, config_body, content_type),
+        config_uri = self.config_version_uri(upload)
+        documents = []
+        if config_uri is None:
+            config_key = self.backfill_key(backfill_id, f"config{upload.extension}")
+            content_type = "application/json" if upload.extension == ".json" else "application/yaml"
+            documents.append((config_key, config_body, content_type))
+            config_uri = f"s3://{self.bucket}/{config_key}"
+        documents += [
             (plan_key, plan.to_json().encode(), "application/json"),
             # The plan as a picture, beside it: one self-contained page (no scripts, nothing fetched).
             (self.backfill_key(backfill_id, "plan.html"), render_html(plan).encode(), "text/html; charset=utf-8"),
@@ -175,7 +190,7 @@ class TriggerStorage:
             sent = [pool.submit(self._put, *document) for document in documents]
         for future in sent:
             future.result()  # the first failure, as StorageError
-        return StoredBackfill(f"s3://{self.bucket}/{config_key}", f"s3://{self.bucket}/{plan_key}")
+        return StoredBackfill(config_uri, f"s3://{self.bucket}/{plan_key}")
 
     def load_plan(self, plan_uri: str) -> Plan | None:
         """A plan stored earlier (a retry reuses it so a run that may exist keeps its plan)."""

@@ -27,6 +27,7 @@ from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.policy import PolicySource
+from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
@@ -54,8 +55,13 @@ class TriggerWiring:
     ):
         """`session_factory` makes the HTTP sessions (tests pass one with short backoff); the
         SSM and IAM clients are made only when a policy is configured (POLICY_URI)."""
-        # The preflight reads upstream freshness and run durations from the deployment's Marquez.
-        self.settings = replace(settings, preflight=replace(settings.preflight, run_history=self.lineage))
+        # The preflight reads upstream freshness and run durations from the deployment's Marquez;
+        # the durations are kept by the warm container (HISTORY_CACHE_SECONDS; 0: not kept).
+        ttl = settings.preflight.history_cache_seconds
+        durations = RecentDurations(ttl_seconds=ttl) if ttl > 0 else None
+        self.settings = replace(
+            settings, preflight=replace(settings.preflight, run_history=self.lineage, duration_cache=durations)
+        )
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
         self._mwaa_factory = mwaa_client_factory
