@@ -192,18 +192,22 @@ def test_in_flight_plans_are_read_from_the_config_bucket(aws):
     s3, ddb = aws
     store = StatusStore(table_name="status", dynamodb_client=ddb)
     for backfill, state in (("running-00000001", BackfillState.RUNNING), ("done-00000002", BackfillState.SUCCEEDED),
-                            ("planned-00000003", BackfillState.PLANNED)):
+                            ("planned-00000003", BackfillState.PLANNED), ("received-00000004", BackfillState.RECEIVED),
+                            ("rejected-00000005", BackfillState.REJECTED)):
         store.create(backfill, attributes={"name": backfill[:7], "owner": "@a"})
         if state in (BackfillState.PLANNED, BackfillState.SUCCEEDED):
             store.transition(backfill, BackfillState.PLANNED, detail="planned")
         if state is BackfillState.SUCCEEDED:
             store.transition(backfill, state, detail="done")
+        if state is BackfillState.REJECTED:
+            store.transition(backfill, state, detail="refused")
         if state is BackfillState.RUNNING:
             store.transition(backfill, BackfillState.PLANNED, detail="planned")
             store.transition(backfill, BackfillState.TRIGGERED, detail="triggered")
             store.transition(backfill, state, detail="running")
     ids = in_flight_ids(dynamodb_client=ddb, table_name="status")
-    assert ids == ["planned-00000003", "running-00000001"]
+    # RECEIVED counts: a trigger attempt that died after the DAG run was created leaves one
+    assert ids == ["planned-00000003", "received-00000004", "running-00000001"]
     uri = plan_uri(bucket="configs", backfills_prefix="backfills/", backfill_id="running-00000001")
     assert uri == "s3://configs/backfills/running-00000001/plan.json"
     s3.put_object(Bucket="configs", Key="backfills/running-00000001/plan.json",

@@ -1,4 +1,4 @@
-"""The plans of the backfills in flight (planned, triggered or running), read from where the
+"""The plans of the backfills in flight (received, planned, triggered or running), read from where the
 trigger stored them (`<backfills prefix>/<backfill id>/plan.json` in the config bucket), so
 that reconciliation does not submit again what one of them already repairs."""
 
@@ -14,7 +14,9 @@ from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.status.listing import ListFilter, list_backfills
 
-IN_FLIGHT_STATES = (BackfillState.PLANNED, BackfillState.TRIGGERED, BackfillState.RUNNING)
+# RECEIVED too: the trigger records TRIGGERED after the DAG run exists, so an attempt that died
+# in between leaves a run going under a RECEIVED record (its plan.json is there; none: skipped).
+IN_FLIGHT_STATES = (BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.TRIGGERED, BackfillState.RUNNING)
 MAX_IN_FLIGHT = 200  # per state; more than this in flight is an incident of its own
 MAX_PLAN_BYTES = 16 * 1024 * 1024
 
@@ -30,7 +32,7 @@ def plan_uri(*, bucket: str, backfills_prefix: str, backfill_id: str) -> str:
 
 
 def in_flight_ids(*, dynamodb_client: Any, table_name: str) -> list[str]:
-    """Ids of the backfills planned, triggered or running, through the status table's state index."""
+    """Ids of the backfills received, planned, triggered or running, through the status table's state index."""
     ids: list[str] = []
     try:
         for state in IN_FLIGHT_STATES:
