@@ -124,14 +124,14 @@ class RerunBatch:
         in_flight: dict[int, str] = {}
         last_checkpoint = self.monotonic()
         try:
-            started = False
             while waiting or in_flight:
-                if waiting and started and len(in_flight) < self.concurrency and not self._owner_running():
+                # Also before the first start: a retry of the batch (the prepare task's next try
+                # of its inline reruns) may begin after a cancel failed the backfill's run.
+                if waiting and len(in_flight) < self.concurrency and not self._owner_running():
                     log.warning("the backfill's run is no longer running: %d waiting reruns not started", len(waiting))
                     waiting.clear()
                     continue
                 while waiting and len(in_flight) < self.concurrency:
-                    started = True
                     index = waiting.pop()
                     run_id = self._start(index)
                     if run_id is not None:

@@ -253,6 +253,19 @@ def test_a_batch_whose_own_run_was_failed_by_a_cancel_starts_no_more_reruns() ->
     assert sorted(outcomes) == [0, 1]
 
 
+def test_a_retry_of_a_batch_after_the_cancel_reruns_nothing() -> None:
+    """The prepare task's next try of its inline reruns begins after a cancel failed the
+    backfill's run (and the reruns it had in flight): it must not clear and restart them."""
+    supervisor = FakeSupervisor()
+    supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="failed")
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:4]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=lambda _: None,
+        outcomes={0: "failed", 1: "failed"}, owner=("backfill", BID),
+    ).run()  # fmt: skip
+    assert not [rid for (dag, rid) in supervisor.runs if dag == "orders"]
+    assert outcomes == {}
+
+
 def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
     supervisor = FakeSupervisor()
     supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="running")
