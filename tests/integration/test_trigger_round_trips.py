@@ -115,3 +115,41 @@ def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: N
             result = harness.invoke(harness.upload(config(name), key=f"incoming/{name}.yaml"))
             assert [r.disposition for r in result] == [Disposition.ACCEPTED]
         assert len(harness.marquez.runs_requests()) == 12  # 6 planned jobs, twice
+
+
+def test_with_the_templates_claims_table_admission_adds_six_plus_two_per_active_backfill(mocked_aws: None) -> None:
+    """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
+    what admitting a backfill adds to the ten above, here with two other backfills active
+    (the warm-up and the first config, whose runs never end on the double)."""
+    import boto3
+
+    from tests.aws_resources import create_table
+
+    with ExitStack() as stack:
+        create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name="claims")
+        harness = TriggerHarness(stack, env={"CLAIMS_TABLE": "claims"})
+        names = {urlsplit(url).port: name for name, url in (
+            ("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url), ("slack", harness.slack.api_url),
+            ("pagerduty", harness.pagerduty.events_url))}  # fmt: skip
+        with round_trips_class()(names=names) as counter:
+            for client in (harness.s3, harness.dynamodb, harness.secrets):
+                counter.watch_events(client.meta.events)
+            harness.invoke(harness.upload(WARMUP, key="incoming/warmup.yaml"))
+            harness.invoke(harness.upload(config("first"), key="incoming/first.yaml"))  # reads these jobs' history
+            other_day = config("second").replace(b"2021-06-04]", b"2021-08-20]")  # overlaps nothing active (7-day windows)
+            event = harness.upload(other_day, key="incoming/second.yaml")
+            counter.take()
+            (result,) = harness.invoke(event)
+            calls = counter.take()
+    assert result.disposition == Disposition.ACCEPTED
+    admission = {
+        "s3.PutObject": 1,  # claims.json
+        "dynamodb.PutItem": 2,  # the admission lock, the active entry
+        "dynamodb.Query": 2,  # active and queued entries
+        "dynamodb.GetItem": 2,  # is each active holder still live (its status record)
+        "s3.GetObject": 2,  # each active holder's claims.json
+        "dynamodb.DeleteItem": 1,  # the lock released
+    }
+    expected = Counter(EXPECTED) + Counter(admission)
+    assert Counter(calls) == expected, Counter(calls)
+    assert sum(expected.values()) == 10 + 6 + 2 * 2

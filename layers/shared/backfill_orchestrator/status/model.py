@@ -28,7 +28,8 @@ ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
     S.REJECTED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL}),
     S.PLANNED: frozenset({S.RECEIVED}),
     S.AWAITING_APPROVAL: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),  # itself: the approval, before admission
-    S.QUEUED: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),
+    # RECEIVED: held back by the claims straight after planning (QUEUED carries the plan)
+    S.QUEUED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL}),
     # RECEIVED: a batch backfill nothing holds back is triggered straight after planning (the
     # plan is at its fixed key, and a retry finds the run by its id); QUEUED: started when the
     # backfill it waited for ended; AWAITING_APPROVAL: approved; FAILED/CANCELLED: a retry

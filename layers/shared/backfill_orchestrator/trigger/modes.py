@@ -130,9 +130,10 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         stored = services.storage.store_backfill(backfill_id, upload=request.upload, config_body=request.body, plan=plan)
     # The store keeps the first steps of the summary; the plan document has them all.
     planned = {"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)}
-    # PLANNED is recorded when the backfill may stop there: a dry run, or one the policy or the
-    # claims may hold back (they move on from PLANNED). Otherwise TRIGGERED carries the plan.
-    if record.state is not BackfillState.PLANNED and (config.dry_run or may_hold_back(services)):
+    # PLANNED is recorded when the backfill may stop there: a dry run, or one a policy may hold
+    # back (AWAITING_APPROVAL moves on from PLANNED). Otherwise the state that follows carries
+    # the plan: TRIGGERED, or QUEUED when the claims hold it back.
+    if record.state is not BackfillState.PLANNED and (config.dry_run or policy_may_hold_back(services)):
         services.status.transition(
             backfill_id,
             BackfillState.PLANNED,
@@ -153,7 +154,7 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
     if isinstance(admission, Queued):
         reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
-        services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason})
+        services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason, **planned})
         return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
     run, run_url = trigger_run(
         services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
@@ -163,11 +164,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
 
 
-def may_hold_back(services: ModeServices) -> bool:
-    """Whether something may keep a planned backfill from starting now: a claims table
-    (overlaps queue or refuse) or a policy (approval, refusal). Raises as the policy's read does."""
+def policy_may_hold_back(services: ModeServices) -> bool:
+    """Whether a policy may keep a planned backfill waiting for approval (it moves on from
+    PLANNED). Raises as the policy's read does."""
     gate = services.approval
-    return services.claims is not None or (gate is not None and gate.policy() is not None)
+    return gate is not None and gate.policy() is not None
 
 
 def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | None:
