@@ -516,8 +516,15 @@ def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, r
     stage(f"timeline of {record.backfill_id}")
     events = list(timeline)
     names = {"RECEIVED": "received", "PLANNED": "validated and planned", "TRIGGERED": "triggered", "QUEUED": "queued"}
+    planned = any(entry["state"] == "PLANNED" for entry in record.history)
     for entry in record.history:
-        events.append((entry["at"], f"{names.get(entry['state'], entry['state'].lower())}: {entry.get('detail') or ''}"))
+        name = names.get(entry["state"], entry["state"].lower())
+        if not planned and entry["state"] in ("TRIGGERED", "QUEUED"):
+            # No PLANNED on the way (only a dry run or a policy stops there): this state carried the plan.
+            planned, summary = True, record.plan_summary or {}
+            size = f" ({summary.get('waves_total') or len(summary.get('waves') or [])} waves, {summary.get('steps')} steps)"
+            name = f"validated, planned{size if summary else ''} and {name}"
+        events.append((entry["at"], f"{name}: {entry.get('detail') or ''}"))
     if airflow is not None and run_id:
         for ti in airflow.task_instances("backfill", run_id):
             if ti["state"] == "skipped" or not ti.get("start_date"):
