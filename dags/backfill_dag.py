@@ -127,7 +127,7 @@ def start() -> dict[str, Any]:
     if carried is None:
         reporting.started(
             backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
-            result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile),
+            result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile), plan_uri=run_conf.plan_uri,
         )  # fmt: skip
     else:
         _check_still_running(reporting, run_conf.backfill_id)

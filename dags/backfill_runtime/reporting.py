@@ -3,7 +3,7 @@
 
 Where they are comes from `[backfill]` options (env `AIRFLOW__BACKFILL__<NAME>`; MWAA
 configuration options `backfill.<name>`): status_table, slack_secret_id, slack_api_url,
-slack_channel, pagerduty_secret_id, pagerduty_events_url, airflow_ui_url,
+slack_channel, pagerduty_secret_id, pagerduty_events_url, airflow_ui_url, plan_link_base,
 secrets_max_age_seconds. Each is optional: without a status table nothing is recorded,
 without a secret nothing is posted (and the task log says so). The Notifier is built by
 `notify.build_notifier`, as in the trigger and replay functions.
@@ -44,6 +44,28 @@ def _option(key: str, default: str = "") -> str:
     from backfill_runtime.options import _get
 
     return _get(key, default)
+
+
+def write_plan_picture(plan: Plan, plan_uri: str) -> str | None:
+    """Write `plan.html` beside `plan.json` (the trigger leaves it to the run, one round trip
+    fewer for it; a queued or approved backfill's picture is rewritten the same) and return
+    its link for Slack (`[backfill] plan_link_base`, else the S3 console). Best effort: a
+    picture that cannot be written is logged and not linked; it never fails the run."""
+    import os
+
+    from backfill_orchestrator.documents import sibling, write_text
+    from backfill_orchestrator.notify.messages import PLAN_LINK_BASE_ENV, plan_page_url
+    from backfill_orchestrator.preflight.render import render_html
+
+    if not plan_uri.endswith("/plan.json"):
+        return None
+    try:
+        write_text(sibling(plan_uri, "plan.html"), render_html(plan), content_type="text/html; charset=utf-8")
+    except Exception as error:  # noqa: BLE001 - a picture is not worth a backfill
+        log.warning("plan picture not written beside %s: %s", plan_uri, error)
+        return None
+    environ = {**os.environ, PLAN_LINK_BASE_ENV: _option("plan_link_base") or os.environ.get(PLAN_LINK_BASE_ENV, "")}
+    return plan_page_url(plan_uri, environ=environ)
 
 
 @dataclass
@@ -104,15 +126,18 @@ class Reporting:
         run_url: str | None,
         result_uri: str | None = None,
         spark_profile: str | None = None,
+        plan_uri: str | None = None,
     ) -> None:
         detail = f"{len(plan.steps)} steps in {rounds} round{'s' if rounds != 1 else ''}"
         if spark_profile:
             detail += f"; Spark {spark_profile}"
         self._transition(backfill_id, BackfillState.RUNNING, detail=detail)
+        plan_page = write_plan_picture(plan, plan_uri) if plan_uri else None
         if self._thread_exists(backfill_id):
-            message = status_message(backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url)
-        else:  # started outside the trigger function: open the thread with the full picture
-            message = backfill_message(config=config, backfill_id=backfill_id, plan=plan, state="RUNNING", run_url=run_url)
+            message = status_message(backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url, plan_page=plan_page)
+        else:  # started outside the trigger function, or its message was lost: open the thread with the full picture
+            message = backfill_message(config=config, backfill_id=backfill_id, plan=plan, state="RUNNING", run_url=run_url,
+                                       plan_uri=plan_uri if plan_page else None, plan_page=plan_page)  # fmt: skip
         self.notifier.slack(backfill_id, message, channel=config.notify.slack_channel)
         changes: dict[str, Any] = {"dag_run_url": run_url} if run_url else {}
         follow_result(

@@ -310,3 +310,55 @@ def test_a_retry_attempt_runs_only_what_earlier_attempts_did_not_finish() -> Non
     ledger.record_dag_runs(second.dag_runs, dict.fromkeys(range(len(second.dag_runs)), "success"))
     assert ledger.status("d1") is StepStatus.SUCCEEDED  # the earlier date counts as done
     assert set(ledger.entries["d1"].dates) == {date.fromisoformat(day) for day in D}
+
+
+class _RecordingSlack:
+    """A Slack client with threads that keeps what it was asked to post."""
+
+    supports_threads = True
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[object, str | None, str | None]] = []
+
+    def post(self, message, *, channel, thread_ts=None):  # noqa: ANN001, ANN201 - SlackClient.post
+        from backfill_orchestrator.notify.slack import PostedMessage
+
+        self.posts.append((message, channel, thread_ts))
+        return PostedMessage(channel="C0000000001", ts=f"1700000000.{len(self.posts):06d}")
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["opens the thread", "replies in the trigger's thread"])
+def test_the_runs_start_writes_the_plan_picture_and_links_it(s3_bucket, monkeypatch: pytest.MonkeyPatch, thread: bool) -> None:
+    """The trigger leaves `plan.html` to the run (one PutObject fewer for it): `start` writes it
+    beside `plan.json` and its RUNNING message links it (`[backfill] plan_link_base`)."""
+    from backfill_runtime.reporting import Reporting
+
+    from backfill_orchestrator.config import parse_config
+    from backfill_orchestrator.notify import Notifier
+
+    monkeypatch.setenv("AIRFLOW__BACKFILL__PLAN_LINK_BASE", "https://plans.example.com/")
+    plan = make_plan(INTERLEAVED)
+    plan_uri = "s3://unit-bucket/backfills/unit-0123abcd/plan.json"
+    write_text(plan_uri, plan.to_json())
+    slack = _RecordingSlack()
+    reporting = Reporting(store=None, notifier=Notifier(slack=slack, pagerduty=None, default_channel="#b"), airflow_ui_url=None)
+    monkeypatch.setattr(reporting, "_thread_exists", lambda backfill_id: thread)
+    config = parse_config((Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes())
+
+    reporting.started(backfill_id="unit-0123abcd", config=config, plan=plan, rounds=3, run_url=None, plan_uri=plan_uri)
+
+    page = read_text(sibling(plan_uri, "plan.html"))
+    assert "<script" not in page and all(s.id in page for s in plan.steps)
+    assert s3_bucket.head_object(Bucket="unit-bucket", Key="backfills/unit-0123abcd/plan.html")["ContentType"].startswith("text/html")
+    (message, _, _), = slack.posts
+    blocks = json.dumps([block.to_dict() for block in message.blocks])
+    assert "https://plans.example.com/backfills/unit-0123abcd/plan.html" in blocks and "Plan picture" in blocks
+    assert ("*Plan:*" in blocks) is not thread  # no thread yet: the whole picture opens it
+
+
+def test_a_plan_picture_that_cannot_be_written_is_not_linked_and_the_run_goes_on(s3_bucket) -> None:
+    from backfill_runtime.reporting import write_plan_picture
+
+    plan = make_plan(INTERLEAVED)
+    assert write_plan_picture(plan, "s3://no-such-bucket/backfills/unit-0123abcd/plan.json") is None
+    assert write_plan_picture(plan, "s3://unit-bucket/backfills/unit-0123abcd/other.json") is None  # not a plan.json

@@ -52,6 +52,8 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
     assert harness.result_or_none() is None and harness.pagerduty.events == []
     stored_plan = plan_versions(harness, backfill_id)
     assert len(stored_plan) == 1  # at its fixed key, where the run's conf points
+    # Slack went out before the TRIGGERED write that was to store its thread.
+    assert len(harness.slack.messages) == 1 and record.slack_thread_ts is None
 
     # S3 delivers the event again as another invocation while the lease lasts: a duplicate.
     duplicate = harness.invoke_lambda(event, request_id="another-request-id")
@@ -78,11 +80,44 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
     result = harness.result_file()
     assert result["outcome"] == "accepted" and result["dag_run_id"] == backfill_id
     assert result["plan_uri"] == conf["plan_uri"] and result["plan"]["steps"] == record.plan_summary["steps"]
-    assert harness.pagerduty.events == [] and len(harness.slack.messages) == 1
+    # Posted by the dead attempt only: the retry cannot know it went out, so it posts nothing
+    # (never the same message twice); with no thread recorded, the DAG's start opens one.
+    assert harness.pagerduty.events == [] and len(harness.slack.messages) == 1 and record.slack_thread_ts is None
     # The DAG's own updates apply from here.
     harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
     # Every later delivery is a duplicate.
     assert harness.invoke_lambda(event, request_id="third")["results"][0]["disposition"] == "duplicate"
+
+
+def test_killed_between_the_runs_creation_and_its_slack_message_the_retry_records_it_and_the_dag_tells(
+    trigger_harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other side of posting Slack before TRIGGERED: an attempt that dies right after
+    Airflow accepted the run, before its message. The retry records the run without posting
+    (it cannot tell this case from a post that went out); the DAG's start finds no thread on
+    the record and opens it with the whole picture, so the backfill is announced once."""
+    from backfill_orchestrator.notify import Notifier
+
+    harness = trigger_harness
+    event = harness.upload(VALID)
+
+    def crash(self: Notifier, *args: object, **kwargs: object) -> None:
+        raise SimulatedCrash("killed before Slack")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Notifier, "open_thread", crash)
+        with pytest.raises(SimulatedCrash):
+            harness.invoke_lambda(event, request_id=REQUEST)
+    backfill_id = harness.only_record_id()
+    assert dag_runs(harness) == [("backfill", backfill_id)] and harness.slack.messages == []
+
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert dag_runs(harness) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and record.slack_thread_ts is None
+    assert harness.slack.messages == []  # left to the DAG's start (reporting.started: no thread -> full message)
 
 
 def test_the_dag_starting_before_the_retry_keeps_its_state_and_gets_the_run_recorded(

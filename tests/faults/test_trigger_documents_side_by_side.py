@@ -1,6 +1,8 @@
-"""The plan and picture of a backfill are stored side by side (two PutObjects at once; the
-config is named by its uploaded version, not copied): one of them failing past botocore's retries fails the attempt before anything is
-triggered, and Lambda's retry stores them all and triggers exactly once."""
+"""A backfill's documents are stored before anything is triggered (for a run: `plan.json` alone;
+the config is named by its uploaded version, not copied, and the run writes `plan.html`; a
+dry run, an approval or an unversioned upload adds a picture or a copy, sent side by side).
+One failing past botocore's retries fails the attempt before anything is triggered, and
+Lambda's retry stores it and triggers exactly once."""
 
 from __future__ import annotations
 
@@ -20,16 +22,16 @@ def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_trigge
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.throttle(harness.s3, "PutObject", when=lambda params: params.get("Key", "").endswith("/plan.html"))
+    aws_faults.throttle(harness.s3, "PutObject", when=lambda params: params.get("Key", "").endswith("/plan.json"))
 
     with pytest.raises(TriggerFailedError):
         harness.invoke_lambda(event, request_id=REQUEST)
 
     backfill_id = harness.only_record_id()
     record = harness.status.get(backfill_id)
-    assert record.state is BackfillState.FAILED and record.retryable and "plan.html" in record.reason
+    assert record.state is BackfillState.FAILED and record.retryable and "plan.json" in record.reason
     assert record.plan_uri is None  # PLANNED was never recorded
-    assert aws_faults.attempts("PutObject", faulted=True) == 9  # only plan.html, 1 + 8 botocore attempts
+    assert aws_faults.attempts("PutObject", faulted=True) == 9  # plan.json, 1 + 8 botocore attempts
     assert harness.airflow.requests == [] and harness.result_file()["outcome"] == "failed"
 
     aws_faults.clear()
@@ -38,6 +40,7 @@ def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_trigge
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and len(harness.airflow.runs) == 1
-    for name in ("plan.json", "plan.html"):
-        harness.s3.head_object(Bucket=harness.bucket, Key=f"backfills/{backfill_id}/{name}")
+    harness.s3.head_object(Bucket=harness.bucket, Key=f"backfills/{backfill_id}/plan.json")
+    assert len(harness.slack.messages) == 2  # the failure, then the run, in its thread
+    assert harness.slack.messages[1]["thread_ts"] == harness.slack.messages[0]["ts"]
     assert record.config_uri.startswith(f"s3://{harness.bucket}/incoming/") and "?versionId=" in record.config_uri

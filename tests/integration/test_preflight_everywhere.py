@@ -184,7 +184,7 @@ def harness_plain(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator
         yield harness
 
 
-def test_the_trigger_keeps_the_estimate_and_the_picture(harness_plain):
+def test_the_trigger_keeps_the_estimate_and_leaves_the_picture_to_the_run(harness_plain):
     result = harness_plain.invoke(harness_plain.upload(BASE.encode()))[0]
     assert result.disposition is Disposition.ACCEPTED
     estimate = harness_plain.result_file()["plan"]["estimate"]
@@ -192,10 +192,23 @@ def test_the_trigger_keeps_the_estimate_and_the_picture(harness_plain):
     record = harness_plain.status.get(result.backfill_id)
     assert record.plan_summary["estimate"] == estimate
     page_key = record.plan_uri.removeprefix(f"s3://{harness_plain.bucket}/").replace("plan.json", "plan.html")
+    # A triggered run writes plan.html when it starts (one PutObject fewer for the trigger) ...
+    assert harness_plain.s3.list_objects_v2(Bucket=harness_plain.bucket, Prefix=page_key)["KeyCount"] == 0
+    first_message = harness_plain.slack.messages[0]
+    assert "*Estimate:*" in str(first_message)
+    # ... so the message names the picture to come and links no page that is not there yet.
+    assert "written when the run starts" in str(first_message)
+    assert "/s3/object/" not in str(first_message) and "Plan picture" not in str(first_message)
+
+
+def test_a_dry_run_stores_the_picture_and_links_it(harness_plain):
+    result = harness_plain.invoke(harness_plain.upload(BASE.replace("name:", "dry_run: true\nname:", 1).encode()))[0]
+    assert result.disposition is Disposition.DRY_RUN
+    record = harness_plain.status.get(result.backfill_id)
+    page_key = record.plan_uri.removeprefix(f"s3://{harness_plain.bucket}/").replace("plan.json", "plan.html")
     page = harness_plain.s3.get_object(Bucket=harness_plain.bucket, Key=page_key)["Body"].read().decode()
     assert "etl_orders_7_days" in page and "<script" not in page
     first_message = harness_plain.slack.messages[0]
-    assert "*Estimate:*" in str(first_message)
     # A clickable link to the picture: the S3 console's page of the object (no PLAN_LINK_BASE).
     assert f"/s3/object/{harness_plain.bucket}?region=" in str(first_message)
     assert quote(page_key, safe="") in str(first_message)

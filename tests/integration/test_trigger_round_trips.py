@@ -27,15 +27,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The floor under today's contracts (docs/trigger.md, "Round trips"): the bare path's four
 # (config GET, claim, DAG trigger, result file) plus lineage, the preflight's reads of Marquez
-# (run history for the estimate; freshness reuses the plan's lineage), the stored plan /
-# picture, TRIGGERED after the trigger (carrying the plan), Slack and its thread.
+# (run history for the estimate; freshness reuses the plan's lineage), the stored plan,
+# Slack, and TRIGGERED after both (carrying the plan and the Slack thread). The plan's
+# picture is written by the DAG run's start.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     "dynamodb.PutItem": 1,  # the claim (RECEIVED)
     "marquez GET /api/v1/lineage": 1,  # the plan; freshness reads the roots' producers from it
     # run history: kept by the warm container (HISTORY_CACHE_SECONDS); cold, one per planned job
-    "s3.PutObject": 3,  # plan.json, plan.html, the result file (the config: its uploaded version)
-    "dynamodb.UpdateItem": 2,  # TRIGGERED (with the plan: no PLANNED), the Slack thread
+    "s3.PutObject": 2,  # plan.json, the result file (the config: its uploaded version; plan.html: the run)
+    "dynamodb.UpdateItem": 1,  # TRIGGERED, with the plan (no PLANNED) and the Slack thread
     "airflow POST /api/v2/dags/backfill/dagRuns": 1,
     "slack POST /api/chat.postMessage": 1,
 }
@@ -69,7 +70,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_costs_ten_round_trips_warm_and_sixteen_cold(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_costs_eight_round_trips_warm_and_fourteen_cold(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
         for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
@@ -96,8 +97,14 @@ def test_a_valid_batch_config_costs_ten_round_trips_warm_and_sixteen_cold(harnes
     assert [r.disposition for r in first] == [r.disposition for r in second] == [Disposition.ACCEPTED]
     assert dict(Counter(cold_calls)) == COLD_EXPECTED, Counter(cold_calls)
     assert dict(Counter(calls)) == EXPECTED, Counter(calls)
-    assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (10, 16)
+    assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (8, 14)
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
+    # Slack went out between the run's creation and TRIGGERED, which stored its thread.
+    assert calls.index("airflow POST /api/v2/dags/backfill/dagRuns") < calls.index("slack POST /api/chat.postMessage")
+    assert calls.index("slack POST /api/chat.postMessage") < calls.index("dynamodb.UpdateItem")
+    record = harness.status.get(second[0].backfill_id)
+    assert record.state.value == "TRIGGERED" and record.dag_run_id == second[0].backfill_id
+    assert (record.slack_channel, record.slack_thread_ts) == (harness.slack.messages[-1]["channel"], harness.slack.messages[-1]["ts"])
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]
     assert duplicate_calls == ["s3.GetObject", "dynamodb.PutItem"]
@@ -119,7 +126,7 @@ def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: N
 
 def test_with_the_templates_claims_table_admission_adds_six_plus_two_per_active_backfill(mocked_aws: None) -> None:
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
-    what admitting a backfill adds to the ten above, here with two other backfills active
+    what admitting a backfill adds to the eight above, here with two other backfills active
     (the warm-up and the first config, whose runs never end on the double)."""
     import boto3
 
@@ -152,4 +159,4 @@ def test_with_the_templates_claims_table_admission_adds_six_plus_two_per_active_
     }
     expected = Counter(EXPECTED) + Counter(admission)
     assert Counter(calls) == expected, Counter(calls)
-    assert sum(expected.values()) == 10 + 6 + 2 * 2
+    assert sum(expected.values()) == 8 + 6 + 2 * 2

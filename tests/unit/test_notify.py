@@ -166,6 +166,24 @@ def test_first_message_starts_the_thread_and_later_ones_reply() -> None:
     assert slack.posts[-1]["channel"] == "#backfills"
 
 
+def test_open_thread_posts_and_leaves_storing_the_thread_to_the_callers_write() -> None:
+    slack, threads, counter = MemorySlack(), MemoryThreads(), Counter()
+    notifier = Notifier(slack=slack, pagerduty=None, status_store=threads, default_channel="#backfills", metrics=counter)
+
+    assert notifier.open_thread("b-1", SlackMessage("triggered"), channel="#orders") == ("C42", "1.0")
+    assert threads.threads == {}  # no write of its own: the caller's status write carries it
+    assert notifier.slack("b-1", SlackMessage("later"))  # the same notifier replies in it
+    assert slack.posts[-1]["thread_ts"] == "1.0"
+    # A record that has a thread already: a reply, nothing to store.
+    threads.threads["b-2"] = ("C7", "7.0")
+    assert notifier.open_thread("b-2", SlackMessage("triggered")) is None
+    assert (slack.posts[-1]["channel"], slack.posts[-1]["thread_ts"]) == ("C7", "7.0")
+    # Nothing sent: nothing to store, counted, never raised.
+    failing = Notifier(slack=MemorySlack(fail=True), pagerduty=None, metrics=counter, default_channel="#x")
+    assert failing.open_thread("b-3", SlackMessage("triggered")) is None
+    assert counter.counts == {"SlackFailures": 1}
+
+
 def test_slack_failures_are_counted_and_never_raised() -> None:
     counter = Counter()
     notifier = Notifier(slack=MemorySlack(fail=True), pagerduty=None, metrics=counter, default_channel="#x")

@@ -142,6 +142,22 @@ def test_the_first_slack_thread_wins(store: StatusStore) -> None:
     assert (record.slack_channel, record.slack_thread_ts) == ("C1", "1.000100")
 
 
+def test_a_transition_carries_the_slack_thread_unless_one_is_stored(store: StatusStore) -> None:
+    store.create("b-1")
+    record = store.transition("b-1", BackfillState.TRIGGERED, slack_thread=("C1", "1.000100"))
+    assert (record.slack_channel, record.slack_thread_ts) == ("C1", "1.000100")
+    # The DAG opened a thread first: the trigger's write keeps it (and says so).
+    store.create("b-2")
+    store.set_slack_thread("b-2", channel="C9", ts="9.000900")
+    record = store.transition("b-2", BackfillState.TRIGGERED, attributes={"dag_run_id": "b-2"}, slack_thread=("C1", "1.000100"))
+    assert (record.slack_channel, record.slack_thread_ts, record.dag_run_id) == ("C9", "9.000900", "b-2")
+    store.annotate("b-2", {}, slack_thread=("C2", "2.000200"))
+    assert store.get("b-2").slack_thread_ts == "9.000900"
+    store.create("b-3")
+    store.annotate("b-3", {"dag_run_id": "b-3"}, slack_thread=("C3", "3.000300"))
+    assert (store.get("b-3").slack_channel, store.get("b-3").slack_thread_ts) == ("C3", "3.000300")
+
+
 def test_the_dag_side_can_report_progress_after_a_trigger(store: StatusStore) -> None:
     """What the generic DAG does: RUNNING (repeatedly), FAILED, cleared and rerun, SUCCEEDED."""
     store.create("b-1")

@@ -186,9 +186,14 @@ def backfill_message(
     plan_uri: str | None = None,
     note: str | None = None,
     submitted_by: str | None = None,
+    picture_pending: bool = False,
+    plan_page: str | None = None,
 ) -> SlackMessage:
     """The thread's first message: what the backfill is and where to follow it. `submitted_by`:
-    who uploaded it (the S3 event's principal); `owner` is the config's contact."""
+    who uploaded it (the S3 event's principal); `owner` is the config's contact.
+    `picture_pending`: `plan.html` is not written yet (the DAG run writes it when it starts and
+    links it in its RUNNING reply), so the message names it without a button to a missing page.
+    `plan_page`: the picture's link when the caller made it (the DAG: its own link base)."""
     emoji = STATE_EMOJI.get(state, "")
     dry = " (dry run)" if config.dry_run else ""
     title = f"Backfill {config.name}{dry}: {state}"
@@ -218,8 +223,10 @@ def backfill_message(
             blocks.append(_context("\n".join(f":warning: {escape(w.message)}" for w in plan.warnings[:10])))
     if plan_uri:
         picture = plan_uri.removesuffix("plan.json") + "plan.html" if plan_uri.endswith("/plan.json") else None
-        blocks.append(_context(f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`)" if picture else "")))
-    plan_page = plan_page_url(plan_uri) if plan_uri else None
+        when = ", written when the run starts" if picture_pending else ""
+        blocks.append(_context(f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`{when})" if picture else "")))
+    if plan_page is None:
+        plan_page = plan_page_url(plan_uri) if plan_uri and not picture_pending else None
     blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url), ("Plan picture", plan_page)]))
     return _message(escape(f"{title} ({backfill_id}, {dates})"), blocks)
 
@@ -255,10 +262,13 @@ def already_known_message(*, backfill_id: str, state: str, source_uri: str, run_
 
 
 @_never_raises
-def status_message(*, backfill_id: str, state: str, detail: str | None = None, run_url: str | None = None) -> SlackMessage:
-    """A later update in the backfill's thread (DAG progress, success, failure)."""
+def status_message(
+    *, backfill_id: str, state: str, detail: str | None = None, run_url: str | None = None, plan_page: str | None = None
+) -> SlackMessage:
+    """A later update in the backfill's thread (DAG progress, success, failure). `plan_page`:
+    the plan picture's link (`plan_page_url`), for the RUNNING reply of the run that wrote it."""
     line = f"{STATE_EMOJI.get(state, '')} `{escape(backfill_id)}` is *{escape(state)}*".strip()
     if detail:
         line += f": {escape(detail)}"
-    blocks = [_section(line), _link_buttons([("Airflow run", run_url)])]
+    blocks = [_section(line), _link_buttons([("Airflow run", run_url), ("Plan picture", plan_page)])]
     return _message(escape(f"{backfill_id}: {state}{f' ({detail})' if detail else ''}"), blocks)

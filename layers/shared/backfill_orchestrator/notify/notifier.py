@@ -69,9 +69,7 @@ class Notifier:
             target = thread_channel or channel or self._default_channel
             posted = self._slack.post(message, channel=target, thread_ts=thread_ts)
             if posted and backfill_id and not thread_ts:
-                if len(self._threads) >= MAX_REMEMBERED_THREADS:  # a long-lived notifier stays bounded
-                    self._threads.clear()
-                self._threads[backfill_id] = (posted.channel, posted.ts)
+                self.remember_thread(backfill_id, posted.channel, posted.ts)
                 if self._store is not None:
                     # Another component may have started the thread meanwhile: reply to that one from now on.
                     stored_ts = self._store.set_slack_thread(backfill_id, channel=posted.channel, ts=posted.ts)
@@ -83,6 +81,43 @@ class Notifier:
             logger.error("Slack notification not sent: unexpected %s", _describe(error))
         self._count("SlackFailures")
         return False
+
+    def open_thread(
+        self,
+        backfill_id: str,
+        message: SlackMessage,
+        *,
+        channel: str | None = None,
+        record: StatusRecord | None = None,
+    ) -> tuple[str, str] | None:
+        """Post the message that starts the backfill's thread and leave storing it to the
+        caller: the (channel, ts) to carry on the caller's next status write (one round trip
+        fewer than `slack`). None when nothing is to be stored: the record already has a
+        thread (the message is a reply in it), the transport has no threads, or nothing was
+        sent (counted and logged as `slack` does)."""
+        if self._slack is None:
+            return None
+        try:
+            thread_channel, thread_ts = self._thread(backfill_id, record)
+            posted = self._slack.post(message, channel=thread_channel or channel or self._default_channel, thread_ts=thread_ts)
+            if posted is None or thread_ts or not self._slack.supports_threads:
+                return None
+            self.remember_thread(backfill_id, posted.channel, posted.ts)
+            return posted.channel, posted.ts
+        except SlackError as error:
+            logger.warning("Slack notification not sent: %s", error)
+        except Exception as error:  # noqa: BLE001 - nothing here may fail a backfill
+            logger.error("Slack notification not sent: unexpected %s", _describe(error))
+        self._count("SlackFailures")
+        return None
+
+    def remember_thread(self, backfill_id: str, channel: str | None, ts: str | None) -> None:
+        """The thread a write stored for the backfill (it may be another component's)."""
+        if not channel or not ts:
+            return
+        if len(self._threads) >= MAX_REMEMBERED_THREADS:  # a long-lived notifier stays bounded
+            self._threads.clear()
+        self._threads[backfill_id] = (channel, ts)
 
     def page(
         self,

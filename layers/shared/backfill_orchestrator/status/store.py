@@ -190,11 +190,14 @@ class StatusStore:
         expected_version: int | None = None,
         by: str | None = None,
         only_from: Collection[BackfillState] | None = None,
+        slack_thread: tuple[str, str] | None = None,
     ) -> StatusRecord:
         """Move to `target` if the current state allows it (ALLOWED_FROM, narrowed to
         `only_from` when given) and, when given, the version still is `expected_version`.
         Raises TransitionRejectedError otherwise. `by`: who made it happen (a control
-        document's principal), kept in the history entry."""
+        document's principal), kept in the history entry. `slack_thread` (channel, ts): the
+        backfill's Slack thread, stored in the same write unless one is stored already
+        (the returned record says which one stands)."""
         target = BackfillState(target)
         allowed = sorted(ALLOWED_FROM.get(target, frozenset()) & set(ALLOWED_FROM.get(target, ()) if only_from is None else only_from))
         if not allowed:
@@ -217,6 +220,7 @@ class StatusStore:
             attributes=attributes,
             on_conflict=lambda current: TransitionRejectedError(backfill_id, target, current),
             by=by,
+            **_thread_clauses(slack_thread),
         )
 
     def reclaim(
@@ -334,12 +338,16 @@ class StatusStore:
             raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
         return ts
 
-    def annotate(self, backfill_id: str, attributes: Mapping[str, Any]) -> None:
-        """Set attributes without changing state (e.g. `pagerduty_open`)."""
+    def annotate(self, backfill_id: str, attributes: Mapping[str, Any], *, slack_thread: tuple[str, str] | None = None) -> None:
+        """Set attributes without changing state (e.g. `pagerduty_open`); `slack_thread` as in
+        `transition`."""
         attrs = self._checked(attributes)
-        if not attrs:
+        thread = _thread_clauses(slack_thread)
+        if not attrs and not thread:
             return
         sets, names, values = self._set_clauses(attrs)
+        sets += thread.get("extra_set", [])
+        values.update(thread.get("extra_values", {}))
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -405,6 +413,7 @@ class StatusStore:
         attributes: Mapping[str, Any] | None,
         on_conflict: Callable[[StatusRecord | None], Exception],
         extra_set: list[str] | None = None,
+        extra_values: dict[str, Any] | None = None,
         by: str | None = None,
     ) -> StatusRecord:
         now = self._clock()
@@ -420,6 +429,7 @@ class StatusStore:
         values = {
             **values,
             **attr_values,
+            **(extra_values or {}),
             ":target": {"S": str(target)},
             ":now_iso": {"S": now.isoformat()},
             ":inc": {"N": "1"},
@@ -500,3 +510,17 @@ class StatusStore:
         response = self._client.get_item(TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True)
         return response["Item"]
 
+
+def _thread_clauses(slack_thread: tuple[str, str] | None) -> dict[str, Any]:
+    """SET clauses storing a Slack thread (channel, ts) unless the record has one: the first
+    thread stored is the one every component replies to (`set_slack_thread`'s rule)."""
+    if slack_thread is None:
+        return {}
+    channel, ts = slack_thread
+    return {
+        "extra_set": [
+            "slack_channel = if_not_exists(slack_channel, :thread_channel_new)",
+            "slack_thread_ts = if_not_exists(slack_thread_ts, :thread_ts_new)",
+        ],
+        "extra_values": {":thread_channel_new": {"S": channel}, ":thread_ts_new": {"S": ts}},
+    }

@@ -58,6 +58,12 @@ class ModeServices:
     approval: ApprovalGate | None = None  # uploaders' identities and the policy (None: nothing gated)
 
 
+# Posts the message that opens the backfill's Slack thread for a run this attempt created
+# (plan, where it is stored, the run's link) and returns the thread (channel, ts) to record
+# with TRIGGERED, or None (no thread to store, or nothing sent). Never raises.
+Announce = Callable[[Plan, "StoredBackfill", "str | None"], "tuple[str, str] | None"]
+
+
 @dataclass(frozen=True)
 class ModeRequest:
     config: BackfillConfig
@@ -65,6 +71,7 @@ class ModeRequest:
     record: StatusRecord  # as claimed: RECEIVED, or PLANNED when a dead attempt is taken over; may carry a plan_uri
     body: bytes
     upload: Upload
+    announce: Announce | None = None  # batch: Slack between the run's creation and TRIGGERED
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ class ModeOutcome:
     run_url: str | None = None
     issues: list[ConfigIssue] = field(default_factory=list)
     reason: str | None = None
+    announced: bool = False  # the runner dealt with Slack for TRIGGERED (posted, or left it to the DAG's start)
 
 
 ModeRunner = Callable[[ModeRequest, ModeServices], ModeOutcome]
@@ -115,6 +123,9 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         # Taking over a dead attempt that got as far as PLANNED: config and plan are stored.
         stored = StoredBackfill(record.config_uri, record.plan_uri)
     else:
+        # The picture is written here where the backfill may wait before a run exists (a dry
+        # run, a policy's approval, the claims' queue); a run writes it when it starts.
+        picture = config.dry_run or policy_may_hold_back(services)
         if plan is None:
             try:
                 catalog = services.catalog()
@@ -127,7 +138,9 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
-        stored = services.storage.store_backfill(backfill_id, upload=request.upload, config_body=request.body, plan=plan)
+        stored = services.storage.store_backfill(
+            backfill_id, upload=request.upload, config_body=request.body, plan=plan, picture=picture
+        )
     # The store keeps the first steps of the summary; the plan document has them all.
     planned = {"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)}
     # PLANNED is recorded when the backfill may stop there: a dry run, or one a policy may hold
@@ -154,14 +167,17 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
     if isinstance(admission, Queued):
         reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
+        services.storage.store_picture(backfill_id, plan)  # people look at it while it waits
         services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason, **planned})
         return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
+    announce = request.announce
     run, run_url = trigger_run(
         services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
         result_uri=services.storage.result_uri(request.upload), planned=planned,
+        announce=(lambda url: announce(plan, stored, url)) if announce else None,
     )  # fmt: skip
     started(services, backfill_id=backfill_id, config=config, plan=plan, config_uri=stored.config_uri)
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url)
+    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url, announced=announce is not None)
 
 
 def policy_may_hold_back(services: ModeServices) -> bool:
@@ -188,7 +204,10 @@ def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | Non
     record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=TriggerResult(run, created=False),
                      run_url=run_url, attempt=1, attributes=planned)  # fmt: skip
     started(services, backfill_id=backfill_id, config=request.config, plan=plan, config_uri=stored.config_uri)
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False), run_url=run_url)
+    # No Slack: the dead attempt may have posted between its POST and its TRIGGERED write, and
+    # its thread is not known. The DAG's start opens the thread when the record has none.
+    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False),
+                       run_url=run_url, announced=request.announce is not None)  # fmt: skip
 
 
 def run_plan(services: ModeServices, conf: Mapping[str, Any]) -> tuple[Plan | None, dict[str, Any]]:
@@ -237,10 +256,16 @@ def trigger_run(
     attempt: int = 1,
     done_uri: str | None = None,
     planned: Mapping[str, Any] | None = None,
+    announce: Callable[[str | None], tuple[str, str] | None] | None = None,
 ) -> tuple[TriggerResult, str | None]:
     """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
     record TRIGGERED (with `planned`: config_uri, plan_uri and plan_summary, when no PLANNED
-    carried them); a retried trigger finds its run (409 read back), never a second one."""
+    carried them); a retried trigger finds its run (409 read back), never a second one.
+
+    `announce(run_url)`: called only when this call created the run, between the POST and the
+    TRIGGERED write, which then carries the Slack thread it returns (one status write, not
+    two). A run that existed already is not announced again: whoever created it did, or died
+    before it could, and then the DAG's start opens the thread (the record has none)."""
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
@@ -249,8 +274,9 @@ def trigger_run(
     ).to_conf()  # fmt: skip
     run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
+    thread = announce(run_url) if announce is not None and run.created else None
     record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                     attributes=planned)  # fmt: skip
+                     attributes=planned, slack_thread=thread)  # fmt: skip
     return run, run_url
 
 
@@ -267,6 +293,7 @@ def record_triggered(
     run_url: str | None,
     attempt: int,
     attributes: Mapping[str, Any] | None,
+    slack_thread: tuple[str, str] | None = None,
 ) -> None:
     """TRIGGERED, with the run's id and link. A first run is recorded only from what the
     trigger left before it (TRIGGER_FROM): when the DAG already moved the record on (RUNNING,
@@ -282,12 +309,13 @@ def record_triggered(
             + (f", attempt {attempt}" if attempt > 1 else ""),
             attributes={**(attributes or {}), **run_attributes},
             only_from=TRIGGER_FROM if attempt == 1 else None,
+            slack_thread=slack_thread,
         )
     except TransitionRejectedError as error:
         current = error.current
         if attempt > 1 or current is None or current.state not in DAG_AHEAD:
             raise
-        services.status.annotate(backfill_id, {**(attributes or {}), **run_attributes})
+        services.status.annotate(backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread)
     except StatusItemTooLargeError:
         # The run exists: the record must say so. Only the plan's summary can be large (plan.json
         # and the result file have the whole plan), so the write goes again without it.
@@ -296,7 +324,7 @@ def record_triggered(
         log.warning("status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id)
         trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
         record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                         attributes=trimmed)  # fmt: skip
+                         attributes=trimmed, slack_thread=slack_thread)  # fmt: skip
 
 
 

@@ -50,6 +50,7 @@ from backfill_orchestrator.notify import (
     status_message,
 )
 from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import (
     BackfillState,
@@ -66,13 +67,14 @@ from backfill_orchestrator.trigger.events import (
 )
 from backfill_orchestrator.trigger.modes import (
     MODE_RUNNERS,
+    Announce,
     ModeOutcome,
     ModeRequest,
     ModeServices,
     plan_summary,
     run_plan,
 )
-from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
+from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, StoredBackfill
 
 DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
 MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the log line)
@@ -292,7 +294,10 @@ class TriggerService:
                 return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
 
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
-        request = ModeRequest(config=config, backfill_id=backfill_id, record=record, body=body, upload=upload)
+        request = ModeRequest(
+            config=config, backfill_id=backfill_id, record=record, body=body, upload=upload,
+            announce=self._announcer(config, backfill_id, record),
+        )  # fmt: skip
         try:
             with deadline_scope(attempt.deadline):
                 outcome = MODE_RUNNERS[config.mode](request, self.services)
@@ -379,26 +384,44 @@ class TriggerService:
                 dag_run_url=outcome.run_url,
             ),
         )  # fmt: skip
-        self.notifier.slack(
-            backfill_id,
-            backfill_message(
-                config=config,
-                backfill_id=backfill_id,
-                plan=outcome.plan,
-                state=str(outcome.state),
-                run_url=outcome.run_url,
-                lineage_url=self._lineage_url(config),
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-                note="Dry run: planned and stored, nothing triggered." if dry_run else None,
-                submitted_by=record.submitted_by,
-            ),
-            channel=channel,
-            record=record,  # as claimed: the mode's writes since do not touch the thread
-        )
+        if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
+            self.notifier.slack(
+                backfill_id,
+                backfill_message(
+                    config=config,
+                    backfill_id=backfill_id,
+                    plan=outcome.plan,
+                    state=str(outcome.state),
+                    run_url=outcome.run_url,
+                    lineage_url=self._lineage_url(config),
+                    plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+                    note="Dry run: planned and stored, nothing triggered." if dry_run else None,
+                    submitted_by=record.submitted_by,
+                ),
+                channel=channel,
+                record=record,  # as claimed: the mode's writes since do not touch the thread
+            )
         if record.pagerduty_open:  # an earlier attempt paged; this one succeeded
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         self.logger.info("%s: %s", backfill_id, disposition)
         return UploadResult(upload.uri, disposition, backfill_id, str(outcome.state), retry=not written)
+
+    def _announcer(self, config: BackfillConfig, backfill_id: str, record: StatusRecord) -> Announce:
+        """The TRIGGERED message of a run this attempt created, posted before TRIGGERED is
+        recorded so that the same write stores its thread. A crash between the post and that
+        write leaves no thread on the record; the retry that takes over finds the run and
+        posts nothing (it cannot know whether the post went out), and the DAG's start opens a
+        thread then: never the same message twice, at worst a second top-level message."""
+
+        def announce(plan: Plan, stored: StoredBackfill, run_url: str | None) -> tuple[str, str] | None:
+            message = backfill_message(
+                config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.TRIGGERED),
+                run_url=run_url, lineage_url=self._lineage_url(config), plan_uri=stored.plan_uri,
+                submitted_by=record.submitted_by, picture_pending=not stored.picture,
+            )  # fmt: skip
+            return self.notifier.open_thread(backfill_id, message, channel=config.notify.slack_channel, record=record)
+
+        return announce
 
     def _system_failure(self, upload: Upload, config: BackfillConfig, backfill_id: str, error: Exception) -> UploadResult:
         """Record FAILED (retryable), tell the user (result file), page, tell Slack; the caller

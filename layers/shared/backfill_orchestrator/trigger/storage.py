@@ -3,7 +3,8 @@
 - `<incoming>/<path>`: what users drop (read only);
 - `<results>/<path>.result.json`: what became of that file (accepted, rejected, already
   known, failed), at the same relative path, so a user finds it without reading logs;
-- `<backfills>/<backfill id>/plan.json` (and `plan.html`): the plan; the DAG run's conf
+- `<backfills>/<backfill id>/plan.json` (and `plan.html`, its picture: written here for a dry
+  run, a backfill held for approval or queued, else by the DAG run's start): the plan; the DAG run's conf
   points at it and at the config: the uploaded version itself
   (`s3://<bucket>/<incoming>/<path>?versionId=<id>`, the bucket is versioned) when the event
   named one, else a copy at `<backfills>/<backfill id>/config.<ext>`.
@@ -46,6 +47,7 @@ class ConfigGoneError(LookupError):
 class StoredBackfill:
     config_uri: str
     plan_uri: str
+    picture: bool = True  # plan.html was written beside plan.json (else the DAG run's start writes it)
 
 
 class TriggerStorage:
@@ -169,10 +171,13 @@ class TriggerStorage:
             return None
         return s3_version_uri(upload.bucket, upload.key, upload.version_id)
 
-    def store_backfill(self, backfill_id: str, *, upload: Upload, config_body: bytes, plan: Plan) -> StoredBackfill:
-        """Store the plan (and, when the upload has no version to name, a copy of the config)
-        under the backfill id: independent PutObjects, sent side by side (the wait is the
-        slowest, not the sum); StorageError if any failed, once all have ended."""
+    def store_backfill(
+        self, backfill_id: str, *, upload: Upload, config_body: bytes, plan: Plan, picture: bool = True
+    ) -> StoredBackfill:
+        """Store the plan (and, when the upload has no version to name, a copy of the config;
+        with `picture`, `plan.html` beside it) under the backfill id: independent PutObjects,
+        sent side by side (the wait is the slowest, not the sum); StorageError if any failed,
+        once all have ended. Without `picture` the DAG run writes `plan.html` when it starts."""
         plan_key = self.backfill_key(backfill_id, "plan.json")
         config_uri = self.config_version_uri(upload)
         documents = []
@@ -181,16 +186,27 @@ class TriggerStorage:
             content_type = "application/json" if upload.extension == ".json" else "application/yaml"
             documents.append((config_key, config_body, content_type))
             config_uri = f"s3://{self.bucket}/{config_key}"
-        documents += [
-            (plan_key, plan.to_json().encode(), "application/json"),
-            # The plan as a picture, beside it: one self-contained page (no scripts, nothing fetched).
-            (self.backfill_key(backfill_id, "plan.html"), render_html(plan).encode(), "text/html; charset=utf-8"),
-        ]
+        documents.append((plan_key, plan.to_json().encode(), "application/json"))
+        if picture:
+            documents.append(self._picture(backfill_id, plan))
+        stored = StoredBackfill(config_uri, f"s3://{self.bucket}/{plan_key}", picture=picture)
+        if len(documents) == 1:
+            self._put(*documents[0])
+            return stored
         with ThreadPoolExecutor(max_workers=len(documents), thread_name_prefix="store-backfill") as pool:
             sent = [pool.submit(self._put, *document) for document in documents]
         for future in sent:
             future.result()  # the first failure, as StorageError
-        return StoredBackfill(config_uri, f"s3://{self.bucket}/{plan_key}")
+        return stored
+
+    def store_picture(self, backfill_id: str, plan: Plan) -> None:
+        """`plan.html` beside `plan.json` (for a backfill stored without it that waits before
+        its run: queued, or awaiting approval)."""
+        self._put(*self._picture(backfill_id, plan))
+
+    def _picture(self, backfill_id: str, plan: Plan) -> tuple[str, bytes, str]:
+        # The plan as a picture: one self-contained page (no scripts, nothing fetched).
+        return self.backfill_key(backfill_id, "plan.html"), render_html(plan).encode(), "text/html; charset=utf-8"
 
     def load_plan(self, plan_uri: str) -> Plan | None:
         """A plan stored earlier (a retry reuses it so a run that may exist keeps its plan)."""
