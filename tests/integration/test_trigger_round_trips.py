@@ -124,12 +124,16 @@ def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: N
         assert len(harness.marquez.runs_requests()) == 12  # 6 planned jobs, twice
 
 
-def test_with_the_templates_claims_table_admission_adds_six_plus_two_per_active_backfill(mocked_aws: None) -> None:
+def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_holder_the_container_has_not_seen(
+    mocked_aws: None,
+) -> None:
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
-    what admitting a backfill adds to the eight above, here with two other backfills active
-    (the warm-up and the first config, whose runs never end on the double)."""
+    what admitting a backfill adds to the eight above, here with other backfills active (their
+    runs never end on the double). Their states come in one BatchGetItem; their claim sets are
+    named by version, so a container reads each once (a cold one: one GetObject per holder)."""
     import boto3
 
+    from backfill_orchestrator.claims import registry
     from tests.aws_resources import create_table
 
     with ExitStack() as stack:
@@ -143,20 +147,25 @@ def test_with_the_templates_claims_table_admission_adds_six_plus_two_per_active_
                 counter.watch_events(client.meta.events)
             harness.invoke(harness.upload(WARMUP, key="incoming/warmup.yaml"))
             harness.invoke(harness.upload(config("first"), key="incoming/first.yaml"))  # reads these jobs' history
-            other_day = config("second").replace(b"2021-06-04]", b"2021-08-20]")  # overlaps nothing active (7-day windows)
-            event = harness.upload(other_day, key="incoming/second.yaml")
-            counter.take()
-            (result,) = harness.invoke(event)
-            calls = counter.take()
-    assert result.disposition == Disposition.ACCEPTED
+            registry._CLAIM_SETS.clear()  # a new container: it has seen no claim set
+            calls = {}
+            for name, day in (("second", "2021-08-20"), ("third", "2021-10-20")):  # overlapping nothing active
+                event = harness.upload(config(name).replace(b"2021-06-04]", f"{day}]".encode()), key=f"incoming/{name}.yaml")
+                counter.take()
+                (result,) = harness.invoke(event)
+                assert result.disposition == Disposition.ACCEPTED
+                calls[name] = counter.take()
     admission = {
-        "s3.PutObject": 1,  # claims.json
+        "s3.PutObject": 1,  # claims.json (named by the version written)
         "dynamodb.PutItem": 2,  # the admission lock, the active entry
         "dynamodb.Query": 2,  # active and queued entries
-        "dynamodb.GetItem": 2,  # is each active holder still live (its status record)
-        "s3.GetObject": 2,  # each active holder's claims.json
+        "dynamodb.BatchGetItem": 1,  # are the active holders still live (their states, at once)
         "dynamodb.DeleteItem": 1,  # the lock released
     }
-    expected = Counter(EXPECTED) + Counter(admission)
-    assert Counter(calls) == expected, Counter(calls)
-    assert sum(expected.values()) == 8 + 6 + 2 * 2
+    cold = Counter(EXPECTED) + Counter(admission) + Counter({"s3.GetObject": 2})  # warmup's and first's claims.json
+    assert Counter(calls["second"]) == cold, Counter(calls["second"])
+    assert sum(cold.values()) == 8 + 7 + 2
+    # The same container admitting the next one has every holder's claim set (it read two, wrote one).
+    warm = Counter(EXPECTED) + Counter(admission)
+    assert Counter(calls["third"]) == warm, Counter(calls["third"])
+    assert sum(warm.values()) == 8 + 7

@@ -18,6 +18,7 @@ from backfill_orchestrator.status import (
     StatusStore,
     TransitionRejectedError,
 )
+from backfill_orchestrator.status.store import StatusStoreError
 
 S = BackfillState
 
@@ -156,6 +157,41 @@ def test_a_transition_carries_the_slack_thread_unless_one_is_stored(store: Statu
     store.create("b-3")
     store.annotate("b-3", {"dag_run_id": "b-3"}, slack_thread=("C3", "3.000300"))
     assert (store.get("b-3").slack_channel, store.get("b-3").slack_thread_ts) == ("C3", "3.000300")
+
+
+def test_states_reads_many_records_in_one_batch_and_asks_again_for_unprocessed_keys(store: StatusStore) -> None:
+    ids = [f"b-{i:03d}" for i in range(150)]
+    for backfill_id in ids[:120]:
+        store.create(backfill_id)
+    store.transition("b-007", BackfillState.REJECTED, detail="x")
+    client = store._client
+    calls: list[int] = []
+    real = client.batch_get_item
+
+    def first_answer_leaves_keys_unprocessed(**kwargs):  # noqa: ANN003, ANN202 - botocore's shape
+        keys = kwargs["RequestItems"]["status"]["Keys"]
+        calls.append(len(keys))
+        answer = real(**kwargs)
+        if len(calls) == 1:  # DynamoDB may answer part of a batch (throttling): the rest comes back
+            kept = {key["backfill_id"]["S"] for key in keys[:10]}
+            answer["Responses"]["status"] = [i for i in answer["Responses"]["status"] if i["backfill_id"]["S"] not in kept]
+            answer["UnprocessedKeys"] = {"status": {"Keys": keys[:10]}}
+        return answer
+
+    client.batch_get_item = first_answer_leaves_keys_unprocessed
+    slept: list[float] = []
+    states = store.states([*ids, "b-001"], sleep=slept.append)
+    assert calls == [100, 10, 50] and slept == [0.05]  # 100 keys a request; 10 asked again
+    assert set(states) == set(ids[:120])  # no record: not in the answer
+    assert states["b-007"] is BackfillState.REJECTED and states["b-119"] is BackfillState.RECEIVED
+
+
+def test_states_raises_when_keys_stay_unprocessed(store: StatusStore) -> None:
+    store.create("b-1")
+    client = store._client
+    client.batch_get_item = lambda **kwargs: {"Responses": {}, "UnprocessedKeys": {"status": {"Keys": kwargs["RequestItems"]["status"]["Keys"]}}}
+    with pytest.raises(StatusStoreError, match="still unprocessed after 8 rounds"):
+        store.states(["b-1"], sleep=lambda seconds: None)
 
 
 def test_the_dag_side_can_report_progress_after_a_trigger(store: StatusStore) -> None:

@@ -18,6 +18,7 @@ behind it, so waiting backfills start in submission order."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from datetime import date
 from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
+from cachetools import LRUCache
 
 from backfill_orchestrator.claims.model import ClaimSet
 from backfill_orchestrator.dates import compact_dates
@@ -84,18 +86,21 @@ class ClaimRegistry:
         table_name: str,
         load_claims: Callable[[str], ClaimSet],
         holder_is_live: Callable[[str], bool],
+        live_holders: Callable[[list[str]], set[str]] | None = None,
         lock_seconds: int = 30,
         lock_wait_seconds: float | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ):
         """`load_claims(uri)` reads a stored claim set; `holder_is_live(backfill id)` says
-        whether that backfill may still write (its status is not terminal). The lock is waited
+        whether that backfill may still write (its status is not terminal); `live_holders(ids)`,
+        when given, says it of them all at once (one read instead of one each). The lock is waited
         for a little longer than its lease, so a crashed holder never makes admission fail."""
         self._ddb = dynamodb_client
         self._table = table_name
         self._load = load_claims
         self._is_live = holder_is_live
+        self._live_holders = live_holders
         self._lock_seconds = lock_seconds
         self._lock_wait = lock_seconds + 5 if lock_wait_seconds is None else lock_wait_seconds
         self._clock = clock
@@ -184,10 +189,15 @@ class ClaimRegistry:
     def _live_entries(self) -> tuple[list[_Entry], list[_Entry]]:
         """Active and queued entries of live backfills; stale ones are deleted on the way."""
         active, queued = self._scan_entries()
+        ids = sorted({entry.backfill_id for entry in (*active, *queued)})
+        if self._live_holders is not None:
+            alive = self._live_holders(ids) if ids else set()
+        else:
+            alive = {backfill_id for backfill_id in ids if self._is_live(backfill_id)}
         live: tuple[list[_Entry], list[_Entry]] = ([], [])
         for bucket, entries in zip(live, (active, queued), strict=True):
             for entry in entries:
-                if self._is_live(entry.backfill_id):
+                if entry.backfill_id in alive:
                     bucket.append(entry)
                 else:
                     log.info("dropping the %s claim of %s: the backfill has ended", entry.kind, entry.backfill_id)
@@ -307,9 +317,40 @@ def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3
         record = status_store.get(backfill_id)
         return record is not None and record.state in LIVE_STATES
 
+    def live_holders(backfill_ids: list[str]) -> set[str]:  # one BatchGetItem, not a GetItem each
+        return {backfill_id for backfill_id, state in status_store.states(backfill_ids).items() if state in LIVE_STATES}
+
+    def load_claims(uri: str) -> ClaimSet:
+        # Kept by the warm container when the URI names an object version (the trigger stores
+        # claims that way): what it names never changes. A plain key may be rewritten (a
+        # re-planned backfill), so it is read every time.
+        with _CLAIM_SETS_LOCK:
+            cached = _CLAIM_SETS.get(uri)
+        if cached is None:
+            cached = ClaimSet.from_json(documents.read_bytes(uri, s3_client=s3_client), source=uri)
+            if "?versionId=" in uri:
+                with _CLAIM_SETS_LOCK:
+                    _CLAIM_SETS[uri] = cached
+        return cached
+
     return ClaimRegistry(
         dynamodb_client=dynamodb_client,
         table_name=table_name,
-        load_claims=lambda uri: ClaimSet.from_json(documents.read_bytes(uri, s3_client=s3_client), source=uri),
+        load_claims=load_claims,
         holder_is_live=is_live,
+        live_holders=live_holders,
     )
+
+
+def keep_claim_set(uri: str, claims: ClaimSet) -> None:
+    """A claim set this container wrote at a versioned URI: kept, so that admitting the next
+    backfill does not read it back."""
+    if "?versionId=" in uri:
+        with _CLAIM_SETS_LOCK:
+            _CLAIM_SETS[uri] = claims
+
+
+# The claim sets a container has read or written, by versioned URI (bounded: a claim set of a
+# long plan is large).
+_CLAIM_SETS: LRUCache[str, ClaimSet] = LRUCache(maxsize=128)
+_CLAIM_SETS_LOCK = threading.Lock()

@@ -11,6 +11,7 @@ Table: partition key `backfill_id` (string), nothing else required.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ SETTABLE = frozenset(
         "submitted_by", "approval_requested_at", "approvers", "root_jobs", "approval_reasons", "approval",
     }
 )  # fmt: skip
+STATES_ROUNDS = 8  # BatchGetItem rounds for keys DynamoDB leaves unprocessed (throttling)
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
 PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
 
@@ -130,6 +132,33 @@ class StatusStore:
             raise StatusStoreError(f"reading status of {backfill_id} from {self._table}: {error}") from error
         item = response.get("Item")
         return record_from_item(item) if item else None
+
+    def states(self, backfill_ids: Collection[str], *, sleep: Callable[[float], None] = time.sleep) -> dict[str, BackfillState]:
+        """The state of each backfill that has a record (consistent reads of the state alone:
+        BatchGetItem, 100 keys a request, keys DynamoDB left unprocessed asked again with
+        backoff, at most STATES_ROUNDS times). One round trip where `get` per id costs one each."""
+        wanted = sorted(set(backfill_ids))
+        found: dict[str, BackfillState] = {}
+        for start in range(0, len(wanted), 100):
+            keys: list[dict[str, Any]] = [self._key(backfill_id) for backfill_id in wanted[start : start + 100]]
+            for round_ in range(STATES_ROUNDS):
+                request = {self._table: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "backfill_id, #state",
+                                         "ExpressionAttributeNames": {"#state": "state"}}}  # fmt: skip
+                try:
+                    response = self._client.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as error:
+                    raise StatusStoreError(f"reading the states of {len(keys)} backfills from {self._table}: {error}") from error
+                for item in response.get("Responses", {}).get(self._table, []):
+                    found[item["backfill_id"]["S"]] = BackfillState(item["state"]["S"])
+                keys = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+                if not keys:
+                    break
+                sleep(min(0.05 * 2**round_, 1.0))
+            else:
+                raise StatusStoreError(
+                    f"reading the states of {len(keys)} backfills from {self._table}: still unprocessed after {STATES_ROUNDS} rounds"
+                )
+        return found
 
     # -- writes ------------------------------------------------------------------------
     def create(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
+from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.lineage import LineageSource, ProducersSeen
@@ -239,7 +240,9 @@ def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at:
     for step_id, days in (skip.dates_done if skip else {}).items():
         done[step_id] = days
     claims = ClaimSet.from_plan(plan, skip=done)
-    uri = services.storage.store_document(backfill_id, "claims.json", claims.to_json().encode())
+    # Named by its version: containers keep the claim sets they read (claims.registry_for).
+    uri = services.storage.store_document(backfill_id, "claims.json", claims.to_json().encode(), versioned=True)
+    keep_claim_set(uri, claims)
     return services.claims().admit(
         backfill_id=backfill_id, claims=claims, claims_uri=uri, submitted_at=submitted_at,
         on_overlap=services.settings.on_overlap,

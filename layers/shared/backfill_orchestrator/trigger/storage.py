@@ -71,10 +71,14 @@ class TriggerStorage:
             and not upload.key.endswith("/")
         )
 
-    def store_document(self, backfill_id: str, name: str, body: bytes) -> str:
-        """A document of the backfill's own (claims, an attempt's done work) under its id."""
+    def store_document(self, backfill_id: str, name: str, body: bytes, *, versioned: bool = False) -> str:
+        """A document of the backfill's own (claims, an attempt's done work) under its id. With
+        `versioned`, the URI names the version written (`?versionId=`, the bucket is versioned):
+        what it names never changes, so a reader may keep it."""
         key = self.backfill_key(backfill_id, name)
-        self._put(key, body, "application/json")
+        version = self._put(key, body, "application/json")
+        if versioned and version and version != "null":
+            return s3_version_uri(self.bucket, key, version)
         return f"s3://{self.bucket}/{key}"
 
     def read_document(self, uri: str) -> bytes | None:
@@ -224,11 +228,13 @@ class TriggerStorage:
             raise StorageError(f"reading {plan_uri}: {error}") from error
         return Plan.from_json(body)
 
-    def _put(self, key: str, body: bytes, content_type: str) -> None:
+    def _put(self, key: str, body: bytes, content_type: str) -> str | None:
+        """PutObject; the version it wrote (None on an unversioned bucket)."""
         try:
-            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+            answer = self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
         except (ClientError, BotoCoreError) as error:
             raise StorageError(f"writing s3://{self.bucket}/{key}: {error}") from error
+        return answer.get("VersionId")
 
 
 def _total_size(content_range: str | None) -> int | None:
