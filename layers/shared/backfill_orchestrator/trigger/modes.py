@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backfill_orchestrator.airflow_api import AirflowClient, TriggerResult
+from backfill_orchestrator.airflow_api import AirflowClient, DagRun, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
 from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
@@ -194,8 +194,8 @@ def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | Non
     planned or stored again. None when there is no such run."""
     backfill_id = request.backfill_id
     airflow, dag_id = services.airflow(), services.settings.backfill_dag_id
-    run = airflow.get_dag_run(dag_id, dag_run_id(backfill_id))
-    if run is None or run.conf.get("backfill_id") != backfill_id:
+    run = first_run(services, backfill_id)
+    if run is None:
         return None
     plan, planned = run_plan(services, run.conf)
     if plan is None:  # its plan is gone: nothing to record it with; planning again is all that is left
@@ -209,6 +209,13 @@ def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | Non
     # its thread is not known. The DAG's start opens the thread when the record has none.
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False),
                        run_url=run_url, announced=request.announce is not None)  # fmt: skip
+
+
+def first_run(services: ModeServices, backfill_id: str) -> DagRun | None:
+    """The backfill's first DAG run as Airflow has it (run id = backfill id), when its conf is
+    this backfill's; None otherwise."""
+    run = services.airflow().get_dag_run(services.settings.backfill_dag_id, dag_run_id(backfill_id))
+    return run if run is not None and run.conf.get("backfill_id") == backfill_id else None
 
 
 def run_plan(services: ModeServices, conf: Mapping[str, Any]) -> tuple[Plan | None, dict[str, Any]]:

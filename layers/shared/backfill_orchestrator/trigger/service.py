@@ -71,6 +71,7 @@ from backfill_orchestrator.trigger.modes import (
     ModeOutcome,
     ModeRequest,
     ModeServices,
+    first_run,
     plan_summary,
     run_plan,
 )
@@ -501,8 +502,8 @@ class TriggerService:
         record has none)."""
         airflow, dag_id = self.services.airflow(), self.settings.backfill_dag_id
         with deadline_scope(attempt.deadline):
-            run = airflow.get_dag_run(dag_id, record.backfill_id)
-        if run is None or run.conf.get("backfill_id") != record.backfill_id:
+            run = first_run(self.services, record.backfill_id)
+        if run is None:
             return record
         attributes = {"dag_id": dag_id, "dag_run_id": run.run_id, "dag_run_url": airflow.run_url(dag_id, run.run_id)}
         if not record.plan_uri:  # no PLANNED was recorded: the run's conf names config and plan
