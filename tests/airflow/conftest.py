@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
+from backfill_local.airflow_local import PARSE_ONCE_SETTINGS
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.contracts import ResultFile, RunConf
 from backfill_orchestrator.documents import s3_version_uri
@@ -103,6 +104,8 @@ def receivers() -> Iterator[tuple[Any, Any]]:
 
 def airflow_extra_env(*, aws: AwsLocal, slack: Any, pagerduty: Any, warehouse: Path, outputs: Path) -> dict[str, str]:
     return {
+        # every DAG file is in place before the boot: each is parsed once, not every 10 s
+        **PARSE_ONCE_SETTINGS,
         **AWS_ENV,
         "AWS_ENDPOINT_URL": aws.endpoint,
         "AIRFLOW__BACKFILL__SPARK_COMMAND": f"{sys.executable} {FAKE_SPARK_JOB}",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from backfill_local.airflow_local import LocalAirflow
+from backfill_local.airflow_local import PARSE_ONCE_SETTINGS, LocalAirflow
 from backfill_orchestrator.airflow_api import DagNotFoundError, RestAirflowClient
 from backfill_orchestrator.trigger import Disposition
 from tests.integration.test_trigger_flow import VALID, TriggerHarness
@@ -41,7 +41,7 @@ probe()
 def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAirflow]:
     dags = tmp_path_factory.mktemp("dags")
     (dags / "trigger_probe.py").write_text(PROBE_DAG)
-    with LocalAirflow(dags_folder=Path(dags), parallelism=1) as local:
+    with LocalAirflow(dags_folder=Path(dags), parallelism=1, extra_env=PARSE_ONCE_SETTINGS) as local:
         local.wait_for_dags([DAG_ID])
         yield local
 
