@@ -58,6 +58,9 @@ class DeploymentSettings(CommonSettings):
     # their `requested_by` (the Slack interactivity function's role: globs over principal names).
     policy_uri: str | None = None
     policy_cache_seconds: int = 60
+    # After failing a cancelled backfill's DAG run, how long to watch that it stays failed: a
+    # scheduler that had loaded the run before the PATCH may still mark it successful.
+    cancel_confirm_seconds: int = 3
     control_delegates: frozenset[str] = frozenset()
 
     # -- derived ---------------------------------------------------------------------
@@ -152,6 +155,7 @@ class DeploymentSettings(CommonSettings):
             preflight=PreflightLimits.read(env),
             policy_uri=policy_uri,
             policy_cache_seconds=env.whole("POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"),
+            cancel_confirm_seconds=env.whole("CANCEL_CONFIRM_SECONDS", 3, low=0, high=60, unit=" of seconds"),
             control_delegates=comma_set(env.get("CONTROL_DELEGATES")) or frozenset(),
         )
         prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)

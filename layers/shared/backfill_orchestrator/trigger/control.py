@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
+from time import sleep as wait_seconds
 from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued, Refused
@@ -81,6 +82,7 @@ class ControlService:
     notifier: Notifier
     metrics: MetricsSink
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    sleep: Callable[[float], None] = field(default=wait_seconds)
 
     # -- one document ----------------------------------------------------------------------
     def handle(self, upload: Upload) -> ControlOutcome:
@@ -231,8 +233,10 @@ class ControlService:
         airflow = self.services.airflow()
         dag_id = record.dag_id or self.services.settings.backfill_dag_id
         stopped = []
-        if airflow.fail_dag_run(dag_id, record.dag_run_id or dag_run_id(record.backfill_id, record.run_attempt)):
+        run_id = record.dag_run_id or dag_run_id(record.backfill_id, record.run_attempt)
+        if airflow.fail_dag_run(dag_id, run_id):
             stopped.append(f"DAG run {dag_id}/{record.dag_run_id}")
+            self._keep_failed(airflow, dag_id, run_id)
         plan = self._plan(record)
         for step in plan.steps:
             if step.kind != "airflow_dag" or not step.dates:
@@ -245,6 +249,23 @@ class ControlService:
                 airflow.fail_dag_run(step.dag_id, run.run_id)
                 stopped.append(f"{step.dag_id}/{run.run_id}")
         return stopped
+
+    def _keep_failed(self, airflow: Any, dag_id: str, run_id: str) -> None:
+        """Watch the failed run for `cancel_confirm_seconds`: a scheduler that loaded it before
+        the PATCH (its last tasks just skipped) may still write "success" over it (seen with
+        Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again,
+        so that a cancelled backfill never shows a successful run. Best effort: the record is
+        CANCELLED either way."""
+        for _ in range(self.services.settings.cancel_confirm_seconds):
+            self.sleep(1.0)
+            try:
+                run = airflow.get_dag_run(dag_id, run_id)
+                if run is not None and run.state == "success":
+                    log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
+                    airflow.fail_dag_run(dag_id, run_id)
+            except Exception as error:  # noqa: BLE001 - the cancel itself is done
+                log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)
+                return
 
     def _done_so_far(self, record: StatusRecord, plan: Plan, attempt: int) -> AttemptDone:
         """What earlier attempts finished: the last backfill report's succeeded steps and
