@@ -25,6 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 from slack_sdk.models.blocks import Block
 
+from backfill_orchestrator.deadline import current_deadline
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.redaction import RedactingFilter, register_secret
 
@@ -132,17 +133,20 @@ class SlackWebApi(SlackClient):
         handlers: list[RetryHandler] | None = None,
         timeout: int = DEFAULT_TIMEOUT_SECONDS,
     ):
+        self._timeout = timeout
+        self._handlers = retry_handlers() if handlers is None else handlers
         self._client = WebClient(
             token=token.get_secret_value(),
             base_url=api_url.rstrip("/") + "/",
             timeout=timeout,
-            retry_handlers=retry_handlers() if handlers is None else handlers,
+            retry_handlers=self._handlers,
             logger=_sdk_logger(token),
         )
 
     def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
         if not channel:
             raise SlackError("no Slack channel: set SLACK_CHANNEL or the config's notify.slack_channel")
+        self._fit_deadline()
         try:
             answer = self._client.chat_postMessage(
                 channel=channel,
@@ -160,6 +164,21 @@ class SlackWebApi(SlackClient):
         if not isinstance(ts, str) or not ts:
             raise SlackError("chat.postMessage answered ok without a message ts: the thread cannot be continued")
         return PostedMessage(channel=answer.get("channel") or channel, ts=ts)
+
+
+    def _fit_deadline(self) -> None:
+        """Within a deadline (`backfill_orchestrator.deadline`: the trigger's message goes out
+        before its TRIGGERED write), the request's timeout is cut to the time left and retries
+        are left out when a second attempt could not end in it; none left: not sent."""
+        deadline = current_deadline()
+        if deadline is None:
+            self._client.timeout, self._client.retry_handlers = self._timeout, self._handlers
+            return
+        left = deadline.remaining()
+        if left < 1.0:
+            raise SlackError("not sent: no time left before the invocation's deadline")
+        self._client.timeout = max(1, min(self._timeout, int(left)))
+        self._client.retry_handlers = self._handlers if left >= 2 * self._timeout + 1 else []
 
 
 class SlackWebhook(SlackClient):
