@@ -45,7 +45,7 @@ class World:
         return ClaimRegistry(
             dynamodb_client=self.ddb, table_name="claims",
             load_claims=lambda uri: ClaimSet.from_json(self.documents[uri], source=uri),
-            holder_is_live=lambda backfill_id: backfill_id in self.live,
+            live_holders=lambda backfill_ids: {i for i in backfill_ids if i in self.live},
             clock=lambda: self.now[0], sleep=lambda s: self.now.__setitem__(0, self.now[0] + s), **kwargs,
         )
 

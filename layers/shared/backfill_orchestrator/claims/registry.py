@@ -85,21 +85,18 @@ class ClaimRegistry:
         dynamodb_client: Any,
         table_name: str,
         load_claims: Callable[[str], ClaimSet],
-        holder_is_live: Callable[[str], bool],
-        live_holders: Callable[[list[str]], set[str]] | None = None,
+        live_holders: Callable[[list[str]], set[str]],
         lock_seconds: int = 30,
         lock_wait_seconds: float | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ):
-        """`load_claims(uri)` reads a stored claim set; `holder_is_live(backfill id)` says
-        whether that backfill may still write (its status is not terminal); `live_holders(ids)`,
-        when given, says it of them all at once (one read instead of one each). The lock is waited
-        for a little longer than its lease, so a crashed holder never makes admission fail."""
+        """`load_claims(uri)` reads a stored claim set; `live_holders(ids)` says which of those
+        backfills may still write (their status is not terminal), all in one read. The lock is
+        waited for a little longer than its lease, so a crashed holder never makes admission fail."""
         self._ddb = dynamodb_client
         self._table = table_name
         self._load = load_claims
-        self._is_live = holder_is_live
         self._live_holders = live_holders
         self._lock_seconds = lock_seconds
         self._lock_wait = lock_seconds + 5 if lock_wait_seconds is None else lock_wait_seconds
@@ -180,20 +177,17 @@ class ClaimRegistry:
     def holders(self) -> dict[str, list[str]]:
         """{'active': [...], 'queued': [...]} (queued in submission order), live ones only."""
         active, queued = self._scan_entries()
+        alive = self._alive([*active, *queued])
         return {
-            "active": [e.backfill_id for e in active if self._is_live(e.backfill_id)],
-            "queued": [e.backfill_id for e in queued if self._is_live(e.backfill_id)],
+            "active": [e.backfill_id for e in active if e.backfill_id in alive],
+            "queued": [e.backfill_id for e in queued if e.backfill_id in alive],
         }
 
     # -- entries ---------------------------------------------------------------------------
     def _live_entries(self) -> tuple[list[_Entry], list[_Entry]]:
         """Active and queued entries of live backfills; stale ones are deleted on the way."""
         active, queued = self._scan_entries()
-        ids = sorted({entry.backfill_id for entry in (*active, *queued)})
-        if self._live_holders is not None:
-            alive = self._live_holders(ids) if ids else set()
-        else:
-            alive = {backfill_id for backfill_id in ids if self._is_live(backfill_id)}
+        alive = self._alive([*active, *queued])
         live: tuple[list[_Entry], list[_Entry]] = ([], [])
         for bucket, entries in zip(live, (active, queued), strict=True):
             for entry in entries:
@@ -203,6 +197,10 @@ class ClaimRegistry:
                     log.info("dropping the %s claim of %s: the backfill has ended", entry.kind, entry.backfill_id)
                     self._delete(entry.kind, entry.sort_key)
         return live
+
+    def _alive(self, entries: list[_Entry]) -> set[str]:
+        ids = sorted({entry.backfill_id for entry in entries})
+        return self._live_holders(ids) if ids else set()
 
     def _scan_entries(self) -> tuple[list[_Entry], list[_Entry]]:
         return self._query("active"), self._query("queued")
@@ -313,10 +311,6 @@ def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3
     from backfill_orchestrator import documents
     from backfill_orchestrator.status.model import LIVE_STATES
 
-    def is_live(backfill_id: str) -> bool:
-        record = status_store.get(backfill_id)
-        return record is not None and record.state in LIVE_STATES
-
     def live_holders(backfill_ids: list[str]) -> set[str]:  # one BatchGetItem, not a GetItem each
         return {backfill_id for backfill_id, state in status_store.states(backfill_ids).items() if state in LIVE_STATES}
 
@@ -328,23 +322,20 @@ def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3
             cached = _CLAIM_SETS.get(uri)
         if cached is None:
             cached = ClaimSet.from_json(documents.read_bytes(uri, s3_client=s3_client), source=uri)
-            if "?versionId=" in uri:
-                with _CLAIM_SETS_LOCK:
-                    _CLAIM_SETS[uri] = cached
+            keep_claim_set(uri, cached)
         return cached
 
     return ClaimRegistry(
         dynamodb_client=dynamodb_client,
         table_name=table_name,
         load_claims=load_claims,
-        holder_is_live=is_live,
         live_holders=live_holders,
     )
 
 
 def keep_claim_set(uri: str, claims: ClaimSet) -> None:
-    """A claim set this container wrote at a versioned URI: kept, so that admitting the next
-    backfill does not read it back."""
+    """Keep a claim set this container wrote or read, when its URI names an object version
+    (what it names never changes); a plain key may be rewritten, so it is not kept."""
     if "?versionId=" in uri:
         with _CLAIM_SETS_LOCK:
             _CLAIM_SETS[uri] = claims

@@ -116,6 +116,9 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         found = found_run(request, services)
         if found is not None:
             return found
+    # A dry run, or one a policy may hold back, may stop at PLANNED (AWAITING_APPROVAL moves on
+    # from it): PLANNED is recorded and the picture written here, where no run may follow soon.
+    may_stop = config.dry_run or policy_may_hold_back(services)
     plan = None
     if record.plan_uri:
         # A retry: a run may already point at this plan, so keep it rather than re-plan.
@@ -124,9 +127,8 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         # Taking over a dead attempt that got as far as PLANNED: config and plan are stored.
         stored = StoredBackfill(record.config_uri, record.plan_uri)
     else:
-        # The picture is written here where the backfill may wait before a run exists (a dry
-        # run, a policy's approval, the claims' queue); a run writes it when it starts.
-        picture = config.dry_run or policy_may_hold_back(services)
+        # The picture: written here for a backfill that may stop (a queued one gets it when it
+        # queues, below); a run writes it when it starts.
         if plan is None:
             try:
                 catalog = services.catalog()
@@ -140,14 +142,14 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
             except PlanRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
         stored = services.storage.store_backfill(
-            backfill_id, upload=request.upload, config_body=request.body, plan=plan, picture=picture
+            backfill_id, upload=request.upload, config_body=request.body, plan=plan, picture=may_stop
         )
     # The store keeps the first steps of the summary; the plan document has them all.
     planned = {"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)}
     # PLANNED is recorded when the backfill may stop there: a dry run, or one a policy may hold
     # back (AWAITING_APPROVAL moves on from PLANNED). Otherwise the state that follows carries
     # the plan: TRIGGERED, or QUEUED when the claims hold it back.
-    if record.state is not BackfillState.PLANNED and (config.dry_run or policy_may_hold_back(services)):
+    if record.state is not BackfillState.PLANNED and may_stop:
         services.status.transition(
             backfill_id,
             BackfillState.PLANNED,
