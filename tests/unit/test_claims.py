@@ -155,3 +155,20 @@ def test_a_lock_that_stays_taken_is_a_service_error(world):
     })
     with pytest.raises(ClaimsUnavailableError, match="stayed taken"):
         world.admit("a-1", claims(s=days(0)), at="t1")
+
+
+def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from backfill_orchestrator.claims import registry
+
+    monkeypatch.setattr(registry, "_CLAIM_SETS", registry.LRUCache(maxsize=4, getsizeof=len))
+    monkeypatch.setattr(registry, "MAX_KEPT_CLAIMS", 4)
+    day = date(2021, 6, 4)
+    three = ClaimSet({"a": frozenset({day, date(2021, 6, 5), date(2021, 6, 6)})})
+    one = ClaimSet({"b": frozenset({day})})
+    registry.keep_claim_set("s3://b/backfills/x/claims.json", one)  # a plain key may be rewritten: not kept
+    registry.keep_claim_set("s3://b/backfills/big/claims.json?versionId=1", ClaimSet({"c": frozenset(three.steps["a"] | {date(2021, 6, 7), date(2021, 6, 8)})}))
+    assert len(registry._CLAIM_SETS) == 0  # 5 pairs: over the bound, never kept
+    registry.keep_claim_set("s3://b/backfills/y/claims.json?versionId=1", three)
+    registry.keep_claim_set("s3://b/backfills/z/claims.json?versionId=1", one)
+    registry.keep_claim_set("s3://b/backfills/w/claims.json?versionId=1", one)  # 5 pairs in all: the oldest goes
+    assert set(registry._CLAIM_SETS) == {"s3://b/backfills/z/claims.json?versionId=1", "s3://b/backfills/w/claims.json?versionId=1"}

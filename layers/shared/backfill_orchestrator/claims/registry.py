@@ -336,12 +336,13 @@ def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3
 def keep_claim_set(uri: str, claims: ClaimSet) -> None:
     """Keep a claim set this container wrote or read, when its URI names an object version
     (what it names never changes); a plain key may be rewritten, so it is not kept."""
-    if "?versionId=" in uri:
+    if "?versionId=" in uri and len(claims) <= MAX_KEPT_CLAIMS:
         with _CLAIM_SETS_LOCK:
             _CLAIM_SETS[uri] = claims
 
 
-# The claim sets a container has read or written, by versioned URI (bounded: a claim set of a
-# long plan is large).
-_CLAIM_SETS: LRUCache[str, ClaimSet] = LRUCache(maxsize=128)
+# The claim sets a container has read or written, by versioned URI, bounded by their (step,
+# date) pairs rather than their number: one long plan's set can be large.
+MAX_KEPT_CLAIMS = 200_000
+_CLAIM_SETS: LRUCache[str, ClaimSet] = LRUCache(maxsize=MAX_KEPT_CLAIMS, getsizeof=len)
 _CLAIM_SETS_LOCK = threading.Lock()
