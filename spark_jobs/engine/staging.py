@@ -9,7 +9,8 @@ cannot belong to a live writer:
 - empty: a live write holds its `_temporary` (or its committed output) there from setup to
   the end of its commit, when Spark deletes the directory itself; only a dead one is empty;
 - holding output only for days this write replaces: the claims let no other backfill write
-  those days of the table now, and this write replaces them anyway;
+  those days of the table now, and this write replaces them anyway; likewise with no output
+  yet but day directories only of those days (a task killed before its first file landed);
 - unchanged for `STALE_AFTER_SECONDS`: no backfill's Spark job runs that long.
 
 Anything else (output for other days, changed recently) may be a concurrent backfill of other
@@ -33,6 +34,7 @@ class StagingFilesystem(Protocol):
     def glob_directories(self, pattern: str) -> list[str]: ...
     def children(self, uri: str) -> list[str]: ...
     def files(self, uri: str) -> list[tuple[str, int]]: ...  # every file under uri: (uri, modified ms)
+    def directories(self, uri: str) -> list[str]: ...  # every directory under uri
     def modified_ms(self, uri: str) -> int: ...
     def delete(self, uri: str) -> None: ...
 
@@ -64,6 +66,10 @@ def removal_reason(
     staged = staging_days([uri for uri, _ in files])
     if files and staged is not None and (days is None or staged <= set(days)):
         return f"output only for days this write replaces ({', '.join(sorted(d.isoformat() for d in staged))})"
+    if not files:  # set up, no file yet: the day directories its tasks made say whose it is
+        named = staging_days([uri for uri in filesystem.directories(directory) if f"/{DAY}=" in uri])
+        if named and (days is None or named <= set(days)):
+            return f"no output yet, set up only for days this write replaces ({', '.join(sorted(d.isoformat() for d in named))})"
     last_change_ms = max([filesystem.modified_ms(directory), *(modified for _, modified in files)])
     if last_change_ms > 0 and now_ms - last_change_ms > stale_after_seconds * 1000:
         return f"unchanged for {(now_ms - last_change_ms) / 3_600_000:.1f} h"

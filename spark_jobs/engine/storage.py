@@ -70,6 +70,18 @@ class HadoopFs:
             found.append((status.getPath().toString(), int(status.getModificationTime())))
         return found
 
+    def directories(self, uri: str) -> list[str]:
+        """Every directory under `uri`, at any depth (none on object stores, whose prefixes
+        exist only through files)."""
+        fs = self._path(uri).getFileSystem(self._conf)
+        found, pending = [], [self._path(uri)]
+        while pending:
+            for status in fs.listStatus(pending.pop()):
+                if status.isDirectory():
+                    found.append(status.getPath().toString())
+                    pending.append(status.getPath())
+        return found
+
     def modified_ms(self, uri: str) -> int:
         """Modification time in ms since the epoch; 0 where the store keeps none (S3 prefixes)."""
         path = self._path(uri)

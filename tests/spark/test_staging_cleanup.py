@@ -33,13 +33,16 @@ def test_the_next_write_removes_a_killed_writes_staging_and_the_table_equals_a_c
     concurrent = orders / f".spark-staging-{uuid.uuid4()}" / "_temporary" / "0" / "_temporary" / "attempt_202605010000_0007_m_000000_0"
     for staging, day in ((mid_task, "2021-05-04"), (concurrent, "2021-05-08")):
         shutil.copytree(pristine / ORDERS.location / f"day={day}" / "hour=1", staging / f"day={day}" / "hour=1")
+    # and one killed before its first file: the day directories of its task, nothing in them
+    before_a_file = orders / f".spark-staging-{uuid.uuid4()}" / "_temporary" / "0" / "_temporary" / "attempt_202605010000_0004_m_000000_0"
+    (before_a_file / "day=2021-05-03" / "hour=0").mkdir(parents=True)
 
     report = run_plan(spark=spark, plan=hand_plan([hand_step("etl_orders", DAYS)]), warehouse=str(warehouse),
                       registry=FOOD_DELIVERY)  # fmt: skip
 
     assert report.succeeded, report
     assert sorted(p.name for p in orders.glob(".spark-staging-*")) == [concurrent.parents[3].name]
-    assert not emptied.exists() and not mid_task.parents[3].exists()
+    assert not emptied.exists() and not mid_task.parents[3].exists() and not before_a_file.parents[3].exists()
     assert "a killed write's staging (empty)" in capsys.readouterr().err
     assert_df_equality(
         read_table(spark=spark, warehouse=str(warehouse), table=ORDERS),

@@ -33,6 +33,9 @@ class LocalFilesystem:
     def files(self, uri: str) -> list[tuple[str, int]]:
         return [(str(p), p.stat().st_mtime_ns // 1_000_000) for p in Path(uri).rglob("*") if p.is_file()]
 
+    def directories(self, uri: str) -> list[str]:
+        return [str(p) for p in Path(uri).rglob("*") if p.is_dir()]
+
     def modified_ms(self, uri: str) -> int:
         return Path(uri).stat().st_mtime_ns // 1_000_000
 
@@ -135,3 +138,18 @@ def test_a_table_with_no_directory_yet_has_nothing_to_remove(tmp_path: Path) -> 
 )  # fmt: skip
 def test_staging_days_reads_the_day_segments_below_the_staging_directory(files: list[str], days: set[date] | None) -> None:
     assert staging_days(files) == days
+
+
+def test_a_write_killed_before_its_first_file_is_removed_by_a_write_of_its_days_only(table: Path) -> None:
+    """Seen on the lifecycle test under load: the task made `day=.../hour=...` and died before
+    writing a file. Its day directories say whose it is."""
+    def set_up_only(name: str, day: str) -> Path:
+        directory = table / f".spark-staging-{name}"
+        (directory / "_temporary" / "0" / "_temporary" / "attempt_1" / f"day={day}" / "hour=0").mkdir(parents=True)
+        return directory
+
+    mine, other = set_up_only("mine", "2021-06-02"), set_up_only("other", "2021-06-20")
+
+    removed = remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=[date(2021, 6, 2)], now_ms=now_ms())
+
+    assert list(removed) == [str(mine)] and "no output yet" in removed[str(mine)] and other.is_dir()
