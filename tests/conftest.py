@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
+from backfill_local.local_spark import use_local_spark_defaults
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Every Spark JVM of the test run (the tests' session, the Spark jobs tests and Airflow start, the
-# demo) lives for seconds to minutes on kilobytes of data: the serial collector and the C1
-# compiler alone take 30-40% less CPU than the defaults (measured on the sample warehouse build).
-# spark-submit adds SPARK_SUBMIT_OPTS to the driver's JVM options; child processes inherit it.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+# Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
+# start, the demo) reads the local tuning: file writes without a forked `chmod` per file, the
+# serial collector and C1 (backfill_local.local_spark). Set here, before any JVM or Airflow
+# starts, so child processes inherit it.
+use_local_spark_defaults()
 EXAMPLES = REPO_ROOT / "examples"
 
 VALID_BATCH: dict[str, Any] = {

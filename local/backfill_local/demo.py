@@ -44,6 +44,8 @@ from typing import Any
 
 import boto3
 
+from backfill_local.local_spark import use_local_spark_defaults
+
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "backfill-configs-local"
 TABLE = "backfill-status-local"
@@ -208,6 +210,7 @@ def main() -> int:
     figures: dict[str, float] = {}
     cpu_before = os.times()
     signal.signal(signal.SIGTERM, _interrupt)  # a TERM stops like Ctrl-C: every process is stopped
+    use_local_spark_defaults()  # every Spark JVM of the demo (its own, Airflow's tasks') reads it
     with ExitStack() as stack:
         try:
             run_flow(stack, work, figures)
