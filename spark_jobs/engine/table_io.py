@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 Partition = tuple[tuple[str, object], ...]  # (("day", date), ("hour", 3), ("feed", "web"))
+TASKS_END_TIMEOUT_SECONDS = 30.0  # a cancelled task stops within seconds (the job's SIGTERM budget is 60)
 
 
 class UnpartitionedTableError(ValueError):
@@ -136,14 +137,22 @@ def replace_partitions(
         rows_by_partition = {partition_path(partition): rows for partition, rows in counts}
         _remove_dead_staging(spark=spark, table=table, uri=table.uri(warehouse), days=scope.days)
         if rows_by_partition:
-            (
-                frame.repartition(*columns)  # one file per partition directory
-                .write.mode("overwrite")
-                .option("partitionOverwriteMode", "dynamic")
-                .partitionBy(*columns)
-                .format(table.format)
-                .save(table.uri(warehouse))
-            )
+            try:
+                (
+                    frame.repartition(*columns)  # one file per partition directory
+                    .write.mode("overwrite")
+                    .option("partitionOverwriteMode", "dynamic")
+                    .partitionBy(*columns)
+                    .format(table.format)
+                    .save(table.uri(warehouse))
+                )
+            except Exception:
+                # Spark aborts a failed or cancelled (SIGTERM) write's job at once, but its tasks
+                # end when they notice: one still writing makes its staging directories again
+                # after the abort removed them. Once they ended, this write's own litter goes.
+                _wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
+                _remove_dead_staging(spark=spark, table=table, uri=table.uri(warehouse), days=scope.days)
+                raise
     finally:
         frame.unpersist()
     # Only after a successful write: a failed step must not lose the old partitions.
@@ -156,6 +165,19 @@ def replace_partitions(
             deleted.append(path)
     bytes_written = sum(filesystem.size(f"{table.uri(warehouse)}/{path}") for path in rows_by_partition)
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
+
+
+def _wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> None:
+    """Until no task of this thread's job group (the step's, runner.py) runs, or the timeout."""
+    tracker = spark.sparkContext.statusTracker()
+    group = spark.sparkContext.getLocalProperty("spark.jobGroup.id") or None
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+        stages = [tracker.getStageInfo(stage) for job in jobs if job is not None for stage in job.stageIds]
+        if not any(stage is not None and stage.numActiveTasks > 0 for stage in stages):
+            return
+        time.sleep(0.1)
 
 
 def _remove_dead_staging(*, spark: SparkSession, table: Table, uri: str, days: tuple[date, ...] | None) -> None:

@@ -52,7 +52,8 @@ def test_sigterm_during_a_write_leaves_every_partition_intact(spark, warehouse, 
     after = file_snapshot(warehouse)
     directories = lambda snapshot: {path.rsplit("/", 1)[0] for path in snapshot}  # noqa: E731
     assert directories(after) == directories(before)
-    assert not any(warehouse.rglob(".spark-staging*")) and not any(warehouse.rglob("_temporary"))
+    leftovers = [path for pattern in (".spark-staging*", "_temporary") for path in warehouse.rglob(pattern)]
+    assert not leftovers, [str(path) for leftover in leftovers for path in [leftover, *leftover.rglob("*")]]
     assert_tables_equal(spark, warehouse, pristine)
     assert (tmp_path / "run_report.json").exists(), output[-3000:]
     report = json.loads((tmp_path / "run_report.json").read_text())

@@ -1,0 +1,41 @@
+"""Local writes go through backfill_local.NioLocalFileSystem (backfill_local.local_spark): the
+same permission bits as Hadoop's own local file system, set in-process instead of by `chmod`."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+
+def test_a_partitioned_write_goes_through_it_with_hadoops_default_permissions(spark: SparkSession, tmp_path: Path) -> None:
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    table = tmp_path / "table"
+    fs = jvm.org.apache.hadoop.fs.Path(f"file://{table}").getFileSystem(conf)
+    assert fs.getClass().getName() == "backfill_local.NioLocalFileSystem"
+    assert fs.getRawFileSystem().getClass().getName() == "backfill_local.NioRawLocalFileSystem"
+
+    spark.range(6).withColumn("day", F.col("id") % 3).repartition("day").write.partitionBy("day").parquet(str(table))
+
+    umask = jvm.org.apache.hadoop.fs.permission.FsPermission.getUMask(conf).toShort()
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask  # Hadoop's defaults under its umask
+    files = [path for path in table.rglob("*") if path.is_file()]
+    assert len([path for path in files if path.suffix == ".parquet"]) == 3
+    assert {stat.S_IMODE(os.stat(path).st_mode) for path in files} == {file_mode}
+    assert {stat.S_IMODE(os.stat(path).st_mode) for path in [table, *table.glob("day=*")]} == {dir_mode}
+
+
+def test_set_permission_sets_exactly_the_bits_asked_for(spark: SparkSession, tmp_path: Path) -> None:
+    jvm = spark.sparkContext._jvm
+    target = tmp_path / "file"
+    target.write_text("x")
+    path = jvm.org.apache.hadoop.fs.Path(f"file://{target}")
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    for mode in ("640", "755", "400", "007"):
+        fs.setPermission(path, jvm.org.apache.hadoop.fs.permission.FsPermission(mode))
+        assert stat.S_IMODE(os.stat(target).st_mode) == int(mode, 8), mode
+        assert fs.getFileStatus(path).getPermission().toString() == jvm.org.apache.hadoop.fs.permission.FsPermission(mode).toString()
