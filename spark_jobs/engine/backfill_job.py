@@ -109,6 +109,11 @@ def _summary(report: RunReport) -> str:
     return "\n".join(lines)
 
 
+ATTEMPT_VARIABLE, TRACE_VARIABLE = "BACKFILL_ATTEMPT", "BACKFILL_TRACE_ID"  # set by the DAG's local runner
+STOP_WITH_PARENT_VARIABLE = "BACKFILL_STOP_WITH_PARENT"  # likewise (dags/backfill_runtime/runners/local.py)
+PARENT_POLL_SECONDS = 1.0
+
+
 def stop_on_sigterm(spark: Any) -> threading.Event:
     """A cancelled backfill's Spark job gets SIGTERM (the runner waits a grace period before
     SIGKILL). Every partition then stays as it was or is fully rewritten: no new step starts,
@@ -117,16 +122,25 @@ def stop_on_sigterm(spark: Any) -> threading.Event:
     a commit already under way runs on the driver and completes."""
     stop = threading.Event()
 
-    def on_sigterm(signum: int, frame: Any) -> None:
-        print("backfill_job: SIGTERM: cancelling the running Spark jobs; no new step starts", file=sys.stderr, flush=True)
+    def cancel(why: str) -> None:
+        print(f"backfill_job: {why}: cancelling the running Spark jobs; no new step starts", file=sys.stderr, flush=True)
         stop.set()
         spark.sparkContext.cancelAllJobs()
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, lambda signum, frame: cancel("SIGTERM"))
+    if os.environ.get(STOP_WITH_PARENT_VARIABLE) == "1":
+        # The DAG's local runner starts the job in its own session (runners/local.py): if the
+        # task process dies before it could send SIGTERM, stop as if it had.
+        parent = os.getppid()
+
+        def watch_parent() -> None:
+            while not stop.wait(PARENT_POLL_SECONDS):
+                if os.getppid() != parent:
+                    cancel("its task process is gone")
+                    return
+
+        threading.Thread(target=watch_parent, name="stop-with-parent", daemon=True).start()
     return stop
-
-
-ATTEMPT_VARIABLE, TRACE_VARIABLE = "BACKFILL_ATTEMPT", "BACKFILL_TRACE_ID"  # set by the DAG's local runner
 
 
 def _json_lines(report: RunReport) -> str:

@@ -5,6 +5,8 @@ the backfill's cancel, and a refused submission. Profiles: the example file, loc
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,6 +151,17 @@ def test_local_success_and_arguments(tmp_path: Path) -> None:
 def test_local_failures(code: str, error: type[Exception]) -> None:
     with pytest.raises(error):
         _real_time(_local(code), timeout_seconds=30)
+
+
+def test_local_job_runs_in_its_own_session_out_of_reach_of_airflows_group_kill(tmp_path: Path) -> None:
+    """Airflow SIGKILLs a stopped task's process group 5 s after SIGTERM: a job in that group
+    could die mid-commit. Its own session (and the variable that makes it stop with its parent)."""
+    seen = tmp_path / "seen"
+    code = f"import json, os; open({str(seen)!r}, 'w').write(json.dumps([os.getsid(0), os.getpid(), os.environ.get('BACKFILL_STOP_WITH_PARENT')]))"
+    _real_time(_local(code), timeout_seconds=30)
+    session, pid, variable = json.loads(seen.read_text())
+    assert session == pid != os.getsid(0)
+    assert variable == "1"
 
 
 def test_local_missing_command_is_refused() -> None:

@@ -1,11 +1,18 @@
 """The local runner: the job as a child process of the task (the demo and the tests).
 
 Its output is copied to the task log by a thread. Cancel sends SIGTERM (the job stops between
-partitions and leaves the warehouse consistent), waits a grace period, then SIGKILL."""
+partitions and leaves the warehouse consistent), waits a grace period, then SIGKILL.
+
+The job runs in its own session: Airflow stops a task by signalling its process group and
+SIGKILLs the group 5 s later, which would catch a job in the middle of its commit (a dynamic
+partition overwrite deletes each old partition, then moves the new one in) and lose partitions.
+Only this runner signals the job; if the task process dies before it could, the job sees its
+parent gone (BACKFILL_STOP_WITH_PARENT) and stops as on SIGTERM."""
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,6 +27,7 @@ from backfill_runtime.runners.base import (
 )
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+STOP_WITH_PARENT_VARIABLE = "BACKFILL_STOP_WITH_PARENT"  # read by spark_jobs/engine/backfill_job.py
 log = logging.getLogger(__name__)
 
 
@@ -40,8 +48,10 @@ class LocalRunner:
         log.info("running %s", " ".join(argv))
         try:
             process = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env
-            )
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env={**(self.env if self.env is not None else os.environ), STOP_WITH_PARENT_VARIABLE: "1"},
+                start_new_session=True,
+            )  # fmt: skip
         except OSError as error:
             raise SparkSubmissionRefusedError(
                 f"cannot start the Spark job {argv[0]!r}: {error.strerror}"
