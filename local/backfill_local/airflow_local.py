@@ -34,6 +34,7 @@ from typing import Any
 
 import requests
 
+from backfill_local import cache_dir
 from backfill_orchestrator.http import retrying_session
 
 DEFAULT_USER = "admin"
@@ -450,7 +451,7 @@ def _migrated_database() -> Path | None:
         airflow_version = version("apache-airflow")
     except PackageNotFoundError:
         return None
-    return Path(sys.prefix) / "var" / "backfill-local" / f"airflow-{airflow_version}-migrated.db"
+    return cache_dir() / f"airflow-{airflow_version}-migrated.db"
 
 
 def _log_line(line: Any) -> str:

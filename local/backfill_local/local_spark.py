@@ -23,11 +23,12 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
+
+from backfill_local import cache_dir as _cache
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +114,6 @@ def _hadoop_client_api() -> Path | None:
     if spec is None or spec.origin is None:
         return None
     return next(iter(sorted((Path(spec.origin).parent / "jars").glob("hadoop-client-api-*.jar"))), None)
-
-
-def _cache() -> Path:
-    return Path(sys.prefix) / "var" / "backfill-local"
 
 
 @contextlib.contextmanager

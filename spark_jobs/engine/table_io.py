@@ -135,7 +135,8 @@ def replace_partitions(
             for row in frame.groupBy(*columns).count().collect()
         )
         rows_by_partition = {partition_path(partition): rows for partition, rows in counts}
-        _remove_dead_staging(spark=spark, table=table, uri=table.uri(warehouse), days=scope.days)
+        uri = table.uri(warehouse)
+        _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
         if rows_by_partition:
             try:
                 (
@@ -144,14 +145,14 @@ def replace_partitions(
                     .option("partitionOverwriteMode", "dynamic")
                     .partitionBy(*columns)
                     .format(table.format)
-                    .save(table.uri(warehouse))
+                    .save(uri)
                 )
             except Exception:
                 # Spark aborts a failed or cancelled (SIGTERM) write's job at once, but its tasks
                 # end when they notice: one still writing makes its staging directories again
                 # after the abort removed them. Once they ended, this write's own litter goes.
                 _wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
-                _remove_dead_staging(spark=spark, table=table, uri=table.uri(warehouse), days=scope.days)
+                _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
                 raise
     finally:
         frame.unpersist()
