@@ -34,10 +34,10 @@ import boto3
 
 from backfill_orchestrator.replay.archive import list_archive_keys, read_archive
 from backfill_orchestrator.replay.layout import ArchiveLayout
-from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.runner import ReplayContext, run_task
 from backfill_orchestrator.replay.sender import batches, build_messages
 from backfill_orchestrator.replay.task import ReplayTask
+from backfill_orchestrator.replay.task_leases import TaskLedger
 
 MESSAGES = 1000
 ROUNDS = 5

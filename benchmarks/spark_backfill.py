@@ -73,7 +73,7 @@ def timed(label: str, run) -> float:
 
 def loop_worker(warehouse: str, plans: list[str]) -> None:
     """(b): one session, the per-day plans one after another (run by spark-submit)."""
-    from backfill_orchestrator.plan import Plan
+    from backfill_orchestrator.contracts.plan import Plan
     from spark_jobs.engine.runner import run_plan
     from spark_jobs.engine.session import spark_session
     from spark_jobs.sample.transforms import FOOD_DELIVERY

@@ -233,7 +233,7 @@ def _started(ti: Any) -> dict[str, Any] | None:
 def _ledger_after(ti: Any, plan: Any, index: int) -> Any:
     """The ledger once rounds 0..index-1 are done: the previous prepare's ledger plus what that
     round's Spark submission and DAG reruns reported."""
-    from backfill_runtime.ledger import DagRunRequest, Ledger
+    from backfill_runtime.step_ledger import DagRunRequest, Ledger
 
     from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
     from backfill_orchestrator.documents import DocumentNotFoundError, read_text
@@ -299,9 +299,9 @@ def prepare(index: int) -> list[dict[str, Any]]:
     from backfill_runtime.observability import backfill_facts, lineage_settings
     from backfill_runtime.rounds import chunked, sub_plan
 
+    from backfill_orchestrator.contracts.plan import Plan
     from backfill_orchestrator.documents import sibling, write_text
     from backfill_orchestrator.lineage_events import rerun_parent_conf
-    from backfill_orchestrator.plan import Plan
 
     ti = get_current_context()["ti"]
     started = _started(ti)
@@ -507,8 +507,8 @@ def next_run() -> str | None:
     from backfill_runtime.reporting import Reporting
     from backfill_runtime.reruns import supervisor_comms
 
+    from backfill_orchestrator.contracts.plan import Plan
     from backfill_orchestrator.documents import write_text
-    from backfill_orchestrator.plan import Plan
 
     ti = get_current_context()["ti"]
     started = _started(ti)
@@ -557,8 +557,8 @@ def finish() -> dict[str, Any]:
     if not started:
         raise AirflowFailException("the backfill did not start: see the start task's log")
 
-    from backfill_runtime.ledger import Ledger
     from backfill_runtime.reporting import Reporting
+    from backfill_runtime.step_ledger import Ledger
 
     from backfill_orchestrator.config import InvalidConfigError, parse_config
     from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus

@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts import BackfillReport, StepStatus
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.notify import Notifier, build_notifier, status_message
 from backfill_orchestrator.notify.messages import backfill_message
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.redaction import install as install_redaction
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DEFAULT_PAGERDUTY_EVENTS_URL, DEFAULT_SLACK_API_URL, NotifySettings

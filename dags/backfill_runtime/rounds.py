@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import TypeVar
 
-from backfill_orchestrator.plan import Plan, PlanStep, Wave
+from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
 
 T = TypeVar("T")
 

@@ -42,8 +42,8 @@ from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
+from backfill_orchestrator.contracts.plan import Plan  # noqa: E402
 from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
-from backfill_orchestrator.plan import Plan  # noqa: E402
 from spark_jobs.engine.cli_args import positive  # noqa: E402
 from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
 from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402

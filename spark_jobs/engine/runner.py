@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark import StorageLevel
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
-from backfill_orchestrator.plan import Plan, PlanStep
+from backfill_orchestrator.contracts.plan import Plan, PlanStep
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.scope import Scope
 from spark_jobs.engine.table_io import read_table, replace_partitions

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-    from backfill_orchestrator.plan import PlanStep
+    from backfill_orchestrator.contracts.plan import PlanStep
 
 DAY, HOUR, FEED = "day", "hour", "feed"
 

@@ -19,8 +19,8 @@ import pytest
 from backfill_local.airflow_local import PARSE_ONCE_SETTINGS
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.contracts import ResultFile, RunConf
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.documents import s3_version_uri
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState, StatusStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -34,9 +34,9 @@ from backfill_runtime.continuation import (  # noqa: E402
     first_run_id,
     needs_continuation,
 )
-from backfill_runtime.ledger import Ledger  # noqa: E402
 from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch  # noqa: E402
 from backfill_runtime.rounds import assign_rounds, chunked, rounds_of_run  # noqa: E402
+from backfill_runtime.step_ledger import Ledger  # noqa: E402
 
 from .conftest import step  # noqa: E402
 from .test_runtime_units import make_plan  # noqa: E402

@@ -13,8 +13,8 @@ from backfill_orchestrator.status.watch import progress_line
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
 
-from backfill_runtime.ledger import DagRunRequest, Ledger  # noqa: E402
 from backfill_runtime.reporting import progress_of  # noqa: E402
+from backfill_runtime.step_ledger import DagRunRequest, Ledger  # noqa: E402
 
 from .conftest import step  # noqa: E402
 from .test_runtime_units import make_plan  # noqa: E402

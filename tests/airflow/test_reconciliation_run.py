@@ -15,7 +15,7 @@ import pytest
 
 from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.config import parse_config
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.reconciliation import ReconciliationReport
 from backfill_orchestrator.status import BackfillState, StatusStore
 from tests.aws_resources import create_table

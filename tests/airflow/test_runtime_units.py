@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, RunReport, StepResult, StepStatus
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
 
-from backfill_runtime.ledger import DagRunRequest, Ledger  # noqa: E402
 from backfill_runtime.rounds import assign_rounds, sub_plan  # noqa: E402
+from backfill_runtime.step_ledger import DagRunRequest, Ledger  # noqa: E402
 
 from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
 

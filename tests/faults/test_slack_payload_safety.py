@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from backfill_local.receivers import SlackReceiver, check_blocks
 from backfill_orchestrator.config import ConfigIssue, JobRef, parse_config
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.notify import (
     SlackMessage,
     SlackWebApi,
@@ -30,7 +31,6 @@ from backfill_orchestrator.notify import (
     status_message,
 )
 from backfill_orchestrator.notify.slack import retry_handlers
-from backfill_orchestrator.plan import Plan
 
 MENTION = "<!channel>"
 LINK = "<https://evil.example/login|bank>"

@@ -12,8 +12,8 @@ import pytest
 from backfill_local.marquez_double import MarquezDouble, run_events
 from backfill_orchestrator import http
 from backfill_orchestrator.cli import main
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage import client as lineage_client
-from backfill_orchestrator.plan import Plan
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = REPO / "examples" / "catalog.yaml"

@@ -17,9 +17,9 @@ from collections import Counter
 
 import pytest
 
-from backfill_orchestrator.replay.ledger import LeaseLostError, TaskBusyError, TaskLedger
 from backfill_orchestrator.replay.runner import run_task
 from backfill_orchestrator.replay.task import split_tasks
+from backfill_orchestrator.replay.task_leases import LeaseLostError, TaskBusyError, TaskLedger
 from tests.integration.test_replay_runner import (  # noqa: F401 - env: the fixture, used by name
     FlakySqs,
     drain,

@@ -19,10 +19,10 @@ from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.notify import Notifier, PagerDutyClient, SlackWebApi, status_message
 from backfill_orchestrator.replay.layout import ArchiveLayout
-from backfill_orchestrator.replay.ledger import TaskBusyError, TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext, ReplayTaskFailedError, run_task
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask, split_tasks
+from backfill_orchestrator.replay.task_leases import TaskBusyError, TaskLedger
 from backfill_orchestrator.status import BackfillState, StatusStore
 
 REGION = "us-east-1"

@@ -13,10 +13,10 @@ from contextlib import ExitStack
 import pytest
 import yaml
 
-from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext, run_task
 from backfill_orchestrator.replay.task import parse_task
+from backfill_orchestrator.replay.task_leases import TaskLedger
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import Disposition, TriggerFailedError
 from backfill_orchestrator.trigger.wiring import TriggerWiring

@@ -30,12 +30,12 @@ PROBE = textwrap.dedent(
 
     # The DAG's support code (dags/backfill_runtime) and what it takes from the package.
     sys.path.insert(0, sys.argv[1])
-    from backfill_runtime.ledger import Ledger
+    from backfill_runtime.step_ledger import Ledger
     from backfill_runtime.reporting import Reporting
     from backfill_runtime.results import follow_result
     from backfill_runtime.rounds import chunked, sub_plan
     from backfill_orchestrator.contracts import RunConf, RunReport, StepResult, StepStatus, ResultFile, BackfillReport
-    from backfill_orchestrator.plan import Plan
+    from backfill_orchestrator.contracts.plan import Plan
     from backfill_orchestrator.documents import read_text, write_text
 
     # The Spark job's modules ship in the wheel (they need pyspark to import, which the

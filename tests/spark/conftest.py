@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from backfill_orchestrator.config import BackfillConfig, backfill_id
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from spark_jobs.engine.runner import run_everything
 from spark_jobs.engine.session import configure
 from spark_jobs.sample.data import GeneratorSettings, generate

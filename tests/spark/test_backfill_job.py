@@ -10,7 +10,7 @@ from datetime import date, timedelta
 import pytest
 
 from backfill_orchestrator.config import parse_config
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from spark_jobs.engine import backfill_job
 from spark_jobs.engine.runner import input_frames, run_plan
 from spark_jobs.engine.scope import Scope

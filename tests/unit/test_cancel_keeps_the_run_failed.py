@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from backfill_orchestrator.airflow_api import DagRun
-from backfill_orchestrator.trigger.control import ControlService
+from backfill_orchestrator.trigger.control_documents import ControlService
 
 
 class RacingAirflow:

@@ -10,6 +10,7 @@ import pytest
 
 from backfill_local.receivers import check_blocks
 from backfill_orchestrator.config import ConfigIssue, parse_config
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.notify import (
     Notifier,
     PagerDutyError,
@@ -22,7 +23,6 @@ from backfill_orchestrator.notify import (
     rejection_message,
     status_message,
 )
-from backfill_orchestrator.plan import Plan
 
 CONFIG = parse_config(
     {

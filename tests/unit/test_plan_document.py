@@ -12,8 +12,8 @@ from pydantic import BaseModel, ValidationError
 
 from backfill_local.marquez_double import InProcessMarquez, LineageStore, run_events
 from backfill_orchestrator.config import JobRef, backfill_id, parse_config
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage import InMemoryLineage
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan, document
 
 TODAY = date(2021, 6, 30)

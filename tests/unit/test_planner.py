@@ -9,7 +9,7 @@ import pytest
 
 from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_delivery_events, run_events
 from backfill_orchestrator.config import JobRef, backfill_id, parse_config
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.planner import (
     JobCatalog,
     LineageCycleError,

@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 import boto3
 import pytest
 
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.identity import Principal, principal_from_id, slack_principal
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.policy import (
     BackfillFacts,
     InvalidPolicyError,

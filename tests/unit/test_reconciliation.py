@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from backfill_orchestrator.config import JobRef, parse_config
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.reconciliation import (
     InFlightPlansError,
     InvalidRulesError,

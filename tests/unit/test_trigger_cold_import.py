@@ -15,7 +15,7 @@ import pytest
 from backfill_orchestrator.tracing import tracing_enabled
 
 REPO = Path(__file__).resolve().parents[2]
-DEFERRED = ["aws_xray_sdk", "backfill_orchestrator.trigger.control", "backfill_orchestrator.replay.dispatch"]
+DEFERRED = ["aws_xray_sdk", "backfill_orchestrator.trigger.control_documents", "backfill_orchestrator.replay.dispatch"]
 
 
 def imported_after_handler(**env: str) -> dict[str, object]:

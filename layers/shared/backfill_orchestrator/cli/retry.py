@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from backfill_orchestrator.cli.control import register_action
+from backfill_orchestrator.cli.control_commands import register_action
 
 
 def register(commands: argparse._SubParsersAction) -> None:

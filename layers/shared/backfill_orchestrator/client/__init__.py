@@ -10,7 +10,7 @@ Credentials: pass `session=` (a boto3 Session) or explicit clients; otherwise bo
 chain (the cluster's instance profile). This package imports nothing Lambda-, Airflow- or
 Spark-specific and runs on Python 3.10+."""
 
-from backfill_orchestrator.client.control import (
+from backfill_orchestrator.client.control_requests import (
     ControlReceipt,
     ControlWriteError,
     InvalidControlRequestError,

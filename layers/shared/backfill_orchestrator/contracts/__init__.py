@@ -17,7 +17,7 @@ names the document and each located problem. JSON Schemas: `docs/schemas/`, gene
 from backfill_orchestrator.contracts.attempt import AttemptDone
 from backfill_orchestrator.contracts.backfill_report import BackfillFigures, BackfillReport, StepOutcome
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
-from backfill_orchestrator.contracts.control import ControlAction, ControlRequest
+from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
 from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
 from backfill_orchestrator.contracts.result_file import PlanSummary, ResultFile
 from backfill_orchestrator.contracts.run_conf import RunConf

@@ -20,7 +20,7 @@ from typing import Any
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.identity import slack_principal
 from backfill_orchestrator.interactivity.blocks import ephemeral, pressed_message
-from backfill_orchestrator.interactivity.control import ControlDocument
+from backfill_orchestrator.interactivity.control_writer import ControlDocument
 from backfill_orchestrator.interactivity.errors import (
     ActionNotAllowedError,
     ApprovalExpiredError,

@@ -21,7 +21,7 @@ from slack_sdk.webhook import WebhookClient
 
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.identity import SlackGroupResolver
-from backfill_orchestrator.interactivity.control import write_control_document
+from backfill_orchestrator.interactivity.control_writer import write_control_document
 from backfill_orchestrator.interactivity.facts import read_backfill_facts
 from backfill_orchestrator.interactivity.service import InteractivityService
 from backfill_orchestrator.interactivity.verify import ReplayGuard

@@ -30,9 +30,9 @@ from slack_sdk.models.blocks import (
 )
 
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.notify.slack import SlackMessage
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.preflight.render import estimate_line
 
 log = logging.getLogger(__name__)

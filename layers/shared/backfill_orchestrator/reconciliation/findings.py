@@ -10,7 +10,7 @@ from datetime import date, timedelta
 from functools import cache
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.plan import Plan
+from backfill_orchestrator.contracts.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.contracts import InvalidDocumentError
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import ServiceError
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.status.listing import ListFilter, list_backfills
 

@@ -25,13 +25,6 @@ from backfill_orchestrator.config import ConfigIssue
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.replay.archive import ArchivedMessage, Position, list_archive_keys, read_archive
 from backfill_orchestrator.replay.layout import ArchiveLayout
-from backfill_orchestrator.replay.ledger import (
-    Failure,
-    LeaseLostError,
-    TaskAlreadyDoneError,
-    TaskLedger,
-    TaskState,
-)
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.ratelimit import TokenBucket
 from backfill_orchestrator.replay.sender import (
@@ -44,6 +37,13 @@ from backfill_orchestrator.replay.sender import (
     build_messages,
 )
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask
+from backfill_orchestrator.replay.task_leases import (
+    Failure,
+    LeaseLostError,
+    TaskAlreadyDoneError,
+    TaskLedger,
+    TaskState,
+)
 from backfill_orchestrator.status.model import BackfillState
 
 logger = logging.getLogger(__name__)

@@ -11,10 +11,10 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.notify import build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.replay.ledger import TaskLedger
 from backfill_orchestrator.replay.progress import ReplayProgress
 from backfill_orchestrator.replay.runner import ReplayContext
 from backfill_orchestrator.replay.settings import ReplaySettings
+from backfill_orchestrator.replay.task_leases import TaskLedger
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import CommonSettings, SettingsError

@@ -20,9 +20,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.replay.ledger import TaskBusyError
 from backfill_orchestrator.replay.runner import ReplayContext, TaskResult, run_task
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask, parse_task
+from backfill_orchestrator.replay.task_leases import TaskBusyError
 
 logger = logging.getLogger(__name__)
 

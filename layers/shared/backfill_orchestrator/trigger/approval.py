@@ -21,6 +21,7 @@ from slack_sdk.models.blocks import Block
 from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts import ControlRequest, ResultFile
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.identity import (
     IamNameResolver,
@@ -33,7 +34,6 @@ from backfill_orchestrator.interactivity.facts import facts_from_plain
 from backfill_orchestrator.lineage_events import backfill_started
 from backfill_orchestrator.notify import backfill_message
 from backfill_orchestrator.notify.slack import SlackMessage
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.policy import (
     Policy,
     PolicySource,

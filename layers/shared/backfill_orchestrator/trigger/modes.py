@@ -17,9 +17,9 @@ from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, Cla
 from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
 from backfill_orchestrator.contracts import AttemptDone, RunConf
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage import LineageSource, ProducersSeen
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
 from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan, estimate_totals
 from backfill_orchestrator.settings import DeploymentSettings

@@ -40,6 +40,7 @@ from backfill_orchestrator.config import (
 )
 from backfill_orchestrator.config.errors import ROOT
 from backfill_orchestrator.contracts import ResultFile
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.errors import BackfillError, PolicyRefusal, UserError
 from backfill_orchestrator.notify import (
@@ -50,7 +51,6 @@ from backfill_orchestrator.notify import (
     status_message,
 )
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import (
     BackfillState,
@@ -202,10 +202,10 @@ class TriggerService:
             raise MalformedEventError("; ".join(malformed))
         return results
 
-    # -- one control document (trigger/control.py) ---------------------------------------
+    # -- one control document (trigger/control_documents.py) ---------------------------------------
     def handle_control(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
         # Imported here: control documents (and the claims they use) are rare next to configs.
-        from backfill_orchestrator.trigger.control import ControlService
+        from backfill_orchestrator.trigger.control_documents import ControlService
 
         attempt = attempt or Attempt()
         control = ControlService(services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock)

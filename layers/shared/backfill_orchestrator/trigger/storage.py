@@ -19,9 +19,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.documents import s3_version_uri
 from backfill_orchestrator.errors import ServiceError, UserError
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.preflight.render import render_html
 from backfill_orchestrator.trigger.events import Upload
 

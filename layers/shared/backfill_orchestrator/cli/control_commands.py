@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError
-from backfill_orchestrator.client.control import (
+from backfill_orchestrator.client.control_requests import (
     ControlReceipt,
     ControlWriteError,
     InvalidControlRequestError,

@@ -14,8 +14,8 @@ from datetime import date
 from typing import Any
 
 from backfill_orchestrator.contracts import AttemptDone, RunReport, StepOutcome, StepStatus
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.dates import compact_dates
-from backfill_orchestrator.plan import Plan
 from backfill_runtime.rounds import assign_rounds
 
 DONE_TI_STATES = frozenset({"success"})

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.client.aws import aws_client
 from backfill_orchestrator.config.errors import issue_from_pydantic
-from backfill_orchestrator.contracts.control import ControlAction, ControlRequest
+from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
 from backfill_orchestrator.errors import ServiceError, UserError
 
 CONTROL_PREFIX = "control/"

@@ -44,12 +44,12 @@ from backfill_orchestrator.contracts import (
     InvalidDocumentError,
     ResultFile,
 )
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.steps import StepStatus
 from backfill_orchestrator.errors import UserError
 from backfill_orchestrator.lineage_events import backfill_aborted
 from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.notify.notifier import MetricsSink
-from backfill_orchestrator.plan import Plan
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
