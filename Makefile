@@ -50,8 +50,10 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# Every benchmark, or one (`make bench BENCH=trigger`); each rewrites its row of the table in
+# docs/performance.md with its last BENCH line, the load average and the date.
 bench: setup
-	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+	$(PY) benchmarks/report.py $(BENCH)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .demo

@@ -1,4 +1,4 @@
-"""Replay benchmark: re-send archived feed-hours of `MESSAGES` messages to SQS on a moto server,
+"""Replay benchmark: re-send archived feed-hours of 1,000 messages (`MESSAGES`) to SQS on a moto server,
 three ways side by side in the same run, against the same server:
 
 - ours: the replay runner (lease, S3 archive, SendMessageBatch of 10, checkpoints, finish);

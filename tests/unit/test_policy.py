@@ -308,9 +308,9 @@ def test_actions_need_a_permission_over_the_jobs_and_the_right_state(policy) -> 
 def test_documented_policies_are_valid() -> None:
     example = parse_policy((REPO_ROOT / "examples" / "policies" / "data-platform.yaml").read_bytes(), source="examples/policies/data-platform.yaml")
     assert [grant.name for grant in example.grants] == ["data-eng", "analytics-owners", "platform-admins"]
-    readme = (REPO_ROOT / "README.md").read_text()
-    snippet = readme.split("### Policy and approvals", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert parse_policy(snippet, source="README.md").approval.max_partitions == 2000
+    docs = (REPO_ROOT / "docs" / "policy.md").read_text()
+    snippet = docs.split("## The policy document", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert parse_policy(snippet, source="docs/policy.md").approval.max_partitions == 2000
 
 
 def test_a_submission_combines_scope_and_thresholds(policy) -> None:

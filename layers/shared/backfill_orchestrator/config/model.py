@@ -1,4 +1,4 @@
-"""Backfill config, version 1: the user-facing contract (documented field by field in README.md).
+"""Backfill config, version 1: the user-facing contract (documented field by field in docs/config.md).
 
 Models validate shapes and per-field rules; the rules that relate fields to each other
 (mode requirements, duplicates) live in `rules.py` so that they are reported together with
