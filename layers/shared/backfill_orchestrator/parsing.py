@@ -1,23 +1,36 @@
-"""Bytes to a plain document, safely: strict YAML (one document, no duplicate keys, no
-anchors/aliases, no tags) or strict JSON (no duplicate keys, no NaN). Every failure is a
-located `InvalidConfigError` at `<root>`; nothing here raises anything else."""
+"""Every document we validate is read one way: text to a plain mapping, safely, then to its
+pydantic model, then its own cross-checks, each problem a located `ConfigIssue`, all raised
+together as the caller's `LocatedIssuesError` (InvalidConfigError, InvalidCatalogError, ...).
+
+    parse_validated(data, Model, error=InvalidRulesError, source=uri, max_bytes=..., model_checks=...)
+
+The text step is `load_document`: strict YAML (one document, no duplicate keys, no
+anchors/aliases, no tags) or strict JSON (no duplicate keys, no NaN). Every failure there is
+located at `<root>`; nothing here raises anything but the caller's error class. The YAML parser
+is `_load_yaml` alone, so changing it is a change in one place."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError
+from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, format_location
 
-MAX_CONFIG_BYTES = 256 * 1024
-ConfigFormat = Literal["yaml", "json"]
+DocumentFormat = Literal["yaml", "json"]
+# The document's error class, called as error(issues, source=...): a LocatedIssuesError subclass,
+# or a partial of one that fixes more (the contracts' document name).
+ErrorFactory = Callable[..., LocatedIssuesError]
+M = TypeVar("M", bound=BaseModel)
+_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
-def _fail(message: str, source: str | None) -> InvalidConfigError:
-    return InvalidConfigError([ConfigIssue(ROOT, message)], source=source)
+def _fail(message: str, source: str | None, error: ErrorFactory) -> LocatedIssuesError:
+    return error([ConfigIssue(ROOT, message)], source=source)
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
@@ -71,19 +84,19 @@ def _mark(error: yaml.MarkedYAMLError) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
 
 
-def _load_yaml(text: str, source: str | None) -> Any:
+def _load_yaml(text: str, source: str | None, error: ErrorFactory) -> Any:
     try:
         return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - strict SafeLoader subclass
-    except yaml.composer.ComposerError as error:
-        if "single document" in f"{error.context} {error.problem}":
-            raise _fail("expected one YAML document, found several", source) from None
-        raise _fail(f"invalid YAML{_mark(error)}: {error.problem}", source) from None
-    except yaml.MarkedYAMLError as error:
-        raise _fail(f"invalid YAML{_mark(error)}: {error.problem}", source) from None
-    except yaml.YAMLError as error:  # reader errors: control characters and the like
-        raise _fail(f"invalid YAML: {error}", source) from None
+    except yaml.composer.ComposerError as problem:
+        if "single document" in f"{problem.context} {problem.problem}":
+            raise _fail("expected one YAML document, found several", source, error) from None
+        raise _fail(f"invalid YAML{_mark(problem)}: {problem.problem}", source, error) from None
+    except yaml.MarkedYAMLError as problem:
+        raise _fail(f"invalid YAML{_mark(problem)}: {problem.problem}", source, error) from None
+    except yaml.YAMLError as problem:  # reader errors: control characters and the like
+        raise _fail(f"invalid YAML: {problem}", source, error) from None
     except RecursionError:
-        raise _fail("invalid YAML: nested too deeply", source) from None
+        raise _fail("invalid YAML: nested too deeply", source, error) from None
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -99,20 +112,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
-def load_json(text: str, source: str | None) -> Any:
-    """Strict JSON (no duplicate keys, no NaN/Infinity); InvalidConfigError at `<root>` otherwise.
+def load_json(text: str, source: str | None, *, error: ErrorFactory) -> Any:
+    """Strict JSON (no duplicate keys, no NaN/Infinity); `error` at `<root>` otherwise.
     The contracts read their documents with it too."""
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise _fail(f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}", source) from None
-    except ValueError as error:
-        raise _fail(f"invalid JSON: {error}", source) from None
+    except json.JSONDecodeError as problem:
+        raise _fail(f"invalid JSON at line {problem.lineno}, column {problem.colno}: {problem.msg}", source, error) from None
+    except ValueError as problem:
+        raise _fail(f"invalid JSON: {problem}", source, error) from None
     except RecursionError:
-        raise _fail("invalid JSON: nested too deeply", source) from None
+        raise _fail("invalid JSON: nested too deeply", source, error) from None
 
 
-def format_for(filename: str | None) -> ConfigFormat | None:
+def format_for(filename: str | None) -> DocumentFormat | None:
     """The format a file name implies, or None when it implies none."""
     if not filename:
         return None
@@ -124,37 +137,122 @@ def format_for(filename: str | None) -> ConfigFormat | None:
     return None
 
 
-def decode_config_bytes(data: bytes, *, source: str | None = None, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+def _size(limit: int) -> str:
+    """262144 -> '256 KiB', 8388608 -> '8 MiB'."""
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit // 1024} KiB"
+
+
+def _decode(data: bytes, *, source: str | None, max_bytes: int, error: ErrorFactory) -> str:
     if len(data) > max_bytes:
-        raise _fail(f"file is {len(data)} bytes; the limit is {max_bytes} bytes (256 KiB)", source)
+        raise _fail(f"file is {len(data)} bytes; the limit is {max_bytes} bytes ({_size(max_bytes)})", source, error)
     if b"\x00" in data:
-        raise _fail("binary data, not a YAML or JSON text config", source)
+        raise _fail("binary data, not a YAML or JSON text config", source, error)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise _fail(f"not valid UTF-8 (byte {error.start}: {error.reason})", source) from None
-    return text
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as problem:
+        raise _fail(f"not valid UTF-8 (byte {problem.start}: {problem.reason})", source, error) from None
 
 
 def load_document(
     data: bytes | str,
     *,
-    fmt: ConfigFormat | None = None,
+    error: ErrorFactory,
+    max_bytes: int,
+    fmt: DocumentFormat | None = None,
     source: str | None = None,
-    max_bytes: int = MAX_CONFIG_BYTES,
 ) -> dict[str, Any]:
-    """Parse config text into a mapping. `fmt` None sniffs: `{` starts JSON, anything else is YAML."""
+    """Parse document text into a mapping; every problem raises `error` located at `<root>`.
+    `fmt` None sniffs: `{` starts JSON, anything else is YAML."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    text = decode_config_bytes(data, source=source, max_bytes=max_bytes)
+    text = _decode(data, source=source, max_bytes=max_bytes, error=error)
     if not text.strip():
-        raise _fail("empty document", source)
+        raise _fail("empty document", source, error)
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "yaml"
-    document = load_json(text, source) if fmt == "json" else _load_yaml(text, source)
+    document = load_json(text, source, error=error) if fmt == "json" else _load_yaml(text, source, error)
     if document is None:
-        raise _fail("empty document", source)
+        raise _fail("empty document", source, error)
     if not isinstance(document, dict):
         kind = "a list" if isinstance(document, list) else f"a {type(document).__name__}"
-        raise _fail(f"expected a mapping of config keys at the top, got {kind}", source)
+        raise _fail(f"expected a mapping of config keys at the top, got {kind}", source, error)
     return document
+
+
+# -- the model step ------------------------------------------------------------------------------
+def _short(value: Any) -> str | None:
+    if isinstance(value, dict | list):
+        return None
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def issue_from_pydantic(
+    error: Mapping[str, Any],
+    *,
+    loc: Sequence[str | int] | None = None,
+    unknown_key: Callable[[Sequence[str | int]], str] = lambda loc: "unknown key",
+) -> ConfigIssue:
+    """One pydantic error (`ValidationError.errors()` item) as a located issue in our wording:
+    `field required`, `unknown key...`, our validators' messages without pydantic's prefix, and
+    the offending value for the rest. `loc` overrides the error's own location."""
+    loc = tuple(error["loc"] if loc is None else loc)
+    kind = error["type"]
+    location = format_location(loc)
+    if kind == "missing":
+        return ConfigIssue(location, "field required")
+    if kind == "extra_forbidden":
+        return ConfigIssue(location, unknown_key(loc))
+    message = error["msg"]
+    for prefix in _PREFIXES:
+        if message.startswith(prefix):
+            return ConfigIssue(location, message[len(prefix):])
+    message = message[:1].lower() + message[1:]
+    shown = _short(error.get("input"))
+    if shown is not None and kind not in ("too_long", "too_short"):
+        message = f"{message}, got {shown}"
+    return ConfigIssue(location, message)
+
+
+def _no_issues(_: Any) -> Iterable[ConfigIssue]:
+    return ()
+
+
+def parse_validated(
+    data: bytes | str | Mapping[str, Any],
+    model: type[M],
+    *,
+    error: ErrorFactory,
+    max_bytes: int,
+    source: str | None = None,
+    fmt: DocumentFormat | None = None,
+    issue: Callable[[Mapping[str, Any]], ConfigIssue] = issue_from_pydantic,
+    context: Any = None,
+    document_checks: Callable[[Mapping[str, Any]], Iterable[ConfigIssue]] = _no_issues,
+    model_checks: Callable[[M], Iterable[ConfigIssue]] = _no_issues,
+) -> M:
+    """Text (or an already-parsed mapping) to a valid `model`, or `error` with every located issue.
+
+    The model's own issues (through `issue`, pydantic's errors in our wording) and the
+    `document_checks` on the raw mapping are reported together; the `model_checks` (rules
+    between fields of a valid model: duplicates, references) only once both found none."""
+    document = (
+        load_document(data, error=error, max_bytes=max_bytes, fmt=fmt, source=source)
+        if isinstance(data, bytes | str)
+        else data
+    )
+    if not isinstance(document, Mapping):
+        raise _fail("expected a mapping of config keys at the top", source, error)
+    issues: list[ConfigIssue] = []
+    parsed: M | None = None
+    try:
+        parsed = model.model_validate(document, context=context)
+    except ValidationError as invalid:
+        issues.extend(issue(problem) for problem in invalid.errors(include_url=False))
+    issues.extend(document_checks(document))
+    if parsed is not None and not issues:
+        issues.extend(model_checks(parsed))
+    if issues:
+        raise error(issues, source=source)
+    assert parsed is not None
+    return parsed

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from backfill_orchestrator.config.errors import ConfigIssue
-from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.errors import ConfigIssue, PolicyRefusal
 
 Severity = Literal["refusal", "warning"]
 Basis = Literal["measured", "assumed"]
