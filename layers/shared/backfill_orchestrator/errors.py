@@ -98,10 +98,11 @@ def format_location(loc: Sequence[str | int]) -> str:
 
 
 class LocatedIssuesError(BackfillError):
-    """A document that is not valid, with every located issue (each once, in order) and the
-    document's source. Not a category: each concrete error adds its own (an invalid config is
-    a UserError, an invalid job catalog a deployment ServiceError) and says which `document`
-    it is about. One line per issue: `<source>: <location>: <message>`."""
+    """A document that is not valid (or valid input refused for located reasons), with every
+    located issue (each once, in order) and the document's source. Not a category: each
+    concrete error adds its own (an invalid config is a UserError, an invalid job catalog a
+    deployment ServiceError) and says which `document` it is about. One line per issue:
+    `<source>: <location>: <message>`."""
 
     document: str = "document"
 
