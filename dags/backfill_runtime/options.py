@@ -12,13 +12,15 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
+from backfill_orchestrator.errors import ServiceError
+
 SparkRunner = Literal["local", "emr_serverless", "emr", "databricks"]
 SPARK_RUNNERS = ("local", "emr_serverless", "emr", "databricks")
 SECTION = "backfill"
 
 
-class InvalidOptionError(ValueError):
-    """A `[backfill]` option has an unusable value."""
+class InvalidOptionError(ServiceError, ValueError):
+    """A `[backfill]` option has an unusable value: the deployment's to fix."""
 
 
 def _get(key: str, default: str) -> str:

@@ -11,16 +11,18 @@ import logging
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from backfill_orchestrator.errors import ServiceError, UserError
+
 EXIT_OK, EXIT_STEP_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 log = logging.getLogger(__name__)
 
 
-class SparkInputError(ValueError):
+class SparkInputError(UserError, ValueError):
     """The job refused its input (exit 2): the sub-plan or warehouse is unusable; no retry helps."""
 
 
-class SparkStepsFailedError(RuntimeError):
+class SparkStepsFailedError(ServiceError, RuntimeError):
     """The job ran and some step failed (exit 1), or it died without a verdict."""
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import requests
 
 from backfill_local import cache_dir
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.http import retrying_session
 
 DEFAULT_USER = "admin"
@@ -63,11 +64,11 @@ RESPONSIVE_SETTINGS = {
 }
 
 
-class AirflowBootError(RuntimeError):
+class AirflowBootError(ServiceError, RuntimeError):
     """Airflow did not become healthy; the message carries the tail of each component's log."""
 
 
-class AirflowApiError(RuntimeError):
+class AirflowApiError(ServiceError, RuntimeError):
     """The REST API answered with an error status."""
 
     def __init__(self, method: str, path: str, status: int, body: str):
@@ -76,7 +77,7 @@ class AirflowApiError(RuntimeError):
         self.body = body
 
 
-class AirflowTimeout(TimeoutError):
+class AirflowTimeout(ServiceError, TimeoutError):
     """Something we waited for in Airflow did not happen in time."""
 
 

@@ -20,11 +20,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from backfill_local.http_server import BackgroundHTTPServer
+from backfill_orchestrator.errors import UserError
 
 JOBS_PATHS = ("/api/2.1/jobs/runs/", "/api/2.2/jobs/runs/")
 
 
-class InvalidRequest(ValueError):
+class InvalidRequest(UserError, ValueError):
     """The request does not follow the Jobs API."""
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import boto3
 
 from backfill_local.local_spark import use_local_spark_defaults
+from backfill_orchestrator.errors import ServiceError
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "backfill-configs-local"
@@ -83,7 +84,7 @@ RUN_TIMEOUT = 900
 EVENT_TIMEOUT = 120  # an upload's S3 event reaching the trigger and its record moving on
 
 
-class DemoFailure(RuntimeError):
+class DemoFailure(ServiceError, RuntimeError):
     """A stage of the demo did not do what it should."""
 
 

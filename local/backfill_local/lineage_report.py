@@ -11,9 +11,10 @@ from urllib.parse import quote
 import requests
 
 from backfill_orchestrator.dates import compact_dates
+from backfill_orchestrator.errors import ServiceError
 
 
-class LineageMissingError(RuntimeError):
+class LineageMissingError(ServiceError, RuntimeError):
     """Marquez does not know the backfill's run, or none of its child runs."""
 
 

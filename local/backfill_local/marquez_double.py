@@ -63,6 +63,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.lineage.nodeid import NodeIdParseError, split_node_id
 
 LINEAGE_PATH = "/api/v1/lineage"
@@ -83,24 +84,24 @@ _IDS = uuid.UUID("6f1c5e3a-9d3b-4c1e-8a57-0d1b2c3d4e5f")  # uuid5 namespace for 
 Key = tuple[str, str]
 
 
-class InvalidEventError(ValueError):
+class InvalidEventError(UserError, ValueError):
     """An OpenLineage event Marquez would reject (422)."""
 
 
-class NodeNotFoundError(LookupError):
+class NodeNotFoundError(UserError, LookupError):
     """No such job or dataset (404)."""
 
 
-class BadNodeIdError(ValueError):
+class BadNodeIdError(UserError, ValueError):
     """A node id Jersey cannot convert to a NodeId: 404 `HTTP 404 Not Found` (JAX-RS answers a
     query parameter it cannot convert with 404)."""
 
 
-class UnmodelledNodeKindError(ValueError):
+class UnmodelledNodeKindError(UserError, ValueError):
     """A `datasetField:` or `run:` id: valid for Marquez, not modelled by this double (400)."""
 
 
-class MarquezFailure(RuntimeError):
+class MarquezFailure(ServiceError, RuntimeError):
     """Where Marquez itself throws (an id it cannot split, a null dataset): 500."""
 
 

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from backfill_local.http_server import BackgroundHTTPServer
+from backfill_orchestrator.errors import UserError
 
 WEBHOOK_PATH = "/services/T0000LOCAL/B0000LOCAL/localwebhooksecret"
 BLOCK_TYPES = {"section", "header", "context", "actions", "divider", "image", "rich_text", "input", "file", "video"}
@@ -37,7 +38,7 @@ PD_EVENT_KEYS = {"routing_key", "event_action", "dedup_key", "payload", "images"
 PD_PAYLOAD_KEYS = {"summary", "source", "severity", "timestamp", "component", "group", "class", "custom_details"}
 
 
-class ShapeError(ValueError):
+class ShapeError(UserError, ValueError):
     """What the real service would refuse, and why."""
 
 

@@ -44,6 +44,7 @@ from typing import Any  # noqa: E402
 from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
 from backfill_orchestrator.contracts.plan import Plan  # noqa: E402
 from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
+from backfill_orchestrator.errors import UserError  # noqa: E402
 from spark_jobs.engine.cli_args import positive  # noqa: E402
 from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
 from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
@@ -57,7 +58,7 @@ DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
 REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
 
 
-class InvalidPlanError(ValueError):
+class InvalidPlanError(UserError, ValueError):
     """The plan cannot be read, is not a valid plan document, or names unknown transforms."""
 
     def __init__(self, problems: list[str]):

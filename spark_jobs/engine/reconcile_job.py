@@ -57,7 +57,7 @@ from backfill_orchestrator.reconciliation import (  # noqa: E402
 from backfill_orchestrator.reconciliation.report import MAX_LISTED_MISMATCHES, TableSummary, WrittenConfig  # noqa: E402
 from spark_jobs.engine import cli_args  # noqa: E402
 from spark_jobs.engine.registry import RegistryNotFoundError, load_registry  # noqa: E402
-from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
+from spark_jobs.engine.storage import resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
         )
 
         checked = subjects(rules, registry=registry, catalog=catalog, source=args.rules)
-    except (BackfillError, WarehouseNotFoundError) as error:  # every input problem is located in its message
+    except BackfillError as error:  # every input problem is located in its message
         label = "--registry " if isinstance(error, RegistryNotFoundError) else ""
         print(f"reconcile_job: {label}{error}", file=sys.stderr)
         return EXIT_USAGE

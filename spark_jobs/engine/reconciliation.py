@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType
 
-from backfill_orchestrator.config.errors import ConfigIssue
 from backfill_orchestrator.config.model import JobRef
+from backfill_orchestrator.errors import ConfigIssue
 from backfill_orchestrator.planner.catalog import JobCatalog
 from backfill_orchestrator.reconciliation import (
     Check,

@@ -20,14 +20,14 @@ from spark_jobs.engine.tables import Table
 TransformFunction = Callable[..., DataFrame]
 
 
-class UnknownTransformError(KeyError):
+class UnknownTransformError(UserError, KeyError):
     """A plan names a transform that no one registered."""
 
     def __str__(self) -> str:
         return str(self.args[0])
 
 
-class DuplicateTransformError(ValueError):
+class DuplicateTransformError(UserError, ValueError):
     """Two transforms registered under one name."""
 
 

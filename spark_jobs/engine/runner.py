@@ -15,6 +15,7 @@ from pyspark import StorageLevel
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
+from backfill_orchestrator.errors import UserError
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.scope import Scope
 from spark_jobs.engine.table_io import read_table, replace_partitions
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 MAX_ERROR_CHARS = 2000
 
 
-class PlanNotRunnableError(ValueError):
+class PlanNotRunnableError(UserError, ValueError):
     """The plan is valid but this job cannot run it (a transform nobody registered)."""
 
     def __init__(self, problems: list[str]):
@@ -34,7 +35,7 @@ class PlanNotRunnableError(ValueError):
         self.problems = problems
 
 
-class TransformSchemaError(ValueError):
+class TransformSchemaError(UserError, ValueError):
     """A transform's result does not have its output table's columns and types."""
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backfill_orchestrator.documents import has_scheme
+from backfill_orchestrator.errors import UserError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-class WarehouseNotFoundError(ValueError):
+class WarehouseNotFoundError(UserError, ValueError):
     """A local warehouse directory that does not exist."""
 
 

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from pyspark import StorageLevel
 
+from backfill_orchestrator.errors import UserError
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
 from spark_jobs.engine.staging import remove_dead_staging
 from spark_jobs.engine.storage import HadoopFs
@@ -29,7 +30,7 @@ Partition = tuple[tuple[str, object], ...]  # (("day", date), ("hour", 3), ("fee
 TASKS_END_TIMEOUT_SECONDS = 30.0  # a cancelled task stops within seconds (the job's SIGTERM budget is 60)
 
 
-class UnpartitionedTableError(ValueError):
+class UnpartitionedTableError(UserError, ValueError):
     """Partition-wise writes need a partitioned table."""
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from backfill_orchestrator.errors import UserError
 from spark_jobs.engine.scope import Scope
 from spark_jobs.engine.storage import HadoopFs
 from spark_jobs.engine.table_io import list_partitions, partition_path, read_table, replace_partitions
@@ -31,11 +32,11 @@ _COMMENTS = ["leave at the door", "  no onions please ", "ring twice", "", "extr
 BreakMode = Literal["drop", "corrupt", "late"]
 
 
-class NothingToBreakError(ValueError):
+class NothingToBreakError(UserError, ValueError):
     """No partition of the table matches the days, hours and feeds given."""
 
 
-class UnsupportedBreakError(ValueError):
+class UnsupportedBreakError(UserError, ValueError):
     """That way of breaking does not apply to that table."""
 
 

@@ -10,7 +10,14 @@ import jsonschema
 import pytest
 import yaml
 
-from backfill_orchestrator.config import backfill_id, config_json_schema, load_document, parse_config
+from backfill_orchestrator.config import (
+    MAX_CONFIG_BYTES,
+    InvalidConfigError,
+    backfill_id,
+    config_json_schema,
+    parse_config,
+)
+from backfill_orchestrator.parsing import load_document
 from tests.conftest import EXAMPLES
 
 NOT_CONFIGS = ("catalog", "reconciliation")  # the job catalog and the reconciliation rules sit beside the configs
@@ -40,7 +47,7 @@ def test_example_is_valid(path: Path):
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_json_schema_accepts_example(path: Path, schema_validator):
-    document = load_document(path.read_bytes(), source=str(path))
+    document = load_document(path.read_bytes(), error=InvalidConfigError, max_bytes=MAX_CONFIG_BYTES, source=str(path))
     assert list(schema_validator.iter_errors(document)) == []
 
 

@@ -276,5 +276,6 @@ def test_the_contracts_sit_at_the_bottom_of_the_package() -> None:
     from tests.unit.test_import_layers import package_imports
 
     graph = package_imports()
-    assert graph["contracts"] <= {"config", "errors", "_compat"}
+    assert graph["contracts"] <= {"config", "errors", "parsing", "_compat"}
+    assert graph["parsing"] <= {"errors"}  # every document's reader, below everything that reads one
     assert "plan" not in graph  # the plan's one home is contracts.plan

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
-from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.errors import BackfillError, ServiceError, UserError
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 S3_SCHEMES = ("s3://", "s3a://", "s3n://")
@@ -38,8 +38,9 @@ _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NoSuchVersion", "404
 _VERSION = re.compile(r"\?versionId=([A-Za-z0-9._-]{1,1024})$")
 
 
-class DocumentError(Exception):
-    """Base of the document store's errors; the message names the URI."""
+class DocumentError(BackfillError):
+    """Base of the document store's errors; the message names the URI. A subject, not a
+    category: a missing document is the user's, an unreadable one a service failing."""
 
 
 class InvalidDocumentUriError(DocumentError, UserError, ValueError):

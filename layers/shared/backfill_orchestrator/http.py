@@ -20,6 +20,7 @@ from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
 from backfill_orchestrator.deadline import Deadline, current_deadline
+from backfill_orchestrator.errors import ServiceError
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_TIMEOUT = (3.05, 10.0)  # (connect, read) seconds
@@ -27,8 +28,10 @@ _SHORTEST_TIMEOUT = 0.01  # a socket timeout of 0 would mean non-blocking
 _SHORTEST_ATTEMPT = 0.1  # with less left than this, another attempt is not worth sending
 
 
-class OutOfTimeError(requests.exceptions.Timeout):
-    """The invocation's deadline came before an answer; `budget` is the seconds it allowed."""
+class OutOfTimeError(ServiceError, requests.exceptions.Timeout):
+    """The invocation's deadline came before an answer; `budget` is the seconds it allowed.
+    A ServiceError (the next delivery has a new budget) that stays a requests `Timeout`, so
+    callers that handle requests' timeouts handle it too."""
 
     def __init__(self, deadline: Deadline, doing: str):
         self.budget = deadline.budget

@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from backfill_orchestrator.config.errors import ConfigIssue
-from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
-from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.errors import ConfigIssue, ServiceError, UserError
+from backfill_orchestrator.parsing import load_document
 
 PROFILE_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 MAX_PROFILES_BYTES = 256 * 1024
@@ -190,14 +190,8 @@ class UnknownProfileError(UserError, KeyError):
 
 def parse_profiles(text: str | bytes, *, source: str | None = None) -> SparkProfiles:
     """YAML or JSON text to SparkProfiles; InvalidDocumentError with every located issue."""
-    from backfill_orchestrator.config.errors import InvalidConfigError
-
-    try:
-        document = load_document(text, source=source, max_bytes=MAX_PROFILES_BYTES)
-    except InvalidConfigError as error:
-        raise InvalidDocumentError(
-            document=SparkProfiles.document_name, issues=error.issues, source=source
-        ) from None
+    fail = partial(InvalidDocumentError, document=SparkProfiles.document_name)
+    document = load_document(text, error=fail, max_bytes=MAX_PROFILES_BYTES, source=source)
     try:
         return parse_document(SparkProfiles, document, source=source)
     except InvalidDocumentError as error:
@@ -205,9 +199,7 @@ def parse_profiles(text: str | bytes, *, source: str | None = None) -> SparkProf
         issues = [
             ConfigIssue(_RUNNER_TAG.sub(r"\1", issue.location), issue.message) for issue in error.issues
         ]
-        raise InvalidDocumentError(
-            document=SparkProfiles.document_name, issues=issues, source=source
-        ) from None
+        raise fail(issues, source=source) from None
 
 
 class ProfilesUnavailableError(ServiceError, RuntimeError):

@@ -1,17 +1,17 @@
 """`backfill`: validate, submit, plan and inspect backfill configs.
 
-Exit codes, for every subcommand: 0 success; 1 an invalid config or a refused plan; 2 usage
-errors, unreadable files and unreachable services."""
+Exit codes, for every subcommand, from the error's category (cli.common.exit_code): 0 success;
+1 an invalid config or a refused plan; 2 usage errors, unreadable files and unreachable services."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from backfill_orchestrator.cli import cancel, plan, retry, schema, status, submit, validate, watch
 from backfill_orchestrator.cli import list as list_command
-from backfill_orchestrator.cli.common import CliError
+from backfill_orchestrator.cli.common import report
+from backfill_orchestrator.errors import BackfillError
 
 SUBCOMMANDS = (validate, schema, submit, plan, status, list_command, watch, cancel, retry)
 
@@ -32,9 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         return int(args.run(args))
-    except CliError as error:
-        print(f"backfill: {error}", file=sys.stderr)
-        return error.exit_code
+    except BackfillError as error:
+        return report(error)
     except KeyboardInterrupt:
         return 130
 

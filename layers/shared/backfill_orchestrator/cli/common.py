@@ -1,24 +1,47 @@
-"""What the subcommands share: exit codes, reading config files, printing located errors."""
+"""What the subcommands share: exit codes from the error's category, reading config files,
+printing errors."""
 
 from __future__ import annotations
 
 import sys
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.config import BackfillConfig, InvalidConfigError, parse_config
-from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES
+from backfill_orchestrator.config import MAX_CONFIG_BYTES, BackfillConfig, parse_config
+from backfill_orchestrator.errors import BackfillError, LocatedIssuesError, UserError
 
 EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
+EXIT_INVALID = 1  # the input is invalid or refused: the user's to change
+EXIT_USAGE = 2  # bad arguments, an unreadable file, a service failing
 
 
-class CliError(Exception):
-    """A usage error or an unreachable/unreadable resource: exit 2 unless told otherwise."""
+# The exit code of each category (errors.BackfillError.category).
+EXIT_BY_CATEGORY = {"user": EXIT_INVALID, "refused": EXIT_INVALID, "service": EXIT_USAGE}
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE):
-        super().__init__(message)
-        self.exit_code = exit_code
+
+class CliError(UserError):
+    """A usage error: bad arguments, no status table, a file that cannot be read (exit 2)."""
+
+
+def exit_code(error: BackfillError) -> int:
+    """The one mapping from an error to the exit code: by its category, except that a usage
+    error is 2 and a document with located issues is always 1. Every document the CLI reads
+    is one its user named (the config, `--catalog`), even one that is the deployment's
+    elsewhere: an invalid job catalog is a ServiceError in the trigger (it pages)."""
+    if isinstance(error, CliError):
+        return EXIT_USAGE
+    if isinstance(error, LocatedIssuesError):
+        return EXIT_INVALID
+    return EXIT_BY_CATEGORY.get(error.category, EXIT_USAGE)
+
+
+def report(error: BackfillError) -> int:
+    """Print the error to stderr the one way every subcommand does, and return its exit code:
+    a located issue per line (`config.yaml: dates[1].end: ...`), anything else as one line."""
+    if isinstance(error, LocatedIssuesError):
+        print(error.render(), file=sys.stderr)
+    else:
+        print(f"backfill: {error}", file=sys.stderr)
+    return exit_code(error)
 
 
 def read_file(path: str) -> bytes:
@@ -33,11 +56,6 @@ def read_file(path: str) -> bytes:
 def load_config_file(path: str) -> BackfillConfig:
     """Read and validate; raises CliError (unreadable) or InvalidConfigError (invalid)."""
     return parse_config(read_file(path), source=path)
-
-
-def print_invalid(error: InvalidConfigError, path: str) -> None:
-    for issue in error.issues:
-        print(f"{path}: {issue.location}: {issue.message}", file=sys.stderr)
 
 
 def summary_line(path: str, config: BackfillConfig) -> str:

@@ -7,17 +7,10 @@ Exit 0 when written, 1 for an invalid request (bad id, blank reason, no usable i
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError
-from backfill_orchestrator.client.control_requests import (
-    ControlReceipt,
-    ControlWriteError,
-    InvalidControlRequestError,
-    cancel_backfill,
-    retry_backfill,
-)
+from backfill_orchestrator.cli.common import EXIT_OK
+from backfill_orchestrator.client.control_requests import ControlReceipt, cancel_backfill, retry_backfill
 
 ACTIONS: dict[str, tuple[str, Callable[..., ControlReceipt]]] = {
     "cancel": ("ask the trigger to cancel a backfill", cancel_backfill),
@@ -37,12 +30,6 @@ def register_action(commands: argparse._SubParsersAction, action: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _, request = ACTIONS[args.action]
-    try:
-        receipt = request(args.backfill_id, reason=args.reason, bucket=args.bucket, requested_by=args.requested_by)
-    except InvalidControlRequestError as error:
-        print(f"backfill: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    except ControlWriteError as error:
-        raise CliError(str(error)) from None
+    receipt = request(args.backfill_id, reason=args.reason, bucket=args.bucket, requested_by=args.requested_by)
     print(f"{receipt.s3_uri}\n{args.action} of {receipt.request.backfill_id} requested by {receipt.request.requested_by}")
     return EXIT_OK

@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 
 from backfill_orchestrator._compat import UTC
-from backfill_orchestrator.cli.common import EXIT_OK, CliError
+from backfill_orchestrator.cli.common import EXIT_OK
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.client.status import TABLE_ENV, list_backfills
 from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStoreError
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
             table=table, state=args.state, owner=args.owner, submitted_by=args.submitted_by, name=args.name,
             since=args.since, limit=args.limit,
         )
-    except (StatusStoreError, BotoCoreError) as error:
-        raise CliError(f"cannot read the status table {table}: {error}") from None
+    except (StatusStoreError, BotoCoreError) as error:  # said with the table's name
+        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
     if args.json:
         print(json.dumps([record.as_dict() for record in records], indent=2, default=str))
     else:

@@ -12,20 +12,14 @@ import argparse
 import os
 import sys
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
-from backfill_orchestrator.client.plan import LineageClientMissingError, load_catalog, plan_backfill
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, exit_code, read_file
+from backfill_orchestrator.client.plan import load_catalog, plan_backfill
 from backfill_orchestrator.client.sources import prepare_bytes
-from backfill_orchestrator.config import InvalidConfigError
-from backfill_orchestrator.lineage.errors import InvalidMarquezUrlError, LineageError
-from backfill_orchestrator.planner import (
-    CATALOG_ENV,
-    CatalogUnavailableError,
-    InvalidCatalogError,
-    PlanRefusedError,
-)
+from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.planner import CATALOG_ENV
 from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
 from backfill_orchestrator.preflight.render import FORMATS, render
-from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
+from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLimits
 
 
@@ -46,30 +40,17 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Everything local is read and checked before Marquez is asked anything (plan_backfill's order).
-    try:
-        prepared = prepare_bytes(read_file(args.file), source=args.file)
-    except InvalidConfigError as error:
-        print_invalid(error, args.file)
-        return EXIT_INVALID
+    # Errors go to `backfill`'s one report (cli.common): located issues per line, exit code by category.
+    prepared = prepare_bytes(read_file(args.file), source=args.file)
     catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
     limits = deployment_limits()
     warehouse = args.warehouse or limits.warehouse_uri
+    catalog = load_catalog(catalog_location)
     try:
-        catalog = load_catalog(catalog_location)
         view = plan_backfill(prepared, marquez_url=args.marquez_url, catalog=catalog)
-    except InvalidCatalogError as error:
-        for issue in error.issues:
-            print(f"{catalog_location}: {issue.location}: {issue.message}", file=sys.stderr)
-        return EXIT_INVALID
-    except CatalogUnavailableError as error:
-        raise CliError(f"catalog {error}") from None
-    except (InvalidMarquezUrlError, LineageClientMissingError) as error:
-        raise CliError(str(error)) from None
-    except PlanRefusedError as error:
+    except PolicyRefusal as error:  # the planner's refusals: a cycle, an unknown root job, ...
         print(f"backfill: plan refused: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    except LineageError as error:
-        raise CliError(str(error)) from None
+        return exit_code(error)
     # Planning reached Marquez, so requests is installed.
     from backfill_orchestrator.lineage.client import MarquezClient
 
@@ -98,8 +79,5 @@ def deployment_limits() -> PreflightLimits:
     """The deployment's preflight limits from the same variables the trigger reads."""
     env = EnvironmentReader()
     limits = PreflightLimits.read(env)
-    try:
-        env.check()
-    except SettingsError as error:
-        raise CliError(str(error)) from None
+    env.check()
     return limits

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError
+from backfill_orchestrator.cli.common import EXIT_OK, CliError, exit_code
 from backfill_orchestrator.client.status import (
     TABLE_ENV,
     BackfillNotFoundError,
@@ -34,11 +34,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         record = backfill_status(args.backfill_id, table=table)
-    except BackfillNotFoundError as error:
+    except BackfillNotFoundError as error:  # the answer to the question: on stdout, like a record
         print(f"backfill: {error}")
-        return EXIT_INVALID
-    except (StatusStoreError, BotoCoreError) as error:
-        raise CliError(f"cannot read the status table {table}: {error}") from None
+        return exit_code(error)
+    except (StatusStoreError, BotoCoreError) as error:  # said with the table's name
+        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
     print(json.dumps(record.as_dict(), indent=2, default=str) if args.json else render(record))
     return EXIT_OK
 

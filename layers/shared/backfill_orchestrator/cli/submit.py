@@ -15,13 +15,11 @@ import argparse
 import os
 import sys
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, CliError, print_invalid, read_file
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, read_file
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.cli.watch import add_watch_options, watch
 from backfill_orchestrator.client import (
     DEFAULT_PREFIX,
-    OutsideIncomingPrefixError,
-    SubmitError,
     check_prefix,
     deployment_policy,
     incoming_prefix,
@@ -29,16 +27,8 @@ from backfill_orchestrator.client import (
     prepare_bytes,
     upload_prepared,
 )
-from backfill_orchestrator.config import InvalidConfigError
 from backfill_orchestrator.lineage import URL_ENV
-from backfill_orchestrator.lineage.errors import InvalidMarquezUrlError
-from backfill_orchestrator.planner import (
-    CATALOG_ENV,
-    CatalogUnavailableError,
-    InvalidCatalogError,
-    JobCatalog,
-)
-from backfill_orchestrator.settings.environment import SettingsError
+from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -59,33 +49,19 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.wait:
         args.table = resolve_table(args.table)  # a usage error before anything is uploaded
+    # Errors go to `backfill`'s one report (cli.common): located issues per line, exit code by category.
     body = read_file(args.file)
-    try:
-        prepared = prepare_bytes(body, source=args.file, policy=deployment_policy())
-    except InvalidConfigError as error:
-        print_invalid(error, args.file)
-        return EXIT_INVALID
+    prepared = prepare_bytes(body, source=args.file, policy=deployment_policy())
     incoming = incoming_prefix()
-    try:
-        check_prefix(args.prefix, incoming=incoming)
-    except OutsideIncomingPrefixError as error:
-        print(f"backfill: {error}", file=sys.stderr)
-        return EXIT_INVALID
+    check_prefix(args.prefix, incoming=incoming)
     catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
-    try:
-        catalog = JobCatalog.load(catalog_location) if catalog_location else None
-        lineage = None
-        if args.marquez_url or os.environ.get(URL_ENV):
-            from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
+    catalog = JobCatalog.load(catalog_location) if catalog_location else None
+    lineage = None
+    if args.marquez_url or os.environ.get(URL_ENV):
+        from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
 
-            lineage = MarquezClient.from_env(base_url=args.marquez_url)
-        verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, strict=args.strict)
-    except InvalidCatalogError as error:
-        for issue in error.issues:
-            print(f"{catalog_location}: {issue.location}: {issue.message}", file=sys.stderr)
-        return EXIT_INVALID
-    except (CatalogUnavailableError, InvalidMarquezUrlError, SettingsError) as error:
-        raise CliError(str(error)) from None
+        lineage = MarquezClient.from_env(base_url=args.marquez_url)
+    verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, strict=args.strict)
     for what in verdict.unchecked:
         print(f"not checked: {what}", file=sys.stderr)
     for finding in verdict.warnings:
@@ -95,10 +71,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
         print("backfill: refused by preflight; nothing uploaded", file=sys.stderr)
         return EXIT_INVALID
-    try:
-        submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict)
-    except SubmitError as error:
-        raise CliError(str(error)) from None
+    submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict)
     print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}", flush=True)
     print(f"submitted {args.file} as {submission.backfill_id}", file=sys.stderr)
     if args.wait:

@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from backfill_orchestrator.cli.common import (
-    EXIT_INVALID,
-    EXIT_OK,
-    EXIT_USAGE,
-    CliError,
-    load_config_file,
-    print_invalid,
-    summary_line,
-)
-from backfill_orchestrator.config import InvalidConfigError
+from backfill_orchestrator.cli.common import EXIT_OK, load_config_file, report, summary_line
+from backfill_orchestrator.errors import BackfillError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -28,13 +19,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             config = load_config_file(path)
-        except CliError as error:
-            print(f"backfill: {error}", file=sys.stderr)
-            worst = max(worst, EXIT_USAGE)
-            continue
-        except InvalidConfigError as error:
-            print_invalid(error, path)
-            worst = max(worst, EXIT_INVALID)
+        except BackfillError as error:  # reported, and the next file is checked
+            worst = max(worst, report(error))
             continue
         print(summary_line(path, config))
     return worst

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, exit_code
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.client.status import TABLE_ENV, watch_backfill
 from backfill_orchestrator.status import StatusStoreError
@@ -36,9 +36,9 @@ def watch(backfill_id: str, *, table: str | None, interval: float, timeout: floa
     table = resolve_table(table)
     try:
         last = watch_backfill(backfill_id, table=table, interval=interval, timeout=timeout)
-    except StatusStoreError as error:
-        raise CliError(f"cannot read the status table {table}: {error}") from None
-    except WatchTimeoutError as error:
+    except StatusStoreError as error:  # said with the table's name
+        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
+    except WatchTimeoutError as error:  # the answer so far: on stdout, after the progress lines
         print(f"backfill: {backfill_id}: {error}")
-        return EXIT_USAGE
+        return exit_code(error)
     return EXIT_OK if succeeded(last) else EXIT_INVALID

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.client.aws import aws_client
-from backfill_orchestrator.config.errors import issue_from_pydantic
 from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
 from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.parsing import issue_from_pydantic
 
 CONTROL_PREFIX = "control/"
 _SESSION_NAME = re.compile(r"^arn:aws[\w-]*:(?:sts|iam)::\d+:[\w-]+/(?:.+/)?(?P<name>[^/]+)$")

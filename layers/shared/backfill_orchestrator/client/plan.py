@@ -13,13 +13,14 @@ from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, p
 from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.dates import compact_dates
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog, build_plan, render_plan_text
 
 
-class LineageClientMissingError(UserError, ImportError):
-    """Planning against Marquez without the `lineage` extra (`requests`) installed."""
+class LineageClientMissingError(ServiceError, ImportError):
+    """Planning against Marquez without the `lineage` extra (`requests`) installed: the
+    installation lacks a part, not the input (the same config plans once it is installed)."""
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from typing import Any
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.config import BackfillConfig, backfill_id, parse_config
-from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES, format_for
+from backfill_orchestrator.config.model import MAX_CONFIG_BYTES
 from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
+from backfill_orchestrator.parsing import format_for
 
 ConfigSource = dict[str, Any] | str | bytes | os.PathLike[str]
 _PATH_STARTS = ("/", "./", "../", "~", "dbfs:", "file:", *documents.S3_SCHEMES)

@@ -27,6 +27,7 @@ from pydantic import (
 from backfill_orchestrator._compat import UTC
 
 DEFAULT_MAX_DAYS = 400
+MAX_CONFIG_BYTES = 256 * 1024
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,23}$"
 FEED_PATTERN = r"^[a-z0-9_]{1,64}$"
 TARGET_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"

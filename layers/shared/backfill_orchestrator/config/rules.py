@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from backfill_orchestrator.config.errors import ConfigIssue, format_location
+from backfill_orchestrator.errors import ConfigIssue, format_location
 
 _BATCH_ONLY = ("jobs", "downstream", "spark")
 

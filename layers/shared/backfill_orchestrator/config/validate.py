@@ -1,4 +1,4 @@
-"""Document to `BackfillConfig`, or one `InvalidConfigError` listing every located issue."""
+"""Config text or a mapping to `BackfillConfig`, or one `InvalidConfigError` listing every located issue."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from pydantic import ValidationError
-
-from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, issue_from_pydantic
-from backfill_orchestrator.config.loader import MAX_CONFIG_BYTES, ConfigFormat, format_for, load_document
+from backfill_orchestrator.config.errors import InvalidConfigError
 from backfill_orchestrator.config.model import (
     DAY_TAG,
     DEFAULT_MAX_DAYS,
     DEFAULT_SPARK_PROFILES,
+    MAX_CONFIG_BYTES,
     MODELS_BY_PATH,
     RANGE_TAG,
     BackfillConfig,
 )
 from backfill_orchestrator.config.rules import cross_field_issues
+from backfill_orchestrator.errors import ConfigIssue
+from backfill_orchestrator.parsing import DocumentFormat, format_for, issue_from_pydantic, parse_validated
 
 
 @dataclass(frozen=True)
@@ -87,37 +87,18 @@ def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigI
     return issues
 
 
-def validate_document(
-    document: Any, *, policy: ConfigPolicy = DEFAULT_POLICY, source: str | None = None
-) -> BackfillConfig:
-    if not isinstance(document, dict):
-        raise InvalidConfigError([ConfigIssue("<root>", "expected a mapping of config keys at the top")], source=source)
-    issues: list[ConfigIssue] = []
-    config: BackfillConfig | None = None
-    try:
-        config = BackfillConfig.model_validate(document, context=policy.context())
-    except ValidationError as error:
-        issues.extend(_issue_from_pydantic(e) for e in error.errors(include_url=False))
-    issues.extend(cross_field_issues(document))
-    if config is not None and not issues:
-        issues.extend(_policy_issues(config, policy))
-    if issues:
-        unique = list(dict.fromkeys(issues))
-        raise InvalidConfigError(unique, source=source)
-    assert config is not None
-    return config
-
-
 def parse_config(
     data: bytes | str | dict[str, Any],
     *,
-    fmt: ConfigFormat | None = None,
+    fmt: DocumentFormat | None = None,
     source: str | None = None,
     policy: ConfigPolicy = DEFAULT_POLICY,
 ) -> BackfillConfig:
-    """Bytes, text or an already-parsed mapping to a valid config; raises InvalidConfigError."""
-    if isinstance(data, dict):
-        document = data
-    else:
-        document = load_document(data, fmt=fmt or format_for(source), source=source, max_bytes=policy.max_bytes)
-    return validate_document(document, policy=policy, source=source)
+    """Bytes, text or an already-parsed mapping to a valid config; raises InvalidConfigError.
+    The rules between fields are checked on the raw document, so they are reported with the
+    shape errors; the deployment's allowlists only once the config is otherwise valid."""
+    return parse_validated(
+        data, BackfillConfig, error=InvalidConfigError, max_bytes=policy.max_bytes, source=source,
+        fmt=fmt or format_for(source), issue=_issue_from_pydantic, context=policy.context(),
+        document_checks=cross_field_issues, model_checks=lambda config: _policy_issues(config, policy),
+    )  # fmt: skip

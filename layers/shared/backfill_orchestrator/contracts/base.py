@@ -8,37 +8,26 @@ model and reports every problem with its location (`steps[2].status: ...`)."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from backfill_orchestrator._compat import Self
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError, issue_from_pydantic
-from backfill_orchestrator.config.loader import load_json
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, UserError
+from backfill_orchestrator.parsing import ErrorFactory, issue_from_pydantic, load_json
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
-class InvalidDocumentError(UserError, ValueError):
+class InvalidDocumentError(LocatedIssuesError, UserError, ValueError):
     """A document that is not a valid `document` of the version this release reads; carries
-    every located issue."""
-
-    def __init__(self, *, document: str, issues: Iterable[ConfigIssue], source: str | None = None):
-        self.document = document
-        self.issues: list[ConfigIssue] = list(dict.fromkeys(issues))
-        self.source = source
-        super().__init__(self.render())
-
-    @property
-    def problems(self) -> list[str]:
-        """`location: message` per issue, without the source (for lists in messages)."""
-        return [str(issue) for issue in self.issues]
+    every located issue. One class for every contract, so each line names the document:
+    `<source>: <document>: <location>: <message>`."""
 
     def render(self) -> str:
-        prefix = f"{self.source}: " if self.source else ""
-        return "\n".join(f"{prefix}{self.document}: {issue}" for issue in self.issues)
+        return "\n".join(f"{self._prefix()}{self.document}: {issue}" for issue in self.issues)
 
 
 class Contract(BaseModel):
@@ -63,20 +52,17 @@ class Contract(BaseModel):
 M = TypeVar("M", bound=Contract)
 
 
-def _load(model: type[Contract], data: bytes | str, *, fail: Any) -> Any:
+def _load(model: type[Contract], data: bytes | str, *, source: str | None, fail: ErrorFactory) -> Any:
     size = len(data.encode() if isinstance(data, str) else data)
     if size > model.max_bytes:
-        raise fail([ConfigIssue(ROOT, f"document is {size} bytes; the limit is {model.max_bytes}")])
+        raise fail([ConfigIssue(ROOT, f"document is {size} bytes; the limit is {model.max_bytes}")], source=source)
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as error:
-        raise fail([ConfigIssue(ROOT, f"not UTF-8 text (byte {error.start})")]) from None
+        raise fail([ConfigIssue(ROOT, f"not UTF-8 text (byte {error.start})")], source=source) from None
     if not text.strip():
-        raise fail([ConfigIssue(ROOT, "empty document")])
-    try:
-        return load_json(text, None)
-    except InvalidConfigError as error:
-        raise fail(error.issues) from None
+        raise fail([ConfigIssue(ROOT, "empty document")], source=source)
+    return load_json(text, source, error=fail)
 
 
 def version_issue(model: type[Contract], document: Mapping[str, Any]) -> ConfigIssue | None:
@@ -148,17 +134,16 @@ def parse_document(model: type[M], data: bytes | str | Mapping[str, Any], *, sou
     """JSON bytes or text, or an already-parsed mapping, to `model`; raises
     InvalidDocumentError naming the document, the source and every located problem."""
 
-    def fail(issues: list[ConfigIssue]) -> InvalidDocumentError:
-        return InvalidDocumentError(document=model.document_name, issues=issues, source=source)
-
-    document = data if isinstance(data, Mapping) else _load(model, data, fail=fail)
+    fail = partial(InvalidDocumentError, document=model.document_name)
+    document = data if isinstance(data, Mapping) else _load(model, data, source=source, fail=fail)
     if not isinstance(document, Mapping):
-        raise fail([ConfigIssue(ROOT, f"expected a JSON object at the top, got {type(document).__name__}")])
+        raise fail([ConfigIssue(ROOT, f"expected a JSON object at the top, got {type(document).__name__}")], source=source)
     issue = version_issue(model, document)
     if issue is not None:
-        raise fail([issue])
+        raise fail([issue], source=source)
     try:
         return model.model_validate(dict(document))
     except ValidationError as error:
         unknown = _unknown_key(model)
-        raise fail([issue_from_pydantic(e, unknown_key=unknown) for e in error.errors(include_url=False)]) from None
+        issues = [issue_from_pydantic(e, unknown_key=unknown) for e in error.errors(include_url=False)]
+        raise fail(issues, source=source) from None

@@ -8,9 +8,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
 from backfill_orchestrator.contracts.fields import BackfillId, DocumentUri, is_backfill_id
+from backfill_orchestrator.errors import ROOT, ConfigIssue
 
 TRACE_ID_PATTERN = r"^[A-Za-z0-9._:=/+-]{1,128}$"
 

@@ -4,6 +4,7 @@ under its `metric`."""
 from __future__ import annotations
 
 from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.policy.errors import ApprovalRefusedError
 
 
 class InteractionRefused(PolicyRefusal):
@@ -47,8 +48,17 @@ class SelfApprovalError(InteractionRefused):
     metric = "SlackSelfApproval"
 
 
-class ApprovalExpiredError(InteractionRefused):
+class ApprovalExpiredError(InteractionRefused, ApprovalRefusedError):
+    """An approval that came after its request expired (the policy's `approval.expires_after_hours`):
+    nobody can approve that backfill any more. One class for both doors: the Slack function
+    refuses the press, the trigger refuses the control document (after moving the backfill
+    to REJECTED)."""
+
     metric = "SlackApprovalExpired"
+    RULE = "approval.expires_after_hours"
+
+    def __init__(self, message: str):
+        super().__init__(message, rule=self.RULE)
 
 
 class ActionNotAllowedError(InteractionRefused):

@@ -46,7 +46,6 @@ logger = logging.getLogger(__name__)
 _REFUSAL_BY_RULE: dict[str, type[InteractionRefused]] = {
     "state": ActionNotAllowedError,
     "four_eyes": SelfApprovalError,
-    "approval.expires_after_hours": ApprovalExpiredError,
 }
 _PAST_TENSE = {"approve": "approved", "reject": "rejected", "cancel": "cancelled", "retry": "retried"}
 
@@ -116,6 +115,8 @@ class InteractivityService:
         if facts is None:
             raise UnknownBackfillError(f"no backfill {interaction.backfill_id!r} is known")
         decision = check_action(policy, principal=principal, action=interaction.action, backfill=facts, now=now)
+        if decision.refused and decision.rule == ApprovalExpiredError.RULE:
+            raise ApprovalExpiredError("; ".join(decision.reasons))
         if decision.refused:
             refusal = _REFUSAL_BY_RULE.get(decision.rule or "", NotPermittedError)
             raise refusal(f"{'; '.join(decision.reasons)} (rule: {decision.rule})")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 
+from backfill_orchestrator.errors import UserError
 from backfill_orchestrator.lineage.graph import JobKey, job_node_id
 
 _SIMPLE_DELIMS = re.compile(r"[:#]")  # ID_DELIM + "|" + VERSION_DELIM
 _ID_DELIM = re.compile(r":(?!//|\d+)")  # a colon that is not in `scheme://` or `host:port`
 
 
-class NodeIdParseError(ValueError):
+class NodeIdParseError(UserError, ValueError):
     """Marquez fails on this id itself (UnsupportedOperationException, IllegalStateException)."""
 
 

@@ -22,19 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.config.errors import (
-    ConfigIssue,
-    InvalidConfigError,
-    issue_from_pydantic,
-)
-from backfill_orchestrator.config.loader import load_document
 from backfill_orchestrator.config.model import FEED_PATTERN, NonBlank
 from backfill_orchestrator.contracts.plan import StepKind
-from backfill_orchestrator.errors import BackfillError, ServiceError
+from backfill_orchestrator.errors import BackfillError, ConfigIssue, LocatedIssuesError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
+from backfill_orchestrator.parsing import issue_from_pydantic, parse_validated
 
 MAX_CATALOG_BYTES = 8 * 1024 * 1024
 MAX_WINDOW_DAYS = 366
@@ -45,17 +40,14 @@ CATALOG_ENV = "BACKFILL_JOB_CATALOG"
 
 
 class CatalogError(BackfillError):
-    """Base of catalog failures."""
+    """Base of catalog failures (a subject, not a category: each failure below has its own)."""
 
 
-class InvalidCatalogError(CatalogError, ServiceError, ValueError):
-    """A catalog that is not valid; carries every located issue (`jobs[3].window_days: ...`)."""
+class InvalidCatalogError(LocatedIssuesError, CatalogError, ServiceError, ValueError):
+    """A catalog that is not valid; carries every located issue (`jobs[3].window_days: ...`).
+    The catalog is the deployment's, so this is a ServiceError (it pages)."""
 
-    def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):
-        self.issues = list(issues)
-        self.source = source
-        prefix = f"{source}: " if source else ""
-        super().__init__("\n".join(f"{prefix}{issue}" for issue in self.issues))
+    document = "job catalog"
 
 
 class CatalogUnavailableError(CatalogError, ServiceError):
@@ -140,19 +132,11 @@ class JobCatalog:
     @classmethod
     def parse(cls, data: bytes | str | dict[str, Any], *, source: str | None = None) -> JobCatalog:
         """YAML/JSON text or a parsed mapping to a catalog; raises InvalidCatalogError."""
-        if isinstance(data, dict):
-            document: Any = data
-        else:
-            if len(data) > MAX_CATALOG_BYTES:
-                raise InvalidCatalogError(
-                    [ConfigIssue("<root>", f"catalog is larger than {MAX_CATALOG_BYTES // (1024 * 1024)} MiB")],
-                    source=source,
-                )
-            try:
-                document = load_document(data, source=source, max_bytes=MAX_CATALOG_BYTES)
-            except InvalidConfigError as error:  # the strict loader's located parse errors
-                raise InvalidCatalogError(error.issues, source=source) from None
-        return cls(_validate(document, source), source=source)
+        document = parse_validated(
+            data, _CatalogDocument, error=InvalidCatalogError, max_bytes=MAX_CATALOG_BYTES, source=source,
+            issue=_issue, model_checks=lambda parsed: _cross_entry_issues(parsed.jobs),
+        )  # fmt: skip
+        return cls(document.jobs, source=source)
 
     @classmethod
     def load(cls, location: str, *, s3_client: Any = None) -> JobCatalog:
@@ -160,7 +144,7 @@ class JobCatalog:
         try:
             data = documents.read_bytes(location, max_bytes=MAX_CATALOG_BYTES, over_limit="keep", s3_client=s3_client)
         except documents.DocumentError as error:
-            raise CatalogUnavailableError(str(error)) from None
+            raise CatalogUnavailableError(f"catalog {error}") from None
         return cls.parse(data, source=location)
 
     def __len__(self) -> int:
@@ -210,19 +194,6 @@ class JobCatalog:
             transform = entry.transform or entry.name
             return StepTarget(transform, "spark", dag_id, transform, entry.window_days)
         return StepTarget(dag_id, "airflow_dag", dag_id, None, entry.window_days)
-
-
-def _validate(document: Any, source: str | None) -> list[CatalogEntry]:
-    if not isinstance(document, dict):
-        raise InvalidCatalogError([ConfigIssue("<root>", "expected a mapping with version and jobs")], source=source)
-    try:
-        parsed = _CatalogDocument.model_validate(document)
-    except ValidationError as error:
-        raise InvalidCatalogError([_issue(e) for e in error.errors(include_url=False)], source=source) from None
-    issues = _cross_entry_issues(parsed.jobs)
-    if issues:
-        raise InvalidCatalogError(issues, source=source)
-    return parsed.jobs
 
 
 def _issue(error: Any) -> ConfigIssue:

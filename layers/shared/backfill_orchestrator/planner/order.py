@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from backfill_orchestrator.errors import PolicyRefusal
 
-class CycleFoundError(Exception):
+
+class CycleFoundError(PolicyRefusal):
+    """The dependencies go round: no order exists (the planner names the jobs: LineageCycleError)."""
+
     def __init__(self, cycle: list[str]):
         self.cycle = cycle  # node ids in edge order; cycle[-1] -> cycle[0] closes it
         super().__init__(" -> ".join([*cycle, cycle[0]]))

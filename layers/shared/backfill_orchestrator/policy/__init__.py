@@ -1,7 +1,12 @@
 """The deployment policy: who may submit, approve, cancel and retry which backfills, and
 which backfills need a second person's approval (docs/policy.md)."""
 
-from backfill_orchestrator.policy.errors import InvalidPolicyError, PolicyDeniedError, PolicyUnavailableError
+from backfill_orchestrator.policy.errors import (
+    ApprovalRefusedError,
+    InvalidPolicyError,
+    PolicyDeniedError,
+    PolicyUnavailableError,
+)
 from backfill_orchestrator.policy.evaluate import (
     ACTION_STATES,
     AWAITING_APPROVAL,
@@ -26,6 +31,7 @@ from backfill_orchestrator.policy.source import PolicySource, read_policy
 __all__ = [
     "ACTION_STATES",
     "AWAITING_APPROVAL",
+    "ApprovalRefusedError",
     "BackfillFacts",
     "Decision",
     "InvalidPolicyError",

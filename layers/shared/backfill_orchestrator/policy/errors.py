@@ -3,20 +3,13 @@ ServiceError: it pages and nothing is let through); a denial is a PolicyRefusal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from backfill_orchestrator.config.errors import ConfigIssue
-from backfill_orchestrator.errors import PolicyRefusal, ServiceError
+from backfill_orchestrator.errors import LocatedIssuesError, PolicyRefusal, ServiceError
 
 
-class InvalidPolicyError(ServiceError, ValueError):
+class InvalidPolicyError(LocatedIssuesError, ServiceError, ValueError):
     """The deployment's policy document is not valid; carries every located issue."""
 
-    def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):
-        self.issues: list[ConfigIssue] = list(issues)
-        self.source = source
-        prefix = f"{source}: " if source else ""
-        super().__init__("\n".join(f"{prefix}{issue}" for issue in self.issues))
+    document = "policy"
 
 
 class PolicyUnavailableError(ServiceError, RuntimeError):
@@ -30,3 +23,12 @@ class PolicyDeniedError(PolicyRefusal):
         self.rule = rule
         self.location = location
         super().__init__(f"{location}: {message}" if location else message)
+
+
+class ApprovalRefusedError(PolicyRefusal):
+    """A control action (approve, reject, cancel, retry) that the policy or the approval gate
+    does not allow now; says why and names the rule."""
+
+    def __init__(self, message: str, *, rule: str):
+        self.rule = rule
+        super().__init__(f"{message} (policy rule: {rule})")

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue
 from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy

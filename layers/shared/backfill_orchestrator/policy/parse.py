@@ -1,15 +1,14 @@
 """Policy text to a `Policy`, or one InvalidPolicyError listing every located issue.
-YAML is read by the config loader (one document, no duplicate keys, anchors or tags)."""
+YAML is read like every document (backfill_orchestrator.parsing: one document, no duplicate
+keys, anchors or tags)."""
 
 from __future__ import annotations
 
 import difflib
 from typing import Any
 
-from pydantic import ValidationError
-
-from backfill_orchestrator.config.errors import ConfigIssue, InvalidConfigError, issue_from_pydantic
-from backfill_orchestrator.config.loader import load_document
+from backfill_orchestrator.errors import ConfigIssue
+from backfill_orchestrator.parsing import issue_from_pydantic, parse_validated
 from backfill_orchestrator.policy.errors import InvalidPolicyError
 from backfill_orchestrator.policy.model import MODELS_BY_PATH, Policy
 
@@ -54,19 +53,7 @@ def _cross_issues(policy: Policy) -> list[ConfigIssue]:
 
 
 def parse_policy(data: bytes | str | dict[str, Any], *, source: str | None = None) -> Policy:
-    if isinstance(data, dict):
-        document: Any = data
-    else:
-        try:
-            document = load_document(data, source=source, max_bytes=MAX_POLICY_BYTES)
-        except InvalidConfigError as error:
-            raise InvalidPolicyError(error.issues, source=source) from None
-    try:
-        policy = Policy.model_validate(document)
-    except ValidationError as error:
-        issues = [_issue(e) for e in error.errors(include_url=False)]
-        raise InvalidPolicyError(list(dict.fromkeys(issues)), source=source) from None
-    issues = _cross_issues(policy)
-    if issues:
-        raise InvalidPolicyError(issues, source=source)
-    return policy
+    return parse_validated(
+        data, Policy, error=InvalidPolicyError, max_bytes=MAX_POLICY_BYTES, source=source,
+        issue=_issue, model_checks=_cross_issues,
+    )  # fmt: skip

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from backfill_orchestrator.config.errors import ConfigIssue
-from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.errors import ConfigIssue, LocatedIssuesError, PolicyRefusal
 
 Severity = Literal["refusal", "warning"]
 Basis = Literal["measured", "assumed"]
@@ -113,10 +112,15 @@ class Verdict:
         }
 
 
-class PreflightRefusedError(PolicyRefusal):
-    """The config is valid but what it asks for cannot (or should not) run; carries the verdict."""
+class PreflightRefusedError(LocatedIssuesError, PolicyRefusal):
+    """The config is valid but what it asks for cannot (or should not) run; carries the verdict
+    and its refusals as located issues."""
+
+    document = "config"
 
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
-        self.issues = [finding.as_issue() for finding in verdict.refusals]
-        super().__init__("preflight refused: " + "; ".join(str(f) for f in verdict.refusals))
+        super().__init__([finding.as_issue() for finding in verdict.refusals])
+
+    def render(self) -> str:
+        return "preflight refused: " + "; ".join(str(f) for f in self.verdict.refusals)

@@ -19,20 +19,13 @@ located issues."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.config.errors import (
-    ROOT,
-    ConfigIssue,
-    InvalidConfigError,
-    issue_from_pydantic,
-)
-from backfill_orchestrator.config.loader import load_document
-from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.errors import ConfigIssue, LocatedIssuesError, ServiceError, UserError
+from backfill_orchestrator.parsing import parse_validated
 
 MAX_RULES_BYTES = 1024 * 1024
 MAX_TABLES = 500
@@ -43,14 +36,10 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 Measure = Literal["row_count", "distinct_keys", "sum", "checksum"]
 
 
-class InvalidRulesError(UserError, ValueError):
+class InvalidRulesError(LocatedIssuesError, UserError, ValueError):
     """Rules that are not valid; carries every located issue (`tables[1].checks[0].column: ...`)."""
 
-    def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None):
-        self.issues = list(issues)
-        self.source = source
-        prefix = f"{source}: " if source else ""
-        super().__init__("\n".join(f"{prefix}{issue}" for issue in self.issues))
+    document = "reconciliation rules"
 
 
 class RulesUnavailableError(ServiceError):
@@ -137,29 +126,16 @@ class ReconciliationRules(_Strict):
 
 def parse_rules(data: bytes | str | dict[str, Any], *, source: str | None = None) -> ReconciliationRules:
     """YAML/JSON text or a parsed mapping to rules; raises InvalidRulesError with every issue."""
-    if isinstance(data, dict):
-        document: Any = data
-    else:
-        try:
-            document = load_document(data, source=source, max_bytes=MAX_RULES_BYTES)
-        except InvalidConfigError as error:  # the strict loader's located parse errors
-            raise InvalidRulesError(error.issues, source=source) from None
-    try:
-        rules = ReconciliationRules.model_validate(document)
-    except ValidationError as error:
-        raise InvalidRulesError([issue_from_pydantic(e) for e in error.errors(include_url=False)], source=source) from None
-    issues = _duplicate_tables(rules)
-    if issues:
-        raise InvalidRulesError(issues, source=source)
-    return rules
+    return parse_validated(
+        data, ReconciliationRules, error=InvalidRulesError, max_bytes=MAX_RULES_BYTES, source=source,
+        model_checks=_duplicate_tables,
+    )  # fmt: skip
 
 
 def load_rules(location: str, *, s3_client: Any = None) -> ReconciliationRules:
     """A path or an `s3://bucket/key` URI. Raises RulesUnavailableError or InvalidRulesError."""
     try:
-        data = documents.read_bytes(location, max_bytes=MAX_RULES_BYTES, s3_client=s3_client)
-    except documents.DocumentTooLargeError as error:
-        raise InvalidRulesError([ConfigIssue(ROOT, f"larger than {error.limit} bytes")], source=location) from None
+        data = documents.read_bytes(location, max_bytes=MAX_RULES_BYTES, over_limit="keep", s3_client=s3_client)
     except documents.DocumentError as error:
         raise RulesUnavailableError(str(error)) from None
     return parse_rules(data, source=location)

@@ -19,22 +19,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from backfill_orchestrator.config import BackfillConfig, ConfigIssue, backfill_id
-from backfill_orchestrator.config.errors import format_location
+from backfill_orchestrator.config import BackfillConfig, backfill_id
 from backfill_orchestrator.config.model import FEED_PATTERN, NAME_PATTERN, TARGET_PATTERN
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ConfigIssue, LocatedIssuesError, UserError, format_location
 
 TASK_VERSION = 1
 BACKFILL_ID_PATTERN = NAME_PATTERN[:-1] + r"-[0-9a-f]{8}$"
 ALL_HOURS = tuple(range(24))
 
 
-class InvalidReplayTaskError(UserError, ValueError):
-    """A task document that is not a valid replay task; `issues` are located (`hour: ...`)."""
+class InvalidReplayTaskError(LocatedIssuesError, UserError, ValueError):
+    """A task document that is not a valid replay task; `issues` are located (`hour: ...`).
+    A task is one line of a queue message, so its issues read as one line too."""
 
-    def __init__(self, issues: list[ConfigIssue]):
-        self.issues = issues
-        super().__init__("invalid replay task: " + "; ".join(str(issue) for issue in issues))
+    document = "replay task"
+
+    def render(self) -> str:
+        return f"invalid {self.document}: " + "; ".join(self.problems)
 
 
 def _iso_day(value: Any) -> Any:

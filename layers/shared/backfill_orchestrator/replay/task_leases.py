@@ -27,7 +27,7 @@ from typing import Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.dynamo import attribute, plain_from_item
-from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.replay.archive import Position
 
 TaskStateName = Literal["RUNNING", "DONE", "FAILED"]
@@ -39,7 +39,7 @@ class LedgerError(ServiceError, RuntimeError):
     """DynamoDB failed (throttled past botocore's retries, unreachable, no permission)."""
 
 
-class TaskBusyError(RuntimeError):
+class TaskBusyError(ServiceError, RuntimeError):
     """Another run holds a live lease on this task; try again after `lease_until`."""
 
     def __init__(self, task_id: str, lease_until: float):
@@ -48,15 +48,16 @@ class TaskBusyError(RuntimeError):
         super().__init__(f"task {task_id} is being replayed by another run (lease until {lease_until:.0f})")
 
 
-class TaskAlreadyDoneError(RuntimeError):
-    """The task finished before: a redelivery. `state` holds its recorded outcome."""
+class TaskAlreadyDoneError(PolicyRefusal, RuntimeError):
+    """The task finished before: a redelivery, refused so nothing is sent twice (never retried).
+    `state` holds its recorded outcome."""
 
     def __init__(self, state: TaskState):
         self.state = state
         super().__init__(f"task {state.task_id} is {state.state} already")
 
 
-class LeaseLostError(RuntimeError):
+class LeaseLostError(ServiceError, RuntimeError):
     """This run no longer holds the task's lease (it expired and another run took over)."""
 
 

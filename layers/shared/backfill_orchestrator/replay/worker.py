@@ -19,6 +19,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.replay.runner import ReplayContext, TaskResult, run_task
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask, parse_task
@@ -27,7 +28,7 @@ from backfill_orchestrator.replay.task_leases import TaskBusyError
 logger = logging.getLogger(__name__)
 
 
-class ContinuationError(RuntimeError):
+class ContinuationError(ServiceError, RuntimeError):
     """The continuation message could not be queued (the record is retried instead)."""
 
 

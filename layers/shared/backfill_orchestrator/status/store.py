@@ -56,21 +56,22 @@ class StatusItemTooLargeError(PolicyRefusal, ValueError):
         )
 
 
-class RecordExistsError(Exception):
-    """`create` found a record for this id already; `existing` is that record."""
+class RecordExistsError(ServiceError):
+    """`create` found a record for this id already; `existing` is that record. Callers handle
+    it; one that escapes is retried like any conflict (the next delivery reads the record)."""
 
     def __init__(self, existing: StatusRecord):
         self.existing = existing
         super().__init__(f"backfill {existing.backfill_id} already exists ({existing.state})")
 
 
-class RecordNotFoundError(LookupError):
-    """No record for this backfill id."""
+class RecordNotFoundError(ServiceError, LookupError):
+    """No record for this backfill id (a transition on a record the table no longer has)."""
 
 
-class TransitionRejectedError(Exception):
+class TransitionRejectedError(ServiceError):
     """The record is not in a state the requested transition may follow (or was changed
-    concurrently); `current` is the record as it is now."""
+    concurrently); `current` is the record as it is now. A conflict, retried when it escapes."""
 
     def __init__(self, backfill_id: str, target: BackfillState, current: StatusRecord | None):
         self.backfill_id = backfill_id

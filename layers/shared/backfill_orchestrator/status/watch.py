@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from backfill_orchestrator._compat import UTC
+from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.status.model import StatusRecord
 
 SUCCESS_STATES = frozenset({"SUCCEEDED"})
 FAILURE_STATES = frozenset({"FAILED", "REJECTED", "CANCELLED"})
 
 
-class WatchTimeoutError(TimeoutError):
+class WatchTimeoutError(ServiceError, TimeoutError):
     """The backfill had not ended when the watch's time ran out."""
 
 

@@ -22,7 +22,6 @@ from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts import ControlRequest, ResultFile
 from backfill_orchestrator.contracts.plan import Plan
-from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.identity import (
     IamNameResolver,
     Principal,
@@ -30,11 +29,13 @@ from backfill_orchestrator.identity import (
     principal_from_id,
 )
 from backfill_orchestrator.interactivity.blocks import control_buttons
+from backfill_orchestrator.interactivity.errors import ApprovalExpiredError
 from backfill_orchestrator.interactivity.facts import facts_from_plain
 from backfill_orchestrator.lineage_events import backfill_started
 from backfill_orchestrator.notify import backfill_message
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.policy import (
+    ApprovalRefusedError,
     Policy,
     PolicySource,
     approval_expires_at,
@@ -48,21 +49,8 @@ from backfill_orchestrator.trigger.modes import ModeOutcome, ModeRequest, ModeSe
 from backfill_orchestrator.trigger.storage import StoredBackfill
 
 log = logging.getLogger(__name__)
-EXPIRED_RULE = "approval.expires_after_hours"
 GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
 AWAITING_BUTTONS = ("approve", "reject", "cancel")
-
-
-class ApprovalRefusedError(PolicyRefusal):
-    """A control document the policy or the gate does not allow now; says why and the rule."""
-
-    def __init__(self, message: str, *, rule: str):
-        self.rule = rule
-        super().__init__(f"{message} (policy rule: {rule})")
-
-
-class ApprovalExpiredError(ApprovalRefusedError):
-    """An approval arrived after the request expired: the backfill was moved to REJECTED."""
 
 
 @dataclass(kw_only=True)
@@ -195,7 +183,7 @@ def authorize(
     if not decision.refused:
         return actor
     message = "; ".join(decision.reasons)
-    if decision.rule == EXPIRED_RULE:
+    if decision.rule == ApprovalExpiredError.RULE:
         by = actor or request.requested_by
         services.status.transition(
             record.backfill_id, BackfillState.REJECTED, detail=f"approval by {by} refused: {message}", by=by,
@@ -203,7 +191,7 @@ def authorize(
                         "approval": {"outcome": "expired", "by": by, "at": now.isoformat()}},
         )  # fmt: skip
         _report(services, record, "rejected", BackfillState.REJECTED, f"approval expired: {message}", now=now)
-        raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED", rule=EXPIRED_RULE)
+        raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED")
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
 

@@ -35,8 +35,7 @@ from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued, Refused
 from backfill_orchestrator.claims.release import release_and_start_queued
-from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError
-from backfill_orchestrator.config.loader import format_for, load_document
+from backfill_orchestrator.config.errors import InvalidConfigError
 from backfill_orchestrator.contracts import (
     AttemptDone,
     BackfillReport,
@@ -46,10 +45,12 @@ from backfill_orchestrator.contracts import (
 )
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.steps import StepStatus
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ROOT, ConfigIssue, UserError
 from backfill_orchestrator.lineage_events import backfill_aborted
 from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.notify.notifier import MetricsSink
+from backfill_orchestrator.parsing import format_for, load_document
+from backfill_orchestrator.policy import ApprovalRefusedError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
@@ -115,7 +116,7 @@ class ControlService:
             detail = self._act(request, record, by=actor or request.requested_by)
         except ControlRefusedError as refusal:
             return self._refused(upload, request, record, str(refusal))
-        except approval.ApprovalRefusedError as refusal:  # the policy or the gate said no
+        except ApprovalRefusedError as refusal:  # the policy or the gate said no
             self._count("ControlPolicyRefused")
             return self._refused(upload, request, status.get(request.backfill_id) or record, str(refusal))
         record = status.get(request.backfill_id) or record
@@ -131,7 +132,9 @@ class ControlService:
         return ControlOutcome("done", request.backfill_id, str(record.state), detail)
 
     def _parse(self, upload: Upload, body: bytes) -> ControlRequest:
-        document = load_document(body, fmt=format_for(upload.key), source=upload.key, max_bytes=ControlRequest.max_bytes)
+        document = load_document(
+            body, error=InvalidConfigError, max_bytes=ControlRequest.max_bytes, fmt=format_for(upload.key), source=upload.key
+        )
         return ControlRequest.from_json(document, source=upload.key)
 
     # -- actions ---------------------------------------------------------------------------

@@ -38,11 +38,10 @@ from backfill_orchestrator.config import (
 from backfill_orchestrator.config import (
     backfill_id as compute_backfill_id,
 )
-from backfill_orchestrator.config.errors import ROOT
 from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.deadline import Deadline, deadline_scope
-from backfill_orchestrator.errors import BackfillError, PolicyRefusal, UserError
+from backfill_orchestrator.errors import ROOT, BackfillError, PolicyRefusal, ServiceError, UserError
 from backfill_orchestrator.notify import (
     Notifier,
     already_known_message,
@@ -110,7 +109,7 @@ class UploadResult:
     retry: bool = False  # a system failure: Lambda should deliver the event again
 
 
-class TriggerFailedError(RuntimeError):
+class TriggerFailedError(ServiceError, RuntimeError):
     """At least one upload hit a system failure; raised after all uploads of the event were
     handled so that Lambda retries the event (the others are duplicates by then)."""
 

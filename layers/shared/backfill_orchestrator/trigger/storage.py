@@ -39,7 +39,7 @@ class ConfigTooLargeError(UserError, ValueError):
         super().__init__(f"file is {size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
 
 
-class ConfigGoneError(LookupError):
+class ConfigGoneError(UserError, LookupError):
     """The uploaded object (or that version of it) no longer exists."""
 
 
