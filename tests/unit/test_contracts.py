@@ -20,9 +20,13 @@ from backfill_orchestrator.contracts import (
     ControlRequest,
     InvalidDocumentError,
     Plan,
+    RerunChunk,
     ResultFile,
+    RoundLaunch,
     RunConf,
     RunReport,
+    RunState,
+    SparkSubmission,
     StepOutcome,
     StepResult,
     StepStatus,
@@ -91,6 +95,29 @@ def sample_result_file() -> ResultFile:
     )  # fmt: skip
 
 
+def sample_run_state() -> RunState:
+    """As a round's `prepare` writes it: the ledger so far and the round it launched."""
+    conf = RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/backfills/o/plan.json",
+                   trace_id="1-5e1b4151-abc")  # fmt: skip
+    ledger = {
+        "etl_orders": StepOutcome(status=StepStatus.PENDING, kind="spark", round=0, dag_id="etl"),
+        "email_discounts": StepOutcome(status=StepStatus.PENDING, kind="airflow_dag", round=0, dag_id="email_discounts",
+                                       dates={"2021-06-04": "success"}),
+    }  # fmt: skip
+    launch = RoundLaunch(
+        index=0, slot=0,
+        spark=SparkSubmission(plan_uri="s3://b/backfills/o/rounds/0/plan.json",
+                              report_uri="s3://b/backfills/o/rounds/0/run_report.json", step_ids=["etl_orders"]),
+        reruns={"email_discounts": ["2021-06-05", "2021-06-06"]}, rerun_conf={"backfill_id": "orders-fix-1a2b3c4d"},
+        chunks=[RerunChunk(start=0, end=2, label="email_discounts 2021-06-05 .. email_discounts 2021-06-06 (2 runs)",
+                           outcomes_uri="s3://b/backfills/o/rounds/0/reruns/0.json")],
+    )  # fmt: skip
+    return RunState(
+        conf=conf, plan_sha256="0" * 64, rounds=1, first_round=0, end_round=1, started_at=NOW,
+        spark_profile={"name": "medium", "runner": "local"}, ledger=ledger,
+    ).with_launched(launch)  # fmt: skip
+
+
 SAMPLES: dict[str, Any] = {
     "run-conf": lambda: RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/p.json",
                                 result_uri="s3://b/results/orders.yaml.result.json", trace_id="1-5e1b4151-abc"),
@@ -102,13 +129,18 @@ SAMPLES: dict[str, Any] = {
                                       requested_by="jane.doe@example.com", requested_at=NOW),
     "attempt": lambda: AttemptDone(backfill_id="orders-fix-1a2b3c4d", attempt=2, steps_done=["etl_orders"],
                                    dates_done={"email_discounts": ["2021-06-04"]}),
+    "run-state": sample_run_state,
 }  # fmt: skip
 
 
 def written(name: str) -> str:
     """The sample as its writer puts it on the wire."""
     sample = SAMPLES[name]()
-    return json.dumps(sample.to_conf()) if name == "run-conf" else sample.to_json()
+    if name == "run-conf":
+        return json.dumps(sample.to_conf())
+    if name == "run-state":  # an XCom value: the JSON of a dict
+        return json.dumps(sample.to_xcom())
+    return sample.to_json()
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
