@@ -19,6 +19,7 @@ from airflow.sdk.execution_time.comms import (
     GetDRCount,
     GetPreviousDagRun,
     OKResponse,
+    SkipDownstreamTasks,
     TriggerDagRun,
 )
 from backfill_runtime.continuation import (
@@ -28,12 +29,12 @@ from backfill_runtime.continuation import (
     first_run_id,
     needs_continuation,
 )
-from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch
+from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch, round_reruns
 from backfill_runtime.rounds import chunked, rounds_of_run
 from backfill_runtime.step_ledger import Ledger
-from backfill_runtime.supervisor import SupervisorClient
+from backfill_runtime.supervisor import SupervisorClient, TriggerRefusedError
 
-from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, StepStatus
+from backfill_orchestrator.contracts import InvalidDocumentError, RoundLaunch, RunConf, StepStatus
 from backfill_orchestrator.planner import plan_rounds
 
 from .conftest import step
@@ -149,6 +150,8 @@ class FakeSupervisor:
             return OKResponse(ok=True)
         if isinstance(msg, GetDagRunState):
             return SimpleNamespace(state=self.runs[(msg.dag_id, msg.run_id)].state)
+        if isinstance(msg, SkipDownstreamTasks):
+            return OKResponse(ok=True)
         raise AssertionError(f"unexpected message {msg!r}")
 
     def _advance(self, run: FakeRun, dag_id: str) -> None:
@@ -272,3 +275,58 @@ def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
         owner=("backfill", BID),
     ).run()  # fmt: skip
     assert outcomes == dict.fromkeys(range(6), "success")
+
+
+# -- the supervisor client and the round's reruns ------------------------------------------------
+def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused() -> None:
+    supervisor = FakeSupervisor()
+    client = SupervisorClient(supervisor)
+    when = datetime(2021, 6, 4, tzinfo=UTC)
+    assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is True
+    assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is False  # 409
+    assert client.run_id_at("backfill", when) == "r__cont1" and client.run_id_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
+
+    class Refusing(FakeSupervisor):
+        def send(self, msg: Any) -> Any:
+            return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
+
+    with pytest.raises(TriggerRefusedError, match="dag paused"):
+        SupervisorClient(Refusing()).trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=None, conf={})
+    client.skip_tasks([])
+    client.skip_tasks(iter(["round_3.spark", "round_3.prepare"]))
+    assert supervisor.sent.count("SkipDownstreamTasks") == 1  # nothing to skip sends nothing
+
+
+def test_a_rounds_reruns_come_back_from_its_launch_in_chunk_order() -> None:
+    launch = RoundLaunch(
+        index=4, slot=1, reruns={"d1": ["2021-06-04", "2021-06-05"], "d2": ["2021-06-04"]},
+        rerun_conf={"backfill_id": BID, "trace_id": "t-1"},
+    )  # fmt: skip
+    reruns = round_reruns(launch, backfill_id=BID, dag_ids={"d1": "orders_dag", "d2": "emails_dag"})
+    assert [(r.trigger_dag_id, r.logical_date, r.conf["step"]) for r in reruns] == [
+        ("orders_dag", "2021-06-04", "d1"), ("orders_dag", "2021-06-05", "d1"), ("emails_dag", "2021-06-04", "d2"),
+    ]  # fmt: skip
+    assert reruns[0].trigger_run_id == f"backfill__{BID}__2021-06-04"
+    assert reruns[2].conf == {"backfill_id": BID, "trace_id": "t-1", "step": "d2"}
+
+
+def test_a_state_over_its_bound_is_never_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DAG writes a RunState only within `max_bytes` (start refuses such a plan before
+    anything is written; a later task fails rather than push it)."""
+    import backfill_dag
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from backfill_orchestrator.contracts import RunState
+
+    plan = make_plan(chain(3))
+    conf = RunConf(backfill_id=BID, config_uri="s3://b/c.yaml", plan_uri="s3://b/plan.json")
+    state = RunState(conf=conf, plan_sha256="0" * 64, rounds=3, first_round=0, end_round=3,
+                     started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=Ledger.for_plan(plan).entries)  # fmt: skip
+    pushed: list[Any] = []
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.append((key, value)))
+    backfill_dag._push_state(ti, state)
+    assert pushed == [("run_state", state.to_xcom())]
+    monkeypatch.setattr(RunState, "max_bytes", 200)
+    with pytest.raises(AirflowFailException, match=r"the run's state is \d+ bytes, over its limit of 200"):
+        backfill_dag._push_state(ti, state)
+    assert len(pushed) == 1

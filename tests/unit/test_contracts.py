@@ -6,12 +6,13 @@ of the package's import graph."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from backfill_orchestrator.contracts import (
     CONTRACTS,
@@ -301,6 +302,24 @@ def test_a_stale_schema_is_detected(tmp_path: Path) -> None:
     (tmp_path / "control.schema.json").unlink()
     assert stale(tmp_path) == ["run-report.schema.json", "control.schema.json"]
     assert main(["--check", str(tmp_path)]) == 1
+
+
+def test_a_run_state_changes_only_into_a_new_one() -> None:
+    """The DAG's tasks derive the next state with the with_... methods: the state they read is
+    never changed, and the next one reads back equal from its XCom JSON."""
+    state = sample_run_state()
+    with pytest.raises(ValidationError):
+        state.rounds = 2  # type: ignore[misc]
+    done = StepOutcome(status=StepStatus.SUCCEEDED, kind="spark", round=0, dag_id="etl")
+    settled = state.with_settled({**state.ledger, "etl_orders": done})
+    assert settled.launched is None and settled.ledger["etl_orders"] is done
+    assert state.launched is not None and state.ledger["etl_orders"].status is StepStatus.PENDING
+    later = settled.with_progress_written(NOW)
+    assert later.progress_written_at == NOW and settled.progress_written_at is None
+    assert RunState.from_json(json.loads(json.dumps(later.to_xcom()))) == later
+    assert (state.backfill_id, state.slots_used) == ("orders-fix-1a2b3c4d", 1)
+    assert list(state.launched.rerun_requests()) == [("email_discounts", date(2021, 6, 5)), ("email_discounts", date(2021, 6, 6))]
+    assert state.launched.with_reruns_done().chunks == [] and state.launched.chunks
 
 
 # -- the package's import graph (tests/unit/test_import_layers.py checks there is no cycle) ----
