@@ -2,9 +2,10 @@
 
 `start` writes the first one; each round's `prepare` reads the one before it, settles the round
 that ran (its Spark run report and its reruns' ends go into the ledger), plans its own round and
-writes the next; the round's `spark` task, `next_run` and `finish` read. A state is immutable:
-a task derives the next one with the `with_...` methods and writes it once, at its end, so a
-task that failed leaves no state and the tasks after it say so rather than guess.
+writes the next; the round's `spark` and `dag_runs` tasks read it, and `next_run` and `finish`
+read the last one. A state is immutable: a task derives the next one with the `with_...`
+methods and writes it once, at its end, so a task that failed leaves no state and the tasks
+after it say so rather than guess.
 
 What is big stays in documents referenced by URI: the plan (`conf.plan_uri`, read again by the
 tasks that need it and checked against `plan_sha256`), each round's Spark sub-plan and run
