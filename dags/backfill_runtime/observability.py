@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from backfill_orchestrator.contracts import Plan, RunConf
 from backfill_orchestrator.lineage_events import BackfillFacts, LineageEmitter, LineageSettings
 
 METRICS_BACKENDS = ("emf", "statsd", "none")
@@ -111,11 +112,10 @@ def lineage_emitter(*, metrics: Any = None, logger: Any = None) -> LineageEmitte
     return LineageEmitter.from_settings(lineage_settings(), metrics=metrics, logger=logger)
 
 
-def backfill_facts(started: Mapping[str, Any], *, namespace: str) -> BackfillFacts:
-    """The facts from `start`'s XCom (conf and plan), the same the trigger sent at START."""
-    plan = started.get("plan") or {}
+def backfill_facts(conf: RunConf, plan: Plan, *, namespace: str) -> BackfillFacts:
+    """The facts of the run's conf and plan, the same the trigger sent at START."""
     return BackfillFacts(
-        backfill_id=started["backfill_id"], attempt=int(started.get("attempt") or 1), namespace=namespace,
-        config_uri=started.get("config_uri"), dates=list(plan.get("dates") or []), hours=plan.get("hours"),
-        feeds=plan.get("feeds"), submitter=plan.get("owner"), trace_id=started.get("trace_id"),
+        backfill_id=conf.backfill_id, attempt=conf.attempt, namespace=namespace, config_uri=conf.config_uri,
+        dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds, submitter=plan.owner,
+        trace_id=conf.trace_id,
     )  # fmt: skip

@@ -21,8 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.contracts import BackfillReport, StepStatus
-from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus
 from backfill_orchestrator.notify import Notifier, build_notifier, status_message
 from backfill_orchestrator.notify.messages import backfill_message
 from backfill_orchestrator.redaction import install as install_redaction

@@ -11,8 +11,8 @@ duplicated. On task retries the same happens again for what did not succeed.
 One task reruns a whole chunk (`RerunBatch`), not one (DAG, date): on the LocalExecutor and
 Celery every task instance is a process, so 1,000 reruns as 1,000 mapped tasks would cost
 1,000 processes, and Airflow maps at most `[core] max_map_length` (1024) of them. Everything
-goes through the Task SDK's supervisor channel (tasks cannot reach the metadata DB in
-Airflow 3): the same messages TriggerDagRunOperator sends."""
+goes through the task's supervisor (tasks cannot reach the metadata DB in Airflow 3): the same
+messages TriggerDagRunOperator sends, through `backfill_runtime.supervisor`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,14 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from datetime import time as clock_time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from backfill_runtime.supervisor import SupervisorClient, TriggerRefusedError
+
+if TYPE_CHECKING:
+    from backfill_orchestrator.contracts import RoundLaunch
 
 log = logging.getLogger(__name__)
 DONE_STATES = frozenset({"success", "failed"})  # a DAG run's terminal states
@@ -38,48 +43,30 @@ def new_run_id(*, backfill_id: str, day: date | str) -> str:
     return f"backfill__{backfill_id}__{day if isinstance(day, str) else day.isoformat()}"
 
 
-class Comms(Protocol):
-    """The Task SDK's channel to the supervisor (`task_runner.SUPERVISOR_COMMS`)."""
-
-    def send(self, msg: Any) -> Any: ...
-
-
-def supervisor_comms() -> Comms:
-    from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
-
-    return SUPERVISOR_COMMS
-
-
-def existing_run_id(comms: Comms, *, dag_id: str, logical_date: datetime) -> str | None:
-    """The run id of `dag_id`'s run at exactly `logical_date`, or None (count by logical date;
-    then the latest run before logical_date + 1 µs)."""
-    from airflow.sdk.execution_time.comms import GetDRCount, GetPreviousDagRun
-
-    if comms.send(GetDRCount(dag_id=dag_id, logical_dates=[logical_date])).count == 0:
-        return None
-    answer = comms.send(GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1)))
-    run = getattr(answer, "dag_run", None)
-    if run is None or run.logical_date is None or run.logical_date != logical_date:
-        return None
-    return run.run_id
-
-
 @dataclass(frozen=True, kw_only=True)
 class Rerun:
-    """One rerun as `prepare` hands it to a chunk task (plain values: it travels in XCom)."""
+    """One rerun of one DAG for one date, as a chunk task drives it."""
 
     trigger_dag_id: str
     trigger_run_id: str  # used when the date has no run yet
     logical_date: str  # ISO date
     conf: dict[str, Any]
 
-    @classmethod
-    def from_dict(cls, value: Mapping[str, Any]) -> Rerun:
-        return cls(**{key: value[key] for key in ("trigger_dag_id", "trigger_run_id", "logical_date", "conf")})
-
     @property
     def label(self) -> str:
         return f"{self.trigger_dag_id} {self.logical_date[:10]}"
+
+
+def round_reruns(launch: RoundLaunch, *, backfill_id: str, dag_ids: Mapping[str, str]) -> list[Rerun]:
+    """The reruns of the round `launch` started, in the order its chunks count them: the
+    round's conf plus the step, a new run id for a date that has no run yet."""
+    return [
+        Rerun(
+            trigger_dag_id=dag_ids[step_id], trigger_run_id=new_run_id(backfill_id=backfill_id, day=day),
+            logical_date=day.isoformat(), conf={**launch.rerun_conf, "step": step_id},
+        )  # fmt: skip
+        for step_id, day in launch.rerun_requests()
+    ]
 
 
 class RerunBatch:
@@ -95,7 +82,7 @@ class RerunBatch:
         self,
         reruns: Sequence[Rerun],
         *,
-        comms: Comms,
+        supervisor: SupervisorClient,
         concurrency: int,
         poke_seconds: float,
         outcomes: Mapping[int, str] | None = None,
@@ -106,7 +93,7 @@ class RerunBatch:
         monotonic: Callable[[], float] = time.monotonic,
     ):
         self.reruns = list(reruns)
-        self.comms = comms
+        self.supervisor = supervisor
         self.concurrency = max(1, concurrency)
         self.poke_seconds = poke_seconds
         self.outcomes: dict[int, str] = {i: s for i, s in (outcomes or {}).items() if s == "success"}
@@ -154,29 +141,24 @@ class RerunBatch:
     def _owner_running(self) -> bool:
         if self.owner is None:
             return True
-        return self._state(*self.owner) == "running"
+        return self.supervisor.run_state(*self.owner) == "running"
 
     def _start(self, index: int) -> str | None:
         """Trigger (or clear) the run; its run id, or None with the outcome `failed`."""
-        from airflow.sdk.exceptions import ErrorType
-        from airflow.sdk.execution_time.comms import ErrorResponse, TriggerDagRun
-
         rerun = self.reruns[index]
         logical_date = logical_date_of(rerun.logical_date[:10])
         run_id = None
         if rerun.trigger_dag_id not in self._fresh:
-            run_id = existing_run_id(self.comms, dag_id=rerun.trigger_dag_id, logical_date=logical_date)
+            run_id = self.supervisor.run_id_at(rerun.trigger_dag_id, logical_date)
         if run_id is not None:
             log.info("%s has run %s: clearing and rerunning it", rerun.label, run_id)
         run_id = run_id or rerun.trigger_run_id
-        answer = self.comms.send(
-            TriggerDagRun(
-                dag_id=rerun.trigger_dag_id, run_id=run_id, logical_date=logical_date,
-                conf=rerun.conf, reset_dag_run=True,
+        try:  # an existing run of that id (409) is cleared by reset_dag_run: rerun either way
+            self.supervisor.trigger_dag_run(
+                dag_id=rerun.trigger_dag_id, run_id=run_id, logical_date=logical_date, conf=rerun.conf, reset_dag_run=True
             )
-        )  # fmt: skip
-        if isinstance(answer, ErrorResponse) and answer.error != ErrorType.DAGRUN_ALREADY_EXISTS:
-            log.error("%s: the trigger was refused: %s %s", rerun.label, answer.error, answer.detail)
+        except TriggerRefusedError as error:
+            log.error("%s: the trigger was refused: %s %s", rerun.label, error.error, error.detail)
             self.outcomes[index] = "failed"
             return None
         return run_id
@@ -184,45 +166,32 @@ class RerunBatch:
     def _dags_without_runs(self, indexes: list[int]) -> set[str]:
         """DAGs with no run at any of the batch's dates (one count per DAG): their reruns
         skip the per-date lookup for a run to clear."""
-        from airflow.sdk.execution_time.comms import GetDRCount
-
         dates: dict[str, set[datetime]] = {}
         for index in indexes:
             rerun = self.reruns[index]
             dates.setdefault(rerun.trigger_dag_id, set()).add(logical_date_of(rerun.logical_date[:10]))
-        return {
-            dag_id for dag_id, days in dates.items()
-            if self.comms.send(GetDRCount(dag_id=dag_id, logical_dates=sorted(days))).count == 0
-        }  # fmt: skip
+        return {dag_id for dag_id, days in dates.items() if self.supervisor.count_runs(dag_id, logical_dates=sorted(days)) == 0}
 
     def _ended(self, in_flight: Mapping[int, str]) -> list[tuple[int, str]]:
         """The in-flight reruns that ended, and how. One count per DAG first (how many of its
         runs ended), then single lookups only until that many are found: polling 100 runs
         costs a request per DAG, not 100, while none ends."""
-        from airflow.sdk.execution_time.comms import GetDRCount
-
         by_dag: dict[str, list[int]] = {}
         for index in in_flight:
             by_dag.setdefault(self.reruns[index].trigger_dag_id, []).append(index)
         ended: list[tuple[int, str]] = []
         for dag_id, indexes in by_dag.items():
             run_ids = sorted({in_flight[i] for i in indexes})
-            count = self.comms.send(GetDRCount(dag_id=dag_id, run_ids=run_ids, states=sorted(DONE_STATES))).count
+            count = self.supervisor.count_runs(dag_id, run_ids=run_ids, states=sorted(DONE_STATES))
             found = 0
             for index in indexes:
                 if found >= count:
                     break
-                state = self._state(dag_id, in_flight[index])
+                state = self.supervisor.run_state(dag_id, in_flight[index])
                 if state in DONE_STATES:
                     ended.append((index, state))
                     found += 1
         return ended
-
-    def _state(self, dag_id: str, run_id: str) -> str:
-        from airflow.sdk.execution_time.comms import GetDagRunState
-
-        state = self.comms.send(GetDagRunState(dag_id=dag_id, run_id=run_id)).state
-        return str(getattr(state, "value", state))
 
 
 class ChunkOutcomes:

@@ -1,19 +1,10 @@
-"""Cut a plan into rounds, and rounds into what one DAG run and one task runs.
+"""Cut a plan's rounds into what one DAG run and one task runs.
 
-A round is one Spark submission (its `spark` steps, in wave order, run by the generic Spark
-job) side by side with one batch of DAG reruns (its `airflow_dag` steps). Round k starts when
-round k-1 has finished. A step's round follows its `upstream` edges:
-
-- a spark step after a spark parent stays in the parent's round (the Spark job orders them),
-- any other edge (spark -> airflow_dag, airflow_dag -> anything) moves to the next round.
-
-So the Spark job is submitted once per contiguous spark segment: a plan with no spark step
-after an airflow_dag step needs one submission, and each spark -> DAG -> spark interleaving
-adds one round.
-
-A DAG run has `[backfill] max_rounds` round slots; a plan with more rounds continues in a
-new run (`rounds_of_run`). A round's DAG reruns are cut into chunks, one mapped task each
-(`chunked`), so no round exceeds Airflow's map limit."""
+A plan's rounds are `backfill_orchestrator.planner.plan_rounds` (the preflight counts the
+same ones). A DAG run has `[backfill] max_rounds` round slots; a plan with more rounds
+continues in a new run (`rounds_of_run`). A round's DAG reruns are cut into chunks, one mapped
+task each (`chunked`), so no round exceeds Airflow's map limit. A round's Spark submission
+runs the plan restricted to its runnable spark steps (`sub_plan`)."""
 
 from __future__ import annotations
 
@@ -21,28 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import TypeVar
 
-from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
+from backfill_orchestrator.contracts import Plan, Wave
 
 T = TypeVar("T")
-
-
-def assign_rounds(plan: Plan) -> dict[str, int]:
-    """step id -> round index (0-based). Waves list parents before children, so one pass does."""
-    by_id = {step.id: step for step in plan.steps}
-    rounds: dict[str, int] = {}
-    for step in plan.steps:
-        current = 0
-        for parent_id in step.upstream:
-            parent = by_id[parent_id]
-            same_submission = parent.kind == "spark" and step.kind == "spark"
-            current = max(current, rounds[parent_id] + (0 if same_submission else 1))
-        rounds[step.id] = current
-    return rounds
-
-
-def round_count(plan: Plan) -> int:
-    rounds = assign_rounds(plan)
-    return max(rounds.values()) + 1 if rounds else 0
 
 
 def rounds_of_run(*, first_round: int, slots: int, total: int) -> range:
@@ -59,11 +31,6 @@ def chunked(items: Sequence[T], *, size: int, max_chunks: int) -> list[list[T]]:
         return []
     size = max(size, math.ceil(len(items) / max_chunks))
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
-
-
-def steps_in_round(plan: Plan, index: int, *, kind: str) -> list[PlanStep]:
-    rounds = assign_rounds(plan)
-    return [step for step in plan.steps if step.kind == kind and rounds[step.id] == index]
 
 
 def sub_plan(plan: Plan, step_ids: set[str]) -> Plan:

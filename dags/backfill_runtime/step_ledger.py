@@ -1,5 +1,6 @@
-"""What happened to each step of the plan, carried from round to round (as XCom) and read at
-the end for the status record, the notifications and the backfill's report.
+"""What happened to each step of the plan, carried from round to round (in the run's
+`RunState`) and read at the end for the status record, the notifications and the backfill's
+report.
 
 Each entry is the contract's `StepOutcome`: `pending`, then `succeeded`, `failed` (it ran and
 failed after its retries) or `blocked` (not run because a step it depends on did not succeed).
@@ -13,10 +14,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from backfill_orchestrator.contracts import AttemptDone, RunReport, StepOutcome, StepStatus
-from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.contracts import AttemptDone, Plan, RunReport, StepOutcome, StepStatus
 from backfill_orchestrator.dates import compact_dates
-from backfill_runtime.rounds import assign_rounds
+from backfill_orchestrator.planner.rounds import plan_rounds
 
 DONE_TI_STATES = frozenset({"success"})
 
@@ -39,7 +39,8 @@ class RoundWork:
 
 
 class Ledger:
-    """step id -> StepOutcome; `to_dict` / `Ledger(...)` carry it through XCom as JSON."""
+    """step id -> StepOutcome, changed in place while a task works; `RunState.ledger` carries it
+    to the next task, `to_dict` / `Ledger(...)` to a continuation run."""
 
     def __init__(self, entries: Mapping[str, StepOutcome | Mapping[str, Any]]):
         self.entries: dict[str, StepOutcome] = {
@@ -51,7 +52,7 @@ class Ledger:
     def for_plan(cls, plan: Plan, *, done: AttemptDone | None = None) -> Ledger:
         """Every step pending; for a retry attempt, what earlier attempts finished is taken as
         done (succeeded steps, and the DAG reruns of dates that succeeded) and not run again."""
-        rounds = assign_rounds(plan)
+        rounds = {step_id: round_.index for round_ in plan_rounds(plan) for step_id in round_.step_ids}
         ledger = cls(
             {
                 step.id: StepOutcome(status=StepStatus.PENDING, kind=step.kind, round=rounds[step.id], dag_id=step.dag_id)
@@ -95,14 +96,12 @@ class Ledger:
         """What round `index` runs; marks steps whose upstream did not succeed as blocked.
 
         Parents in the same round are earlier spark steps of the same submission: they are
-        handled in plan order, so a blocked parent blocks its children here too."""
-        rounds = assign_rounds(plan)
+        handled in wave order, so a blocked parent blocks its children here too."""
+        steps = {step.id: step for step in plan.steps}
         spark_ids: list[str] = []
         dag_runs: list[DagRunRequest] = []
         blocked: dict[str, str] = {}
-        for step in plan.steps:
-            if rounds[step.id] != index:
-                continue
+        for step in (steps[step_id] for step_id in plan_rounds(plan)[index].step_ids):
             if self.status(step.id) is StepStatus.SUCCEEDED:  # an earlier attempt did it
                 continue
             blockers = [p for p in step.upstream if self.status(p) in (StepStatus.FAILED, StepStatus.BLOCKED)]

@@ -19,9 +19,7 @@ from pathlib import Path
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.contracts.plan import Plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-from backfill_orchestrator.documents import read_text, write_text  # noqa: E402
+from backfill_orchestrator.documents import read_text, write_text
 
 
 def main() -> int:

@@ -4,7 +4,6 @@ rerun driving a double of the Task SDK's supervisor channel (the real message cl
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,26 +19,26 @@ from airflow.sdk.execution_time.comms import (
     GetDRCount,
     GetPreviousDagRun,
     OKResponse,
+    SkipDownstreamTasks,
     TriggerDagRun,
 )
-
-from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, StepStatus
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-
-from backfill_runtime.continuation import (  # noqa: E402
+from backfill_runtime.continuation import (
     Carried,
     carried_uri,
     continuation_run_id,
     first_run_id,
     needs_continuation,
 )
-from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch  # noqa: E402
-from backfill_runtime.rounds import assign_rounds, chunked, rounds_of_run  # noqa: E402
-from backfill_runtime.step_ledger import Ledger  # noqa: E402
+from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch, round_reruns
+from backfill_runtime.rounds import chunked, rounds_of_run
+from backfill_runtime.step_ledger import Ledger
+from backfill_runtime.supervisor import SupervisorClient, TriggerRefusedError
 
-from .conftest import step  # noqa: E402
-from .test_runtime_units import make_plan  # noqa: E402
+from backfill_orchestrator.contracts import InvalidDocumentError, RoundLaunch, RunConf, StepStatus
+from backfill_orchestrator.planner import plan_rounds
+
+from .conftest import step
+from .test_runtime_units import make_plan
 
 BID = "unit-0123abcd"
 
@@ -54,7 +53,7 @@ def chain(length: int) -> list[list[dict[str, Any]]]:
 
 def test_a_30_dag_chain_is_30_rounds_run_by_continuations_of_max_rounds_each() -> None:
     plan = make_plan(chain(30))
-    assert max(assign_rounds(plan).values()) + 1 == 30
+    assert len(plan_rounds(plan)) == 30
     runs, first = [], 0
     while True:
         runs.append(list(rounds_of_run(first_round=first, slots=6, total=30)))
@@ -151,6 +150,8 @@ class FakeSupervisor:
             return OKResponse(ok=True)
         if isinstance(msg, GetDagRunState):
             return SimpleNamespace(state=self.runs[(msg.dag_id, msg.run_id)].state)
+        if isinstance(msg, SkipDownstreamTasks):
+            return OKResponse(ok=True)
         raise AssertionError(f"unexpected message {msg!r}")
 
     def _advance(self, run: FakeRun, dag_id: str) -> None:
@@ -175,7 +176,7 @@ def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existi
     supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(datetime(2021, 6, 3, tzinfo=UTC), state="success")
     checkpoints: list[dict[int, str]] = []
     batch = RerunBatch(
-        reruns("orders", DAYS), comms=supervisor, concurrency=4, poke_seconds=0,
+        reruns("orders", DAYS), supervisor=SupervisorClient(supervisor), concurrency=4, poke_seconds=0,
         checkpoint=checkpoints.append, sleep=lambda _: None,
     )  # fmt: skip
     outcomes = batch.run()
@@ -196,12 +197,12 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
     supervisor = FakeSupervisor(failing={("orders", "2021-06-05")})
     work = reruns("orders", DAYS[:8])
     written: list[dict[int, str]] = []
-    first = RerunBatch(work, comms=supervisor, concurrency=3, poke_seconds=0, sleep=lambda _: None, checkpoint=written.append).run()
+    first = RerunBatch(work, supervisor=SupervisorClient(supervisor), concurrency=3, poke_seconds=0, sleep=lambda _: None, checkpoint=written.append).run()
     assert first[4] == "failed" and all(first[i] == "success" for i in range(8) if i != 4)
     assert written == [first]  # what the retry and the ledger read
     supervisor.failing.clear()
     before = {key: run.starts for key, run in supervisor.runs.items()}
-    second = RerunBatch(work, comms=supervisor, concurrency=3, poke_seconds=0, outcomes=first, sleep=lambda _: None).run()
+    second = RerunBatch(work, supervisor=SupervisorClient(supervisor), concurrency=3, poke_seconds=0, outcomes=first, sleep=lambda _: None).run()
     assert second == dict.fromkeys(range(8), "success")
     rerun_again = [key for key, run in supervisor.runs.items() if run.starts != before[key]]
     assert rerun_again == [("orders", f"backfill__{BID}__2021-06-05")]
@@ -209,7 +210,7 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
 
 def test_a_dag_with_no_run_at_any_date_skips_the_per_date_lookups() -> None:
     supervisor = FakeSupervisor()
-    RerunBatch(reruns("fresh", DAYS), comms=supervisor, concurrency=30, poke_seconds=0, sleep=lambda _: None).run()
+    RerunBatch(reruns("fresh", DAYS), supervisor=SupervisorClient(supervisor), concurrency=30, poke_seconds=0, sleep=lambda _: None).run()
     assert supervisor.sent.count("GetPreviousDagRun") == 0
     assert supervisor.sent[:2] == ["GetDRCount", "TriggerDagRun"]  # one count for the 30 dates, then triggers
     assert len(supervisor.runs) == 30
@@ -222,7 +223,7 @@ def test_a_refused_trigger_is_that_date_failing_not_the_batch() -> None:
                 return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
             return super().send(msg)
 
-    outcomes = RerunBatch(reruns("orders", DAYS[:3]), comms=Refusing(), concurrency=2, poke_seconds=0, sleep=lambda _: None).run()
+    outcomes = RerunBatch(reruns("orders", DAYS[:3]), supervisor=SupervisorClient(Refusing()), concurrency=2, poke_seconds=0, sleep=lambda _: None).run()
     assert outcomes == {0: "success", 1: "failed", 2: "success"}
 
 
@@ -245,7 +246,7 @@ def test_a_batch_whose_own_run_was_failed_by_a_cancel_starts_no_more_reruns() ->
             supervisor.runs[("backfill", BID)].state = "failed"
 
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:6]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=sleep,
+        reruns("orders", DAYS[:6]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=sleep,
         owner=("backfill", BID),
     ).run()  # fmt: skip
     started = {rid for (dag, rid) in supervisor.runs if dag == "orders"}
@@ -259,7 +260,7 @@ def test_a_retry_of_a_batch_after_the_cancel_reruns_nothing() -> None:
     supervisor = FakeSupervisor()
     supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="failed")
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:4]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=lambda _: None,
+        reruns("orders", DAYS[:4]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=lambda _: None,
         outcomes={0: "failed", 1: "failed"}, owner=("backfill", BID),
     ).run()  # fmt: skip
     assert not [rid for (dag, rid) in supervisor.runs if dag == "orders"]
@@ -270,7 +271,62 @@ def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
     supervisor = FakeSupervisor()
     supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="running")
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:6]), comms=supervisor, concurrency=2, poke_seconds=0, sleep=lambda _: None,
+        reruns("orders", DAYS[:6]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=lambda _: None,
         owner=("backfill", BID),
     ).run()  # fmt: skip
     assert outcomes == dict.fromkeys(range(6), "success")
+
+
+# -- the supervisor client and the round's reruns ------------------------------------------------
+def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused() -> None:
+    supervisor = FakeSupervisor()
+    client = SupervisorClient(supervisor)
+    when = datetime(2021, 6, 4, tzinfo=UTC)
+    assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is True
+    assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is False  # 409
+    assert client.run_id_at("backfill", when) == "r__cont1" and client.run_id_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
+
+    class Refusing(FakeSupervisor):
+        def send(self, msg: Any) -> Any:
+            return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
+
+    with pytest.raises(TriggerRefusedError, match="dag paused"):
+        SupervisorClient(Refusing()).trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=None, conf={})
+    client.skip_tasks([])
+    client.skip_tasks(iter(["round_3.spark", "round_3.prepare"]))
+    assert supervisor.sent.count("SkipDownstreamTasks") == 1  # nothing to skip sends nothing
+
+
+def test_a_rounds_reruns_come_back_from_its_launch_in_chunk_order() -> None:
+    launch = RoundLaunch(
+        index=4, slot=1, reruns={"d1": ["2021-06-04", "2021-06-05"], "d2": ["2021-06-04"]},
+        rerun_conf={"backfill_id": BID, "trace_id": "t-1"},
+    )  # fmt: skip
+    reruns = round_reruns(launch, backfill_id=BID, dag_ids={"d1": "orders_dag", "d2": "emails_dag"})
+    assert [(r.trigger_dag_id, r.logical_date, r.conf["step"]) for r in reruns] == [
+        ("orders_dag", "2021-06-04", "d1"), ("orders_dag", "2021-06-05", "d1"), ("emails_dag", "2021-06-04", "d2"),
+    ]  # fmt: skip
+    assert reruns[0].trigger_run_id == f"backfill__{BID}__2021-06-04"
+    assert reruns[2].conf == {"backfill_id": BID, "trace_id": "t-1", "step": "d2"}
+
+
+def test_a_state_over_its_bound_is_never_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DAG writes a RunState only within `max_bytes` (start refuses such a plan before
+    anything is written; a later task fails rather than push it)."""
+    import backfill_dag
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from backfill_orchestrator.contracts import RunState
+
+    plan = make_plan(chain(3))
+    conf = RunConf(backfill_id=BID, config_uri="s3://b/c.yaml", plan_uri="s3://b/plan.json")
+    state = RunState(conf=conf, plan_sha256="0" * 64, rounds=3, first_round=0, end_round=3,
+                     started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=Ledger.for_plan(plan).entries)  # fmt: skip
+    pushed: list[Any] = []
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.append((key, value)))
+    backfill_dag._push_state(ti, state)
+    assert pushed == [("run_state", state.to_xcom())]
+    monkeypatch.setattr(RunState, "max_bytes", 200)
+    with pytest.raises(AirflowFailException, match=r"the run's state is \d+ bytes, over its limit of 200"):
+        backfill_dag._push_state(ti, state)
+    assert len(pushed) == 1

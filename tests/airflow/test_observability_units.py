@@ -4,22 +4,21 @@ metrics as EMF or StatsD by `[backfill] metrics`, and the facts its lineage even
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
+from datetime import UTC, datetime
 
 import pytest
+from backfill_runtime import observability
 
+from backfill_orchestrator.contracts import Plan, RunConf
 from backfill_orchestrator.contracts.backfill_report import BackfillFigures
 from backfill_orchestrator.lineage_events import backfill_run_id
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-
-from backfill_runtime import observability  # noqa: E402
-
-STARTED = {
-    "backfill_id": "orders-0123abcd", "attempt": 3, "trace_id": "1-abc-def", "config_uri": "s3://b/c.yaml",
-    "plan": {"dates": ["2021-06-04"], "hours": None, "feeds": ["orders"], "owner": "jane@example.com"},
-}  # fmt: skip
+CONF = RunConf(backfill_id="orders-0123abcd", attempt=3, trace_id="1-abc-def", config_uri="s3://b/c.yaml",
+               plan_uri="s3://b/plan.json")  # fmt: skip
+PLAN = Plan(
+    backfill_id="orders-0123abcd", name="orders", owner="jane@example.com", created_at=datetime(2021, 6, 14, tzinfo=UTC),
+    roots=[], dates=["2021-06-04"], feeds=["orders"], waves=[],
+)  # fmt: skip
 FIGURES = BackfillFigures(steps_succeeded=4, steps_failed=1, steps_not_run=2, rows_written=900, partitions_written=12)
 
 
@@ -74,7 +73,7 @@ def test_the_dag_and_the_trigger_name_the_same_backfill_run(monkeypatch):
     monkeypatch.setenv("AIRFLOW__BACKFILL__OPENLINEAGE_NAMESPACE", "ops")
     monkeypatch.setenv("AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT", '{"type": "console"}')
     settings = observability.lineage_settings()
-    facts = observability.backfill_facts(STARTED, namespace=settings.namespace)
+    facts = observability.backfill_facts(CONF, PLAN, namespace=settings.namespace)
     assert settings.transport == {"type": "console"} and facts.namespace == "ops"
     assert facts.run_id == backfill_run_id(backfill_id="orders-0123abcd", attempt=3)
     assert (facts.submitter, list(facts.dates), facts.feeds, facts.trace_id) == (

@@ -3,21 +3,17 @@ total, and the round (fast; no Airflow, no network)."""
 
 from __future__ import annotations
 
-import sys
 from datetime import date
-from pathlib import Path
+
+from backfill_runtime.reporting import progress_of
+from backfill_runtime.step_ledger import DagRunRequest, Ledger
 
 from backfill_orchestrator.contracts import StepStatus
 from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.status.watch import progress_line
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-
-from backfill_runtime.reporting import progress_of  # noqa: E402
-from backfill_runtime.step_ledger import DagRunRequest, Ledger  # noqa: E402
-
-from .conftest import step  # noqa: E402
-from .test_runtime_units import make_plan  # noqa: E402
+from .conftest import step
+from .test_runtime_units import make_plan
 
 D3 = ["2021-06-04", "2021-06-05", "2021-06-06"]
 

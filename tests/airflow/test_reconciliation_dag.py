@@ -14,8 +14,6 @@ import pytest
 
 from .conftest import DAGS
 
-sys.path.insert(0, str(DAGS))
-
 PARSE = """
 import json, sys
 sys.path.insert(0, {dags!r})

@@ -4,23 +4,19 @@ report reader, the result file, URIs (fast; no network)."""
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from backfill_runtime.rounds import sub_plan
+from backfill_runtime.step_ledger import DagRunRequest, Ledger
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, RunReport, StepResult, StepStatus
 from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text
+from backfill_orchestrator.planner import plan_rounds
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-
-from backfill_runtime.rounds import assign_rounds, sub_plan  # noqa: E402
-from backfill_runtime.step_ledger import DagRunRequest, Ledger  # noqa: E402
-
-from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text  # noqa: E402
-
-from .conftest import step  # noqa: E402
+from .conftest import step
 
 D = ["2021-06-04", "2021-06-05"]
 PENDING, SUCCEEDED, FAILED, BLOCKED = StepStatus.PENDING, StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.BLOCKED
@@ -59,8 +55,11 @@ INTERLEAVED = [
 
 
 def test_chained_spark_steps_share_a_round_and_each_kind_switch_starts_a_new_one() -> None:
-    rounds = assign_rounds(make_plan(INTERLEAVED))
-    assert rounds == {"a": 0, "x": 0, "b": 0, "d1": 1, "d2": 1, "c": 2, "e": 2, "d3": 2}
+    rounds = plan_rounds(make_plan(INTERLEAVED))
+    assert {step_id: r.index for r in rounds for step_id in r.step_ids} == {
+        "a": 0, "x": 0, "b": 0, "d1": 1, "d2": 1, "c": 2, "e": 2, "d3": 2,
+    }  # fmt: skip
+    assert Ledger.for_plan(make_plan(INTERLEAVED)).entries["e"].round == 2  # the ledger's rounds are the same
 
 
 def test_sub_plan_keeps_only_the_chosen_steps_and_their_inner_edges_and_is_valid() -> None:

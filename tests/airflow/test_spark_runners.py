@@ -14,15 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
-
-from backfill_orchestrator.contracts import InvalidDocumentError
-from backfill_orchestrator.errors import ServiceError, UserError
-from backfill_orchestrator.spark_profiles import UnknownProfileError, parse_profiles
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
-
-from backfill_runtime.runners import (  # noqa: E402
+from backfill_runtime.runners import (
     JobSpec,
     SparkRunCancelledError,
     SparkRunFailedError,
@@ -30,12 +22,16 @@ from backfill_runtime.runners import (  # noqa: E402
     SparkSubmissionRefusedError,
     run_to_completion,
 )
-from backfill_runtime.runners.aws import Artifacts, EmrRunner, EmrServerlessRunner  # noqa: E402
-from backfill_runtime.runners.base import SparkJobInputError  # noqa: E402
-from backfill_runtime.runners.databricks import DatabricksRunner  # noqa: E402
-from backfill_runtime.runners.local import LocalRunner  # noqa: E402
+from backfill_runtime.runners.aws import Artifacts, EmrRunner, EmrServerlessRunner
+from backfill_runtime.runners.base import SparkJobInputError
+from backfill_runtime.runners.databricks import DatabricksRunner
+from backfill_runtime.runners.local import LocalRunner
+from moto import mock_aws
 
-from backfill_local.databricks_double import DatabricksJobsDouble  # noqa: E402
+from backfill_local.databricks_double import DatabricksJobsDouble
+from backfill_orchestrator.contracts import InvalidDocumentError
+from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.spark_profiles import UnknownProfileError, parse_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = parse_profiles(

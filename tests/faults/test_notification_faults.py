@@ -321,12 +321,7 @@ def test_the_dags_reporting_survives_an_unreadable_secret_and_slack_without_ts(
 ) -> None:
     """The DAG builds its Notifier with the same factory: a PagerDuty secret that is gone and
     a Slack that answers ok without a ts leave the task to finish normally."""
-    import sys
-    from pathlib import Path
-
     import boto3
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
     from backfill_runtime import reporting as reporting_module
 
     secrets = boto3.client("secretsmanager", region_name="us-east-1")

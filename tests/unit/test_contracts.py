@@ -6,12 +6,13 @@ of the package's import graph."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from backfill_orchestrator.contracts import (
     CONTRACTS,
@@ -20,9 +21,13 @@ from backfill_orchestrator.contracts import (
     ControlRequest,
     InvalidDocumentError,
     Plan,
+    RerunChunk,
     ResultFile,
+    RoundLaunch,
     RunConf,
     RunReport,
+    RunState,
+    SparkSubmission,
     StepOutcome,
     StepResult,
     StepStatus,
@@ -91,6 +96,29 @@ def sample_result_file() -> ResultFile:
     )  # fmt: skip
 
 
+def sample_run_state() -> RunState:
+    """As a round's `prepare` writes it: the ledger so far and the round it launched."""
+    conf = RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/backfills/o/plan.json",
+                   trace_id="1-5e1b4151-abc")  # fmt: skip
+    ledger = {
+        "etl_orders": StepOutcome(status=StepStatus.PENDING, kind="spark", round=0, dag_id="etl"),
+        "email_discounts": StepOutcome(status=StepStatus.PENDING, kind="airflow_dag", round=0, dag_id="email_discounts",
+                                       dates={"2021-06-04": "success"}),
+    }  # fmt: skip
+    launch = RoundLaunch(
+        index=0, slot=0,
+        spark=SparkSubmission(plan_uri="s3://b/backfills/o/rounds/0/plan.json",
+                              report_uri="s3://b/backfills/o/rounds/0/run_report.json", step_ids=["etl_orders"]),
+        reruns={"email_discounts": ["2021-06-05", "2021-06-06"]}, rerun_conf={"backfill_id": "orders-fix-1a2b3c4d"},
+        chunks=[RerunChunk(start=0, end=2, label="email_discounts 2021-06-05 .. email_discounts 2021-06-06 (2 runs)",
+                           outcomes_uri="s3://b/backfills/o/rounds/0/reruns/0.json")],
+    )  # fmt: skip
+    return RunState(
+        conf=conf, plan_sha256="0" * 64, rounds=1, first_round=0, end_round=1, started_at=NOW,
+        spark_profile={"name": "medium", "runner": "local"}, ledger=ledger,
+    ).with_launched(launch)  # fmt: skip
+
+
 SAMPLES: dict[str, Any] = {
     "run-conf": lambda: RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/p.json",
                                 result_uri="s3://b/results/orders.yaml.result.json", trace_id="1-5e1b4151-abc"),
@@ -102,13 +130,18 @@ SAMPLES: dict[str, Any] = {
                                       requested_by="jane.doe@example.com", requested_at=NOW),
     "attempt": lambda: AttemptDone(backfill_id="orders-fix-1a2b3c4d", attempt=2, steps_done=["etl_orders"],
                                    dates_done={"email_discounts": ["2021-06-04"]}),
+    "run-state": sample_run_state,
 }  # fmt: skip
 
 
 def written(name: str) -> str:
     """The sample as its writer puts it on the wire."""
     sample = SAMPLES[name]()
-    return json.dumps(sample.to_conf()) if name == "run-conf" else sample.to_json()
+    if name == "run-conf":
+        return json.dumps(sample.to_conf())
+    if name == "run-state":  # an XCom value: the JSON of a dict
+        return json.dumps(sample.to_xcom())
+    return sample.to_json()
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
@@ -269,6 +302,24 @@ def test_a_stale_schema_is_detected(tmp_path: Path) -> None:
     (tmp_path / "control.schema.json").unlink()
     assert stale(tmp_path) == ["run-report.schema.json", "control.schema.json"]
     assert main(["--check", str(tmp_path)]) == 1
+
+
+def test_a_run_state_changes_only_into_a_new_one() -> None:
+    """The DAG's tasks derive the next state with the with_... methods: the state they read is
+    never changed, and the next one reads back equal from its XCom JSON."""
+    state = sample_run_state()
+    with pytest.raises(ValidationError):
+        state.rounds = 2  # type: ignore[misc]
+    done = StepOutcome(status=StepStatus.SUCCEEDED, kind="spark", round=0, dag_id="etl")
+    settled = state.with_settled({**state.ledger, "etl_orders": done})
+    assert settled.launched is None and settled.ledger["etl_orders"] is done
+    assert state.launched is not None and state.ledger["etl_orders"].status is StepStatus.PENDING
+    later = settled.with_progress_written(NOW)
+    assert later.progress_written_at == NOW and settled.progress_written_at is None
+    assert RunState.from_json(json.loads(json.dumps(later.to_xcom()))) == later
+    assert (state.backfill_id, state.slots_used) == ("orders-fix-1a2b3c4d", 1)
+    assert list(state.launched.rerun_requests()) == [("email_discounts", date(2021, 6, 5)), ("email_discounts", date(2021, 6, 6))]
+    assert state.launched.with_reruns_done().chunks == [] and state.launched.chunks
 
 
 # -- the package's import graph (tests/unit/test_import_layers.py checks there is no cycle) ----

@@ -11,11 +11,9 @@ from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_d
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.planner import JobCatalog, build_plan
 from backfill_orchestrator.preflight import preflight_plan, run_preflight, warehouse_lister
-from backfill_orchestrator.preflight.checks import assign_rounds
 from backfill_orchestrator.preflight.render import render
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
-from dags.backfill_runtime.rounds import assign_rounds as dag_assign_rounds
 
 EXAMPLE_CATALOG = JobCatalog.load(str(Path(__file__).resolve().parents[2] / "examples" / "catalog.yaml"))
 TODAY = date(2021, 6, 30)
@@ -136,11 +134,6 @@ def test_a_deep_chain_and_a_wide_round_are_no_longer_refused_the_dag_continues_a
     assert verdict.refusals == [] and verdict.estimate.rounds.value == 30
     wide = verdict_of(config(dates=[{"start": "2021-01-01", "end": "2021-12-31"}]))
     assert not [f for f in wide.refusals if "round" in f.message or "rerun" in f.message]
-
-
-def test_the_rounds_match_the_dags_own_cut():
-    plan = plan_of(config())
-    assert assign_rounds(plan) == dag_assign_rounds(plan)
 
 
 def test_limits_come_from_the_deployments_variables():

@@ -8,6 +8,7 @@
 | backfill report | `BackfillReport` | DAG `finish` | people, tools |
 | result file | `ResultFile` | trigger function, then the DAG | people with S3 access |
 | control document | `ControlRequest` | people (cancel/retry/approve/reject) | the orchestrator |
+| DAG run state (XCom) | `RunState` | each task of the DAG run | the task after it |
 
 Read every one with `parse_document(Model, data, source=...)` (or `Model.from_json`): an
 unknown version or a malformed document raises `InvalidDocumentError` (a `UserError`) that
@@ -22,6 +23,7 @@ from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
 from backfill_orchestrator.contracts.result_file import PlanSummary, ResultFile
 from backfill_orchestrator.contracts.run_conf import RunConf
 from backfill_orchestrator.contracts.run_report import RunReport, StepResult
+from backfill_orchestrator.contracts.run_state import RerunChunk, RoundLaunch, RunState, SparkSubmission
 from backfill_orchestrator.contracts.states import BackfillState
 from backfill_orchestrator.contracts.steps import StepFigures, StepProblem, StepStatus
 
@@ -34,6 +36,7 @@ CONTRACTS: dict[str, type[Contract]] = {
     "result-file": ResultFile,
     "control": ControlRequest,
     "attempt": AttemptDone,
+    "run-state": RunState,
 }
 
 __all__ = [
@@ -49,9 +52,13 @@ __all__ = [
     "Plan",
     "PlanStep",
     "PlanSummary",
+    "RerunChunk",
     "ResultFile",
+    "RoundLaunch",
     "RunConf",
     "RunReport",
+    "RunState",
+    "SparkSubmission",
     "StepFigures",
     "StepOutcome",
     "StepProblem",

@@ -1,15 +1,10 @@
-"""The lineage-aware planner: job catalog, plan building, and the plan's readable form."""
+"""The lineage-aware planner: job catalog, plan building, the plan's rounds and readable form.
 
-from backfill_orchestrator.planner.build import build_plan
-from backfill_orchestrator.planner.catalog import (
-    CATALOG_ENV,
-    CatalogEntry,
-    CatalogError,
-    CatalogUnavailableError,
-    InvalidCatalogError,
-    JobCatalog,
-    StepTarget,
-)
+`build_plan` and the catalog (which read lineage) are imported on first use: the DAG's tasks,
+which only cut a plan into rounds, never load the lineage code."""
+
+from typing import TYPE_CHECKING, Any
+
 from backfill_orchestrator.planner.errors import (
     LineageCycleError,
     NotPlannableError,
@@ -20,6 +15,19 @@ from backfill_orchestrator.planner.errors import (
     UnreadableDownstreamError,
 )
 from backfill_orchestrator.planner.render import render_plan_text
+from backfill_orchestrator.planner.rounds import Round, plan_rounds
+
+if TYPE_CHECKING:
+    from backfill_orchestrator.planner.build import build_plan
+    from backfill_orchestrator.planner.catalog import (
+        CATALOG_ENV,
+        CatalogEntry,
+        CatalogError,
+        CatalogUnavailableError,
+        InvalidCatalogError,
+        JobCatalog,
+        StepTarget,
+    )
 
 __all__ = [
     "CATALOG_ENV",
@@ -31,11 +39,31 @@ __all__ = [
     "LineageCycleError",
     "NotPlannableError",
     "PlanRefusedError",
+    "Round",
     "StepConflictError",
     "StepTarget",
     "UnaddressableRootJobError",
     "UnknownRootJobError",
     "UnreadableDownstreamError",
     "build_plan",
+    "plan_rounds",
     "render_plan_text",
 ]
+
+_LAZY = {
+    "build_plan": "build",
+    **dict.fromkeys(
+        ("CATALOG_ENV", "CatalogEntry", "CatalogError", "CatalogUnavailableError", "InvalidCatalogError", "JobCatalog",
+         "StepTarget"),
+        "catalog",
+    ),  # fmt: skip
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"{__name__}.{module}"), name)

@@ -10,6 +10,7 @@ from backfill_orchestrator.config.validate import suggestion
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.planner.catalog import CatalogEntry, JobCatalog
+from backfill_orchestrator.planner.rounds import plan_rounds
 from backfill_orchestrator.preflight.model import Finding
 from backfill_orchestrator.settings.preflight import PreflightLimits
 
@@ -91,39 +92,14 @@ def plan_findings(config: BackfillConfig, plan: Plan) -> list[Finding]:
     return findings
 
 
-def assign_rounds(plan: Plan) -> dict[str, int]:
-    """step id -> round, as the DAG cuts a plan (dags/backfill_runtime/rounds.py; a test holds
-    the two equal): a spark step after a spark parent shares its round, any other edge moves on."""
-    kinds = {step.id: step.kind for step in plan.steps}
-    rounds: dict[str, int] = {}
-    for step in plan.steps:
-        rounds[step.id] = max(
-            (rounds[parent] + (0 if kinds[parent] == "spark" and step.kind == "spark" else 1) for parent in step.upstream),
-            default=0,
-        )
-    return rounds
-
-
-def reruns_by_round(plan: Plan) -> list[int]:
-    """DAG reruns (one mapped task per DAG and date) in each round."""
-    rounds = assign_rounds(plan)
-    counts = [0] * (max(rounds.values(), default=-1) + 1)
-    for step in plan.steps:
-        if step.kind == "airflow_dag":
-            counts[rounds[step.id]] += len(step.dates)
-    return counts
-
-
 def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: PreflightLimits) -> list[Finding]:
     """A round's Spark steps run as one Spark job, which the DAG stops after
     min(spark_timeout_seconds, the profile's timeout_minutes): a round expected to take longer
     is a warning (estimates are estimates; strict refuses it)."""
-    rounds = assign_rounds(plan)
-    spark_seconds: dict[int, float] = {}
-    kinds = {step.id: step.kind for step in plan.steps}
-    for step_id, seconds in step_seconds.items():
-        if kinds.get(step_id) == "spark":
-            spark_seconds[rounds[step_id]] = spark_seconds.get(rounds[step_id], 0.0) + seconds
+    spark_seconds = [
+        (round_.index, sum(step_seconds.get(step_id, 0.0) for step_id in round_.spark_step_ids))
+        for round_ in plan_rounds(plan)
+    ]
     return [
         Finding(
             "over_runtime_limit", "plan",
@@ -131,7 +107,7 @@ def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: Preflig
             f"of {_hours(limits.spark_timeout_seconds)} (SPARK_TIMEOUT_SECONDS, the DAG's [backfill] spark_timeout_seconds): "
             "split the dates into several backfills or raise the limit",
         )
-        for index, seconds in sorted(spark_seconds.items())
+        for index, seconds in spark_seconds
         if seconds > limits.spark_timeout_seconds
     ]
 

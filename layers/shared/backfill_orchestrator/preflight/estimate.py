@@ -10,7 +10,8 @@ from datetime import date, timedelta
 from backfill_orchestrator.config.model import BackfillConfig
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
 from backfill_orchestrator.planner.catalog import CatalogEntry
-from backfill_orchestrator.preflight.checks import missing_dates_message, reruns_by_round
+from backfill_orchestrator.planner.rounds import plan_rounds
+from backfill_orchestrator.preflight.checks import missing_dates_message
 from backfill_orchestrator.preflight.model import (
     DEFAULT_SECONDS_PER_PARTITION,
     Estimate,
@@ -104,14 +105,14 @@ def estimate_plan(
         if step.kind == "spark":
             spark_seconds += seconds.value
         steps.append(StepEstimate(step.id, partitions, read, seconds))
-    reruns = reruns_by_round(plan)
+    rounds = plan_rounds(plan)
     vcpus, memory_gb = limits.profile_sizes.get(config.effective_spark.profile, (0, 0))
     hours = spark_seconds / 3600
     cost = hours * (vcpus * limits.prices.get("vcpu_hour", 0.0) + memory_gb * limits.prices.get("gb_hour", 0.0))
     estimate = Estimate(
         steps=steps,
-        dag_reruns=Figure(sum(reruns), "measured", "reruns"),
-        rounds=Figure(len(reruns), "measured", "rounds"),
+        dag_reruns=Figure(sum(round_.dag_reruns for round_ in rounds), "measured", "reruns"),
+        rounds=Figure(len(rounds), "measured", "rounds"),
         cost=Figure(cost, "assumed", "USD"),
     )
     return estimate, findings
