@@ -16,7 +16,7 @@ import pytest
 from backfill_orchestrator.airflow_api import DagRun, TriggerResult
 from backfill_orchestrator.status import BackfillState, TransitionRejectedError
 from backfill_orchestrator.trigger import TriggerFailedError
-from backfill_orchestrator.trigger.modes import record_triggered
+from backfill_orchestrator.trigger.runs import record_triggered
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import AwsFaults, SimulatedCrash, to_state
 from tests.integration.test_trigger_flow import VALID

@@ -411,7 +411,7 @@ def test_the_trigger_function_reads_the_policy_with_least_privilege() -> None:
     # A delegate glob as the template writes it matches the Slack function's sessions only.
     from backfill_orchestrator.identity import principal_from_id
     from backfill_orchestrator.policy import PolicySource
-    from backfill_orchestrator.trigger.approval import ApprovalGate
+    from backfill_orchestrator.trigger.approval_gate import ApprovalGate
 
     gate = ApprovalGate(policy_source=PolicySource(None), delegates=frozenset({"AROASLACK:*"}))
     assert gate.is_delegate(principal_from_id("AWS:AROASLACK:backfill-slack-interactivity-prod"))

@@ -1,6 +1,8 @@
 """The shared package's subpackages import each other in one direction only: no package-level
 import cycle (a cycle makes every new capability drag the other side's dependencies along,
-as the replay -> trigger import did just to build a notifier)."""
+as the replay -> trigger import did just to build a notifier). Within the package no module
+imports one that imports it back, however indirectly: not at module level, not inside a
+function, not under TYPE_CHECKING (a lazy import that breaks a circle only hides it)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,41 @@ def package_imports() -> dict[str, set[str]]:
     return graph
 
 
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    modules = {}
+    for path in PACKAGE_ROOT.rglob("*.py"):
+        relative = path.relative_to(PACKAGE_ROOT.parent).with_suffix("")
+        modules[".".join(relative.parts).removesuffix(".__init__")] = path
+    return modules
+
+
+def module_imports() -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere in its source. `from a.b import c`
+    names the module `a.b.c` when there is one, else `a.b`; importing a submodule runs its
+    parents' `__init__` too, but that is the package's own layering, not an edge."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the module's own package upwards
+                    package = name.split(".") if is_package else name.split(".")[:-1]
+                    base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            for target in targets:
+                while target and target not in modules:  # a name inside a module: the module
+                    target = target.rpartition(".")[0]
+                if target.startswith(NAME) and target != name:
+                    graph[name].add(target)
+    return graph
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -75,3 +112,16 @@ def test_no_package_level_import_cycle():
 
 def test_replay_does_not_import_the_trigger():
     assert "trigger" not in package_imports().get("replay", set())
+
+
+def test_the_module_graph_sees_lazy_and_type_checking_imports():
+    graph = module_imports()
+    # trigger/service.py imports control documents inside a method (rare next to configs)
+    assert "backfill_orchestrator.trigger.control_documents" in graph["backfill_orchestrator.trigger.service"]
+    # lineage_events/emitter.py names the run report's contract under TYPE_CHECKING only
+    assert "backfill_orchestrator.contracts" in graph["backfill_orchestrator.lineage_events.emitter"]
+
+
+def test_no_import_circle_among_the_modules():
+    circle = find_cycle(module_imports())
+    assert circle is None, f"import circle: {' -> '.join(circle or [])}"

@@ -7,7 +7,8 @@ from backfill_orchestrator.trigger.events import (
     event_records,
     upload_from_record,
 )
-from backfill_orchestrator.trigger.modes import MODE_RUNNERS, ModeOutcome, ModeRequest, ModeServices
+from backfill_orchestrator.trigger.modes import MODE_RUNNERS
+from backfill_orchestrator.trigger.runs import ModeOutcome, ModeRequest, ModeServices
 from backfill_orchestrator.trigger.service import (
     Disposition,
     TriggerFailedError,

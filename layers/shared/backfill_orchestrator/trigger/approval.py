@@ -10,10 +10,9 @@ on-call paged; nothing starts on a policy nobody can read)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from fnmatch import fnmatchcase
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
 from typing import Any, cast
 
 from slack_sdk.models.blocks import Block
@@ -24,27 +23,28 @@ from backfill_orchestrator.contracts import ControlRequest, ResultFile
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.identity import (
-    IamNameResolver,
     Principal,
     principal_from_display,
-    principal_from_id,
 )
 from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.interactivity.facts import facts_from_plain
-from backfill_orchestrator.lineage_events import backfill_started
 from backfill_orchestrator.notify import backfill_message
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.policy import (
-    Policy,
-    PolicySource,
     approval_expires_at,
     check_action,
     decide_submission,
 )
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
-from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.modes import ModeOutcome, ModeRequest, ModeServices, admit, trigger_run
+from backfill_orchestrator.trigger.runs import (
+    ModeOutcome,
+    ModeRequest,
+    ModeServices,
+    admit,
+    started,
+    trigger_run,
+)
 from backfill_orchestrator.trigger.storage import StoredBackfill
 
 log = logging.getLogger(__name__)
@@ -63,31 +63,6 @@ class ApprovalRefusedError(PolicyRefusal):
 
 class ApprovalExpiredError(ApprovalRefusedError):
     """An approval arrived after the request expired: the backfill was moved to REJECTED."""
-
-
-@dataclass(kw_only=True)
-class ApprovalGate:
-    """The deployment's policy (cached for its TTL), IAM names for uploaders' unique ids
-    (None: ids stay unresolved), and the principals whose control documents act for their
-    `requested_by` (globs over Principal.match_names: the Slack interactivity function's role)."""
-
-    policy_source: PolicySource
-    identities: IamNameResolver | None = None
-    delegates: frozenset[str] = frozenset()
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-
-    def policy(self) -> Policy | None:
-        return self.policy_source.get()
-
-    def uploader(self, upload: Upload) -> Principal | None:
-        """Who uploaded it, with role/user names resolved where IAM tells them."""
-        principal = upload.principal
-        if principal is None or principal.principal_id is None or not principal.principal_id.startswith("AWS:"):
-            return principal
-        return principal_from_id(principal.principal_id, resolver=self.identities)
-
-    def is_delegate(self, principal: Principal) -> bool:
-        return any(fnmatchcase(name, glob) for glob in self.delegates for name in principal.match_names)
 
 
 # -- identity of an upload ----------------------------------------------------------------------
@@ -252,12 +227,8 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
     _report(services, record, "accepted", BackfillState.TRIGGERED, f"approved by {by}", now=now,
             dag_id=services.settings.backfill_dag_id, dag_run_id=run.run.run_id)  # fmt: skip
-    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
-        backfill_started(services.lineage_events, services.lineage_events.facts(
-            backfill_id=record.backfill_id, attempt=1, config_uri=record.config_uri,
-            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
-            submitter=record.submitted_by or record.owner, trace_id=current_trace_id(),
-        ))  # fmt: skip
+    started(services, backfill_id=record.backfill_id, plan=plan, config_uri=record.config_uri,
+            submitter=record.submitted_by or record.owner)
     return f"approved by {by}: DAG run {run.run.run_id} triggered"
 
 

@@ -53,7 +53,7 @@ from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.modes import ModeServices, admit, dag_run_id, trigger_run
+from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 log = logging.getLogger(__name__)

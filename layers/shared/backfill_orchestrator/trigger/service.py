@@ -65,8 +65,8 @@ from backfill_orchestrator.trigger.events import (
     event_records,
     upload_from_record,
 )
-from backfill_orchestrator.trigger.modes import (
-    MODE_RUNNERS,
+from backfill_orchestrator.trigger.modes import MODE_RUNNERS
+from backfill_orchestrator.trigger.runs import (
     Announce,
     ModeOutcome,
     ModeRequest,

@@ -31,8 +31,8 @@ from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
-from backfill_orchestrator.trigger.approval import ApprovalGate
-from backfill_orchestrator.trigger.modes import ModeServices
+from backfill_orchestrator.trigger.approval_gate import ApprovalGate
+from backfill_orchestrator.trigger.runs import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
 
