@@ -8,9 +8,9 @@ from backfill_orchestrator.trigger.events import (
     upload_from_record,
 )
 from backfill_orchestrator.trigger.modes import MODE_RUNNERS
+from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition
 from backfill_orchestrator.trigger.runs import ModeOutcome, ModeRequest, ModeServices
 from backfill_orchestrator.trigger.service import (
-    Disposition,
     TriggerFailedError,
     TriggerService,
     UploadResult,
@@ -19,6 +19,7 @@ from backfill_orchestrator.trigger.storage import TriggerStorage
 
 __all__ = [
     "MODE_RUNNERS",
+    "OUTCOME_OF",
     "Disposition",
     "MalformedEventError",
     "ModeOutcome",

@@ -33,6 +33,7 @@ from datetime import UTC, date, datetime, time
 from time import sleep as wait_seconds
 from typing import Any
 
+from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.claims import Admitted, Queued, Refused
 from backfill_orchestrator.claims.release import release_and_start_queued
 from backfill_orchestrator.config.errors import ROOT, ConfigIssue, InvalidConfigError
@@ -53,6 +54,7 @@ from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
+from backfill_orchestrator.trigger.outcomes import Disposition
 from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
@@ -67,13 +69,37 @@ class ControlRefusedError(UserError):
     """The action is not allowed for this backfill now; says why."""
 
 
+class ControlResult(StrEnum):
+    """What became of one control document (its result file's `outcome`, but for duplicate and ignored)."""
+
+    DONE = "done"  # acted on
+    REFUSED = "refused"  # not allowed for this backfill now (its state, the policy)
+    REJECTED = "rejected"  # not a valid control document
+    DUPLICATE = "duplicate"  # acted on already: nothing done, nothing written
+    IGNORED = "ignored"  # deleted before it was read
+
+
+# The upload's outcome (the handler's answer) for each control result.
+DISPOSITION_OF: dict[ControlResult, Disposition] = {
+    ControlResult.DONE: Disposition.ACCEPTED,
+    ControlResult.REFUSED: Disposition.REJECTED,
+    ControlResult.REJECTED: Disposition.REJECTED,
+    ControlResult.DUPLICATE: Disposition.DUPLICATE,
+    ControlResult.IGNORED: Disposition.IGNORED,
+}
+
+
 @dataclass(frozen=True)
 class ControlOutcome:
-    outcome: str  # done | refused | rejected | duplicate | ignored
+    result: ControlResult
     backfill_id: str | None
     state: str | None
     detail: str
     retry: bool = False
+
+    @property
+    def disposition(self) -> Disposition:
+        return DISPOSITION_OF[self.result]
 
 
 @dataclass(kw_only=True)
@@ -90,7 +116,7 @@ class ControlService:
         try:
             body = storage.read_upload(upload, max_bytes=ControlRequest.max_bytes)
         except ConfigGoneError as error:
-            return ControlOutcome("ignored", None, None, str(error))
+            return ControlOutcome(ControlResult.IGNORED, None, None, str(error))
         except ConfigTooLargeError as error:
             return self._invalid(upload, [ConfigIssue(ROOT, str(error))])
         try:
@@ -108,7 +134,7 @@ class ControlService:
         if not status.add_upload(request.backfill_id, upload.upload_id, attribute="controls"):
             if not approval.resumable(self.services, upload, request, record):
                 self._count("Duplicates")
-                return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+                return ControlOutcome(ControlResult.DUPLICATE, request.backfill_id, str(record.state), "already acted on")
             self._count("ControlResumed")  # Lambda's retry of an approval that failed half-way
         try:
             actor = approval.authorize(self.services, upload=upload, request=request, record=record, now=self.clock())
@@ -120,7 +146,7 @@ class ControlService:
             return self._refused(upload, request, status.get(request.backfill_id) or record, str(refusal))
         record = status.get(request.backfill_id) or record
         self._count(f"Control{request.action.capitalize()}")
-        self._write(upload, request, "done", record, detail)
+        self._write(upload, request, ControlResult.DONE, record, detail)
         by = actor if actor and actor != request.requested_by else None
         self.notifier.slack(
             request.backfill_id,
@@ -128,7 +154,7 @@ class ControlService:
                            detail=f"{request.action} by {request.requested_by}{f' ({by})' if by else ''}: {detail} "
                                   f"(reason: {request.reason})"),
         )  # fmt: skip
-        return ControlOutcome("done", request.backfill_id, str(record.state), detail)
+        return ControlOutcome(ControlResult.DONE, request.backfill_id, str(record.state), detail)
 
     def _parse(self, upload: Upload, body: bytes) -> ControlRequest:
         document = load_document(body, fmt=format_for(upload.key), source=upload.key, max_bytes=ControlRequest.max_bytes)
@@ -322,22 +348,22 @@ class ControlService:
     def _invalid(self, upload: Upload, issues: list[ConfigIssue]) -> ControlOutcome:
         self._count("ControlRejected")
         self._write_document(upload, ResultFile(
-            source=upload.uri, outcome="rejected", backfill_id=None, state=None, status_id=None,
+            source=upload.uri, outcome=ControlResult.REJECTED, backfill_id=None, state=None, status_id=None,
             errors=[issue.as_dict() for issue in issues[:100]], written_at=self.clock(),
         ))  # fmt: skip
-        return ControlOutcome("rejected", None, None, f"{len(issues)} errors: {issues[0] if issues else ''}")
+        return ControlOutcome(ControlResult.REJECTED, None, None, f"{len(issues)} errors: {issues[0] if issues else ''}")
 
     def _refused(self, upload: Upload, request: ControlRequest, record: StatusRecord | None, why: str) -> ControlOutcome:
         self._count("ControlRefused")
-        self._write(upload, request, "refused", record, why)
+        self._write(upload, request, ControlResult.REFUSED, record, why)
         if record is not None:
             self.notifier.slack(request.backfill_id, status_message(
                 backfill_id=request.backfill_id, state=str(record.state),
                 detail=f"{request.action} by {request.requested_by} refused: {why}",
             ))  # fmt: skip
-        return ControlOutcome("refused", request.backfill_id, str(record.state) if record else None, why)
+        return ControlOutcome(ControlResult.REFUSED, request.backfill_id, str(record.state) if record else None, why)
 
-    def _write(self, upload: Upload, request: ControlRequest, outcome: str, record: StatusRecord | None, detail: str) -> None:
+    def _write(self, upload: Upload, request: ControlRequest, outcome: ControlResult, record: StatusRecord | None, detail: str) -> None:
         self._write_document(upload, ResultFile(
             source=upload.uri, outcome=outcome, backfill_id=request.backfill_id,
             state=record.state if record else None, status_id=request.backfill_id if record else None,
