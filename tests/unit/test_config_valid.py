@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from backfill_orchestrator.config import backfill_id, config_json_schema, load_document, parse_config
-from tests.conftest import EXAMPLES
+from tests.support.configs import EXAMPLES
 
 NOT_CONFIGS = ("catalog", "reconciliation")  # the job catalog and the reconciliation rules sit beside the configs
 EXAMPLE_FILES = sorted(

@@ -273,7 +273,7 @@ def test_a_stale_schema_is_detected(tmp_path: Path) -> None:
 
 # -- the package's import graph (tests/unit/test_import_layers.py checks there is no cycle) ----
 def test_the_contracts_sit_at_the_bottom_of_the_package() -> None:
-    from tests.unit.test_import_layers import package_imports
+    from tests.support.imports import package_imports
 
     graph = package_imports()
     assert graph["contracts"] <= {"config", "errors", "_compat"}

@@ -262,7 +262,7 @@ class ControlService:
         run_id = record.dag_run_id or dag_run_id(record.backfill_id, record.run_attempt)
         if airflow.fail_dag_run(dag_id, run_id):
             stopped.append(f"DAG run {dag_id}/{record.dag_run_id}")
-            self._keep_failed(airflow, dag_id, run_id)
+            keep_failed(airflow, dag_id, run_id, seconds=self.services.settings.cancel_confirm_seconds, sleep=self.sleep)
         plan = self._plan(record)
         for step in plan.steps:
             if step.kind != "airflow_dag" or not step.dates:
@@ -275,23 +275,6 @@ class ControlService:
                 airflow.fail_dag_run(step.dag_id, run.run_id)
                 stopped.append(f"{step.dag_id}/{run.run_id}")
         return stopped
-
-    def _keep_failed(self, airflow: Any, dag_id: str, run_id: str) -> None:
-        """Watch the failed run for `cancel_confirm_seconds`: a scheduler that loaded it before
-        the PATCH (its last tasks just skipped) may still write "success" over it (seen with
-        Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again,
-        so that a cancelled backfill never shows a successful run. Best effort: the record is
-        CANCELLED either way."""
-        for _ in range(self.services.settings.cancel_confirm_seconds):
-            self.sleep(1.0)
-            try:
-                run = airflow.get_dag_run(dag_id, run_id)
-                if run is not None and run.state == "success":
-                    log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
-                    airflow.fail_dag_run(dag_id, run_id)
-            except Exception as error:  # noqa: BLE001 - the cancel itself is done
-                log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)
-                return
 
     def _done_so_far(self, record: StatusRecord, plan: Plan, attempt: int) -> AttemptDone:
         """What earlier attempts finished: the last backfill report's succeeded steps and
@@ -385,6 +368,24 @@ def release_claims(services: ModeServices, backfill_id: str, *, now: datetime) -
     storage = services.storage
     control_uri = f"s3://{storage.bucket}/{services.settings.control_prefix}"
     return release_and_start_queued(services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage.s3_client)
+
+
+def keep_failed(airflow: Any, dag_id: str, run_id: str, *, seconds: int, sleep: Callable[[float], None]) -> None:
+    """Watch a failed run for `seconds` (CANCEL_CONFIRM_SECONDS): a scheduler that loaded it
+    before the PATCH (its last tasks just skipped) may still write "success" over it (seen with
+    Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again, so
+    that a cancelled backfill never shows a successful run. Best effort: the record is
+    CANCELLED either way."""
+    for _ in range(seconds):
+        sleep(1.0)
+        try:
+            run = airflow.get_dag_run(dag_id, run_id)
+            if run is not None and run.state == "success":
+                log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
+                airflow.fail_dag_run(dag_id, run_id)
+        except Exception as error:  # noqa: BLE001 - the cancel itself is done
+            log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)
+            return
 
 
 def storage_uri(storage: Any, backfill_id: str, name: str) -> str:

@@ -65,11 +65,13 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         if plan is None:
             try:
                 catalog = services.catalog()
-                lineage = ProducersSeen(services.lineage())  # freshness reuses the roots' answers
+                marquez = services.lineage()  # the plan's lineage, and the run history of its jobs
+                lineage = ProducersSeen(marquez)  # freshness reuses the roots' answers
                 plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
                 plan = checked_plan(
-                    config, plan, catalog=catalog, limits=services.settings.preflight, known_producers=lineage.producers
-                )
+                    config, plan, catalog=catalog, limits=services.settings.preflight, history=marquez,
+                    known_producers=lineage.producers, durations=services.durations,
+                )  # fmt: skip
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:

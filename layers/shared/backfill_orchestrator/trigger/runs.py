@@ -20,6 +20,7 @@ from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.preflight import estimate_totals
+from backfill_orchestrator.preflight.history import DurationCache
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import (
     TRIGGER_FROM,
@@ -52,6 +53,7 @@ class ModeServices:
     claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
     lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
     approval: ApprovalGate | None = None  # uploaders' identities and the policy (None: nothing gated)
+    durations: DurationCache | None = None  # run durations the warm container keeps (None: read every time)
 
 
 # Posts the message that opens the backfill's Slack thread for a run this attempt created
