@@ -111,7 +111,7 @@ class Gate:
                 reason: str = "looked at the plan") -> tuple[Any, str, dict[str, Any]]:  # fmt: skip
         document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
                     "requested_by": requested_by, "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
-        key = f"control/{backfill_id}/{action}-{next(self.h._sequencer)}.json"
+        key = f"control/{backfill_id}/{action}-{self.h.next_sequencer()}.json"
         event = self.upload(json.dumps(document).encode(), key=key, by=by)
         (result,) = self.h.invoke(event)
         return result, key, event
