@@ -1,5 +1,7 @@
 """The trigger: S3 config uploads to running backfills (see service.py for the flow,
-handler.py for the Lambda entry point, modes.py for per-mode runners)."""
+outcomes.py for how an upload ends, handler.py and wiring.py for the Lambda around it,
+modes.py for per-mode runners and runs.py for what they share with approval.py and
+control_documents.py)."""
 
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,

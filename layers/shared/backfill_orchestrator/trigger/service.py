@@ -115,7 +115,7 @@ class Attempt:
 
 @dataclass(kw_only=True)
 class TriggerService:
-    """The trigger's business logic; every client is passed in (see handler.py for wiring)."""
+    """The trigger's business logic; every client is passed in (wiring.py builds it per invocation)."""
 
     services: ModeServices
     notifier: Notifier
