@@ -1,45 +1,24 @@
-"""Shared test helpers. Fixtures that need Spark, Airflow or servers live beside their tests."""
+"""Shared fixtures (helpers and fakes are in tests/support). Fixtures that need Spark, Airflow or
+servers live beside their tests."""
 
 from __future__ import annotations
 
 import copy
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from moto import mock_aws
 
 from backfill_local.local_spark import use_local_spark_defaults
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 # Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
 # start, the demo) reads the local tuning: file writes without a forked `chmod` per file, the
 # serial collector and C1 (backfill_local.local_spark). Set here, before any JVM or Airflow
 # starts, so child processes inherit it.
 use_local_spark_defaults()
-EXAMPLES = REPO_ROOT / "examples"
-
-VALID_BATCH: dict[str, Any] = {
-    "version": 1,
-    "name": "orders-outage-june",
-    "owner": "jane.doe@example.com",
-    "mode": "batch",
-    "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
-    "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-12"}],
-}
-
-VALID_REPLAY: dict[str, Any] = {
-    "version": 1,
-    "name": "replay-orders",
-    "owner": "@orders-team",
-    "mode": "replay",
-    "dates": ["2021-06-04"],
-    "feeds": ["orders"],
-    "replay": {"target": "orders-ingest"},
-}
 
 
 @pytest.fixture

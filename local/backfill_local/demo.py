@@ -325,6 +325,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         if key.startswith(f"control/{second_id}/start-") and not after_first.exists():
             shutil.copytree(warehouse, after_first)
 
+    from backfill_orchestrator.trigger.handler import trigger_wiring
+
+    stack.enter_context(trigger_wiring())  # the handler's container, built from the environment just set
     pump = stack.enter_context(_event_pump(s3, on_event=before_handler))
     print(f"   s3://{BUCKET}/incoming/ and /control/ -> sqs {pump.queue_name} -> trigger (CLAIMS_TABLE {CLAIMS_TABLE}, ON_OVERLAP=wait)")
 
@@ -435,7 +438,6 @@ def _event_pump(s3: Any, *, on_event: Any) -> Any:
     from backfill_local.s3_events import S3EventPump
     from backfill_orchestrator.trigger import handler as trigger_handler
 
-    trigger_handler.reset()  # built from the environment just set
     # The bucket's s3:TestEvent (sent when notifications are configured) announces nothing.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     return S3EventPump(

@@ -118,7 +118,7 @@ class Platform:
 
         from backfill_orchestrator.settings import DeploymentSettings
         from backfill_orchestrator.trigger.wiring import TriggerWiring
-        from tests.integration.test_trigger_flow import s3_event
+        from tests.support.trigger import s3_event
 
         if on_overlap not in self._wirings:
             settings = DeploymentSettings.from_env({**self.env, "ON_OVERLAP": on_overlap})
@@ -230,7 +230,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers:
     from spark_jobs.engine.runner import run_everything
     from spark_jobs.sample.data import GeneratorSettings, generate
     from spark_jobs.sample.transforms import FOOD_DELIVERY
-    from tests.aws_resources import create_table
+    from tests.support.aws import create_table
 
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("lifecycle")

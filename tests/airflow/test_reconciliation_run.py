@@ -18,7 +18,7 @@ from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.reconciliation import ReconciliationReport
 from backfill_orchestrator.status import BackfillState, StatusStore
-from tests.aws_resources import create_table
+from tests.support.aws import create_table
 
 from .conftest import BUCKET, REPO, AwsLocal, airflow_extra_env, dags_folder
 

@@ -1,7 +1,7 @@
-"""The trigger's integration harness (tests/integration/test_trigger_flow.py) with fault
-proxies in front of Marquez and Airflow, production retry settings (AWS_CLIENT_CONFIG and
-`retrying_session`), and invocation through the real Lambda handler with a request id and
-a remaining time, as Lambda does it."""
+"""The trigger's harness (tests.support.trigger) with fault proxies in front of Marquez and
+Airflow, production retry settings (AWS_CLIENT_CONFIG and `retrying_session`), and invocation
+through the real Lambda handler with a request id and a remaining time, as Lambda does it
+(`TriggerHarness.invoke_lambda`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ import boto3
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.status import StatusStore
-from backfill_orchestrator.trigger import handler as handler_module
 from backfill_orchestrator.trigger.wiring import TriggerWiring
-from tests.faults.toolkit import FaultProxy, LambdaContext
-from tests.integration.test_trigger_flow import TABLE, TriggerHarness
+from tests.faults.toolkit import FaultProxy
+from tests.support.trigger import TABLE, TriggerHarness
 
 
 class FaultHarness(TriggerHarness):
@@ -38,21 +37,14 @@ class FaultHarness(TriggerHarness):
         # The production retry policy for AWS and HTTP (the fault tests are about it).
         self.s3 = boto3.client("s3", region_name="us-east-1", config=AWS_CLIENT_CONFIG)
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1", config=AWS_CLIENT_CONFIG)
-        self.wiring = TriggerWiring(
+        self.wiring = self.make_wiring()
+        self.status = StatusStore(table_name=TABLE, dynamodb_client=self.dynamodb)
+
+    def make_wiring(self) -> TriggerWiring:
+        return TriggerWiring(
             self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
             session_factory=retrying_session,
         )  # fmt: skip
-        self.status = StatusStore(table_name=TABLE, dynamodb_client=self.dynamodb)
-
-    def invoke_lambda(self, event: dict[str, Any], *, request_id: str, remaining_seconds: float = 300.0) -> dict[str, Any]:
-        """Run the Lambda handler as Lambda would: this harness's wiring stands for the
-        container's, `request_id` is the invocation's (Lambda's retries of an event reuse it)."""
-        handler_module._wiring = self.wiring
-        handler_module.metrics.clear_metrics()
-        try:
-            return handler_module.handler(event, LambdaContext(request_id=request_id, remaining_seconds=remaining_seconds))
-        finally:
-            handler_module.reset()
 
     def result_or_none(self, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any] | None:
         relative = key.removeprefix("incoming/")

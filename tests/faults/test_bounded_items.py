@@ -17,7 +17,7 @@ from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.status.limits import MAX_RECORD_ERRORS, MAX_SUMMARY_STEPS
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import AwsFaults, to_state
-from tests.integration.test_trigger_flow import BUCKET, VALID
+from tests.support.trigger import BUCKET, VALID
 
 ITEM_LIMIT = 400_000
 WIDE_JOBS = 10_000

@@ -15,7 +15,7 @@ from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger.handler import FINISH_RESERVE_SECONDS
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import FaultRule
-from tests.integration.test_trigger_flow import VALID
+from tests.support.trigger import VALID
 
 REQUEST = "5d2e7b90-0000-4000-8000-00000000000d"
 LINEAGE = r"^/api/v1/lineage\?"

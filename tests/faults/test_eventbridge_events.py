@@ -14,7 +14,8 @@ import pytest
 
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import Disposition, MalformedEventError, TriggerFailedError
-from tests.integration.test_trigger_flow import VALID, FakeLambdaContext, TriggerHarness
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import VALID, TriggerHarness
 
 KEY = "incoming/team a/minimal-batch.yaml"
 
@@ -122,16 +123,14 @@ def test_the_lambda_handler_raises_on_an_unknown_event_and_publishes_the_metric(
         harness = TriggerHarness(stack)
         for name, value in harness.env.items():
             monkeypatch.setenv(name, value)
-        handler_module.reset()
         handler_module.metrics.clear_metrics()
         log_handler = handler_module.logger.registered_handler
         previous, log_handler.stream = log_handler.stream, io.StringIO()
         try:
-            with pytest.raises(MalformedEventError):  # Lambda retries it, then the on-failure queue
+            with handler_module.trigger_wiring(), pytest.raises(MalformedEventError):  # Lambda retries it, then the on-failure queue
                 handler_module.handler({"detail-type": "Object Deleted", "source": "aws.s3"}, FakeLambdaContext())
         finally:
             logs, log_handler.stream = log_handler.stream.getvalue(), previous
-            handler_module.reset()
     (emf,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf["MalformedEvents"] == [1.0]  # flushed although the handler raised
     assert "announces no upload" in logs and "Object Deleted" in logs

@@ -16,7 +16,6 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from pydantic import SecretStr
 
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
@@ -34,14 +33,8 @@ from backfill_orchestrator.settings import NotifySettings
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger import handler as trigger_handler
-from tests.integration.test_trigger_flow import (
-    ROUTING_KEY,
-    SLACK_TOKEN,
-    VALID,
-    FakeLambdaContext,
-    TriggerHarness,
-    free_port,
-)
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import ROUTING_KEY, SLACK_TOKEN, VALID, TriggerHarness, free_port
 
 
 class SlackAnswering(SlackReceiver):
@@ -83,27 +76,26 @@ def emitted_metrics(printed: str) -> dict[str, float]:
 
 @pytest.fixture
 def lambda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Point the real handler at a harness (its environment, a fresh wiring, no metrics left
-    from earlier tests); the handler's JSON log lines go to `lambda_env.logs`."""
+    """Point the real handler at a harness (its environment, a fresh container, no metrics left
+    from earlier tests); the handler's JSON log lines, the package's loggers' too (the running
+    handler owns them), go to `lambda_env.logs`."""
     log_stream = io.StringIO()
-    # The package's loggers log through the handler of whichever Lambda handler module was
-    # imported last (each Lambda imports one); in one test process, point them back here.
-    copy_config_to_registered_loggers(source_logger=trigger_handler.logger, include={"backfill_orchestrator"})
     log_handler = trigger_handler.logger.registered_handler
     previous, log_handler.stream = log_handler.stream, log_stream
 
-    def apply(harness: TriggerHarness, **overrides: str) -> None:
-        for name, value in {**harness.env, **overrides}.items():
-            monkeypatch.setenv(name, value)
-        trigger_handler.reset()
-        trigger_handler.metrics.clear_metrics()  # Metrics instances share one store
+    with ExitStack() as containers:
 
-    apply.logs = log_stream  # type: ignore[attr-defined]
-    try:
-        yield apply
-    finally:
-        log_handler.stream = previous
-        trigger_handler.reset()
+        def apply(harness: TriggerHarness, **overrides: str) -> None:
+            for name, value in {**harness.env, **overrides}.items():
+                monkeypatch.setenv(name, value)
+            containers.enter_context(trigger_handler.trigger_wiring())  # built from this environment
+            trigger_handler.metrics.clear_metrics()  # Metrics instances share one store
+
+        apply.logs = log_stream  # type: ignore[attr-defined]
+        try:
+            yield apply
+        finally:
+            log_handler.stream = previous
 
 
 def invoke_handler(event: dict[str, Any]) -> dict[str, Any]:

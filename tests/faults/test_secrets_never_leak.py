@@ -26,7 +26,8 @@ import pytest
 from urllib3.util.retry import Retry
 
 from backfill_orchestrator import redaction
-from tests.integration.test_trigger_flow import INVALID, VALID, FakeLambdaContext, TriggerHarness, free_port
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import INVALID, VALID, TriggerHarness, free_port
 
 WEBHOOK_SECRET_PART = "Wh00kS3cretPlanted42x"
 BOT_TOKEN = "xoxb-000111222-333444555-PlantedBotTokenS3cret"
@@ -186,29 +187,27 @@ def test_the_trigger_leaks_no_secret_with_every_service_failing(
         caplog.set_level(logging.DEBUG)
         caplog.set_level(logging.DEBUG, logger="backfill_orchestrator")
         caplog.set_level(logging.DEBUG, logger=handler_module.logger.name)
-        handler_module.reset()
         with captured_powertools_output(handler_module) as powertools_output:
-            try:
-                # 1. Marquez answers (the double), Airflow fails: FAILED after planning, paged.
-                with pytest.raises(TriggerFailedError):
-                    handler_module.handler(harness.upload(VALID), FakeLambdaContext())
-                # 2. Marquez fails too (500s, with the API key sent): FAILED before planning.
-                monkeypatch.setenv("MARQUEZ_URL", failing.url)
-                handler_module.reset()
+            # 1. Marquez answers (the double), Airflow fails: FAILED after planning, paged.
+            with handler_module.trigger_wiring(), pytest.raises(TriggerFailedError):  # a container built from env
+                handler_module.handler(harness.upload(VALID), FakeLambdaContext())
+            # 2. Marquez fails too (500s, with the API key sent): FAILED before planning.
+            monkeypatch.setenv("MARQUEZ_URL", failing.url)
+            with handler_module.trigger_wiring():  # a new container: settings are read once
                 other = VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b")
                 with pytest.raises(TriggerFailedError):
                     handler_module.handler(harness.upload(other, key="incoming/b.yaml"), FakeLambdaContext())
                 # 3. An invalid config: REJECTED, told to Slack (unreachable).
                 handler_module.handler(harness.upload(INVALID, key="incoming/bad.yaml"), FakeLambdaContext())
-            finally:
-                handler_module.reset()
         stored = everything_stored()
     output = capfd.readouterr()
 
     logs = caplog.text
     # The faults really happened and were logged: the Slack client logged each retry of the
-    # webhook, a line that names the URL (its path is the secret) - now redacted.
-    webhook_retries = [r.getMessage() for r in caplog.records if "retry handler found" in r.getMessage()]
+    # webhook, a line that names the URL (its path is the secret) - now redacted. It logs
+    # through the package's loggers, which write through the running handler's Logger.
+    logged = [*(r.getMessage() for r in caplog.records), *powertools_output.getvalue().splitlines()]
+    webhook_retries = [line for line in logged if "retry handler found" in line]
     assert webhook_retries and all("Connection refused" in line for line in webhook_retries)
     assert any(r["path"].startswith("/api/v1/lineage") for r in failing.requests)  # Marquez was asked
     assert any(r["path"] == "/auth/token" for r in failing.requests)  # and Airflow
@@ -235,12 +234,14 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
     from backfill_orchestrator.replay import handler as handler_module
     from backfill_orchestrator.replay.dispatch import plan_replay
     from backfill_orchestrator.status import StatusStore
-    from tests.integration.test_replay_lambda import FakeLambdaContext as ReplayContext
-    from tests.integration.test_replay_lambda import load_app, sqs_event
-    from tests.integration.test_replay_runner import (
+    from tests.support.replay import (
         ARCHIVE,
         CONFIG,
+        IDEMPOTENCY_TABLE,
+        STATUS_TABLE,
         create_tables,
+        load_replay_app,
+        sqs_event,
         start_record,
         write_archive,
     )
@@ -253,7 +254,7 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
     tasks_url = sqs.create_queue(QueueName="backfill-replay-tasks")["QueueUrl"]
     env = {
         "CONFIG_BUCKET": "backfill-configs",
-        "STATUS_TABLE": "backfill-status",
+        "STATUS_TABLE": STATUS_TABLE,
         "MARQUEZ_URL": failing.url,
         "MWAA_ENVIRONMENT": "backfill-mwaa",
         "REPLAY_TARGETS": json.dumps({"orders-ingest": target_url}),
@@ -264,7 +265,7 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
         "PAGERDUTY_SECRET_ID": arns["pagerduty"],
         "REPLAY_ARCHIVE_BUCKET": ARCHIVE,
         "REPLAY_ARCHIVE_LAYOUT": "{feed}/{yyyy}/{mm}/{dd}/{hh}/",
-        "IDEMPOTENCY_TABLE": "replay-idempotency",
+        "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
         "REPLAY_TASKS_QUEUE_URL": tasks_url,
         "REPLAY_MAX_RECEIVE_COUNT": "3",
         "REPLAY_MAX_CONCURRENCY": "2",
@@ -274,22 +275,19 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
         monkeypatch.setenv(name, value)
     (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
                           targets={"orders-ingest": target_url})  # fmt: skip
-    start_record(StatusStore(table_name="backfill-status", dynamodb_client=dynamodb), task.backfill_id, tasks_total=1)
+    start_record(StatusStore(table_name=STATUS_TABLE, dynamodb_client=dynamodb), task.backfill_id, tasks_total=1)
     write_archive(s3, [task], per_hour=5)
     sqs.delete_queue(QueueUrl=target_url)  # the target is gone: the task fails on its last delivery
-    app = load_app()
+    app = load_replay_app()
     capfd.readouterr()
     caplog.clear()
     caplog.set_level(logging.DEBUG)
     caplog.set_level(logging.DEBUG, logger="backfill_orchestrator")
     caplog.set_level(logging.DEBUG, logger=handler_module.logger.name)
-    handler_module.reset()
-    with captured_powertools_output(handler_module) as powertools_output:
-        try:
-            with pytest.raises(BatchProcessingError):
-                app.handler(sqs_event([task.to_json()], receive_count=3), ReplayContext())
-        finally:
-            handler_module.reset()
+    context = FakeLambdaContext(function_name="backfill-replay", remaining_seconds=600)
+    with captured_powertools_output(handler_module) as powertools_output, handler_module.replay_wiring():
+        with pytest.raises(BatchProcessingError):
+            app.handler(sqs_event([task.to_json()], receive_count=3), context)
     stored = everything_stored()
     output = capfd.readouterr()
 

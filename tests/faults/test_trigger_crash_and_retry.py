@@ -16,10 +16,10 @@ import pytest
 from backfill_orchestrator.airflow_api import DagRun, TriggerResult
 from backfill_orchestrator.status import BackfillState, TransitionRejectedError
 from backfill_orchestrator.trigger import TriggerFailedError
-from backfill_orchestrator.trigger.modes import record_triggered
+from backfill_orchestrator.trigger.runs import record_triggered
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import AwsFaults, SimulatedCrash, to_state
-from tests.integration.test_trigger_flow import VALID
+from tests.support.trigger import VALID
 
 REQUEST = "8f5c1a2e-0000-4000-8000-000000000001"
 

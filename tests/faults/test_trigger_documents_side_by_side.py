@@ -12,7 +12,7 @@ from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import TriggerFailedError
 from tests.faults.harness import FaultHarness
 from tests.faults.toolkit import AwsFaults
-from tests.integration.test_trigger_flow import VALID
+from tests.support.trigger import VALID
 
 REQUEST = "8f5c1a2e-0000-4000-8000-000000000002"
 

@@ -10,7 +10,6 @@
   production; `crash` raises `SimulatedCrash` (a BaseException: no `except Exception` in the
   code under test catches it) before a chosen call is sent, as if the process were killed
   there (out of memory, timeout). Predicates see the call's API parameters.
-- `LambdaContext`: the Lambda context object with a request id and a real countdown.
 """
 
 from __future__ import annotations
@@ -332,24 +331,3 @@ def update_target(params: dict[str, Any]) -> str | None:
 def to_state(*states: str) -> Predicate:
     """A predicate: UpdateItem calls that move a status record to one of `states`."""
     return lambda params: update_target(params) in states
-
-
-# -- Lambda ----------------------------------------------------------------------------------
-
-
-class LambdaContext:
-    """What the trigger's handler reads from Lambda's context; the remaining time counts down."""
-
-    function_name = "backfill-trigger"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:backfill-trigger"
-    log_group_name = "/aws/lambda/backfill-trigger"
-    log_stream_name = "faults"
-
-    def __init__(self, *, request_id: str, remaining_seconds: float):
-        self.aws_request_id = request_id
-        self._ends_at = time.monotonic() + remaining_seconds
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._ends_at - time.monotonic()) * 1000))

@@ -24,9 +24,9 @@ from backfill_orchestrator.interactivity import handler as interactivity_handler
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger.wiring import TriggerWiring
-from tests.aws_resources import create_table
-from tests.integration.test_trigger_flow import TABLE, VALID, TriggerHarness, fast_session, s3_event
-from tests.unit.test_slack_interactivity import FakeLambdaContext
+from tests.support.aws import create_table
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import TABLE, VALID, TriggerHarness, fast_session, s3_event
 
 CLAIMS = "backfill-claims-test"
 POLICY_KEY = "policy/policy.yaml"
@@ -111,7 +111,7 @@ class Gate:
                 reason: str = "looked at the plan") -> tuple[Any, str, dict[str, Any]]:  # fmt: skip
         document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
                     "requested_by": requested_by, "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
-        key = f"control/{backfill_id}/{action}-{next(self.h._sequencer)}.json"
+        key = f"control/{backfill_id}/{action}-{self.h.next_sequencer()}.json"
         event = self.upload(json.dumps(document).encode(), key=key, by=by)
         (result,) = self.h.invoke(event)
         return result, key, event
@@ -344,8 +344,7 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
         "SLACK_RESPONSE_URL_PREFIX": h.slack.webhook_url, "POWERTOOLS_METRICS_NAMESPACE": "Test",
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
-    interactivity_handler.reset()
-    stack.callback(interactivity_handler.reset)
+    stack.enter_context(interactivity_handler.interactivity_wiring())  # a container built from this environment
 
     # Bob presses the Approve button of the thread's first message, as Slack posts it.
     (message,) = [m for m in h.slack.messages if m["thread_ts"] is None]
@@ -358,11 +357,12 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
     body = urlencode({"payload": json.dumps(payload)})
     timestamp = int(time.time())
     forged = http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp)[:-4] + "0000")
-    assert interactivity_handler.handler(forged, FakeLambdaContext())["statusCode"] == 401
+    context = FakeLambdaContext(function_name="backfill-slack-interactivity-test", request_id="request-1")
+    assert interactivity_handler.handler(forged, context)["statusCode"] == 401
     assert h.s3.list_objects_v2(Bucket=h.bucket, Prefix="control/").get("KeyCount") == 0
     signed = http_api_event(body, timestamp=timestamp, signature=_sign(body, timestamp))
-    assert interactivity_handler.handler(signed, FakeLambdaContext())["statusCode"] == 200
-    assert interactivity_handler.handler(signed, FakeLambdaContext())["statusCode"] == 409  # a replay
+    assert interactivity_handler.handler(signed, context)["statusCode"] == 200
+    assert interactivity_handler.handler(signed, context)["statusCode"] == 409  # a replay
     (updated,) = [m for m in h.slack.messages if m["via"] == "webhook"]  # buttons replaced by who approved
     assert "Approved by <@U0BOB>" in updated["text"]
     assert not any(b["type"] == "actions" and b.get("block_id", "").startswith("control-") for b in updated["blocks"])
@@ -388,7 +388,7 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
 
 # -- the template's part: the trigger reads the policy, and no more -----------------------------
 def test_the_trigger_function_reads_the_policy_with_least_privilege() -> None:
-    from tests.aws_resources import template
+    from tests.support.aws import template
 
     function = template()["Resources"]["TriggerFunction"]["Properties"]
     variables = function["Environment"]["Variables"]
@@ -411,7 +411,7 @@ def test_the_trigger_function_reads_the_policy_with_least_privilege() -> None:
     # A delegate glob as the template writes it matches the Slack function's sessions only.
     from backfill_orchestrator.identity import principal_from_id
     from backfill_orchestrator.policy import PolicySource
-    from backfill_orchestrator.trigger.approval import ApprovalGate
+    from backfill_orchestrator.trigger.approval_gate import ApprovalGate
 
     gate = ApprovalGate(policy_source=PolicySource(None), delegates=frozenset({"AROASLACK:*"}))
     assert gate.is_delegate(principal_from_id("AWS:AROASLACK:backfill-slack-interactivity-prod"))

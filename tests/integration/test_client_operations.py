@@ -31,8 +31,8 @@ from backfill_orchestrator.contracts import ControlRequest
 from backfill_orchestrator.lineage import InvalidMarquezUrlError
 from backfill_orchestrator.planner import PlanRefusedError, render_plan_text
 from backfill_orchestrator.status import BackfillState, StatusStore
-from tests.aws_resources import create_table
-from tests.conftest import EXAMPLES, VALID_BATCH
+from tests.support.aws import create_table
+from tests.support.configs import EXAMPLES, VALID_BATCH
 
 BUCKET = "backfill-configs-test"
 TABLE = "status"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.aws_resources import table_definition
-from tests.integration.test_wheel_install import UV, _run, clean_env
+from tests.support.aws import table_definition
+from tests.support.wheel import UV, clean_env, run
 
 pytestmark = pytest.mark.slow
 
@@ -103,17 +103,17 @@ def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(built
     wheel = built_wheel
     env = clean_env()
     venv = tmp_path / "venv310"
-    _run([str(UV), "venv", "--python", interpreter, str(venv)], env=env)
+    run([str(UV), "venv", "--python", interpreter, str(venv)], env=env)
     python = str(venv / "bin" / "python")
-    _run([str(UV), "pip", "install", "--python", python, str(wheel)], env=env)  # base only: no extras
+    run([str(UV), "pip", "install", "--python", python, str(wheel)], env=env)  # base only: no extras
 
-    assert "light" in _run([python, "-c", NOT_INSTALLED], cwd=tmp_path, env=env).stdout
+    assert "light" in run([python, "-c", NOT_INSTALLED], cwd=tmp_path, env=env).stdout
     backfill = str(venv / "bin" / "backfill")
-    assert "cancel" in _run([backfill, "--help"], cwd=tmp_path, env=env).stdout
+    assert "cancel" in run([backfill, "--help"], cwd=tmp_path, env=env).stdout
     example = Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml"
-    assert ": ok: etl-orders-0604" in _run([backfill, "validate", str(example)], cwd=tmp_path, env=env).stdout
+    assert ": ok: etl-orders-0604" in run([backfill, "validate", str(example)], cwd=tmp_path, env=env).stdout
 
-    _run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
+    run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
     table = json.dumps(table_definition("StatusTable", table_name="status"))
-    submitted = _run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)
+    submitted = run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)
     assert '"submitted": "s3://configs/incoming/orders-outage-june-' in submitted.stdout, submitted.stdout

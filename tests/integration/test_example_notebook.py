@@ -10,8 +10,8 @@ import pytest
 
 from backfill_local.marquez_double import MarquezDouble
 from backfill_orchestrator.status import StatusStore
-from tests.aws_resources import create_table
-from tests.conftest import EXAMPLES
+from tests.support.aws import create_table
+from tests.support.configs import EXAMPLES
 
 NOTEBOOK = EXAMPLES / "notebook_backfill.py"
 BUCKET = "notebook-configs"

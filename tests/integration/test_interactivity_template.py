@@ -7,9 +7,9 @@ import json
 import re
 from typing import Any
 
-from backfill_orchestrator.interactivity.wiring import InteractivitySettings
-from tests.aws_resources import template
-from tests.conftest import REPO_ROOT
+from backfill_orchestrator.settings import InteractivitySettings
+from tests.support.aws import template
+from tests.support.configs import REPO_ROOT
 
 
 def _resources() -> dict[str, Any]:
@@ -59,9 +59,9 @@ def test_requests_table_expires_its_items() -> None:
 
 
 def test_environment_provides_what_the_function_reads() -> None:
-    from backfill_orchestrator.interactivity import wiring
+    from backfill_orchestrator.settings import interactivity
 
-    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", wiring.__doc__)) - {"POLICY_CACHE_SECONDS", "SECRETS_MAX_AGE_SECONDS",
+    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", interactivity.__doc__ or "")) - {"POLICY_CACHE_SECONDS", "SECRETS_MAX_AGE_SECONDS",
                                                                         "SLACK_RESPONSE_URL_PREFIX"}  # fmt: skip
     variables = set(_resources()["SlackInteractivityFunction"]["Properties"]["Environment"]["Variables"])
     assert read <= variables, read - variables

@@ -5,7 +5,6 @@ released on every terminal path."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, date, datetime
 from typing import Any
@@ -15,34 +14,17 @@ import pytest
 from backfill_orchestrator.claims import registry_for
 from backfill_orchestrator.contracts import AttemptDone, BackfillReport
 from backfill_orchestrator.status import BackfillState
-from tests.aws_resources import create_table
-from tests.integration.test_trigger_flow import VALID, TriggerHarness
+from tests.support.aws import create_table
+from tests.support.trigger import CLAIMS, VALID, TriggerHarness, second_config
 
-CLAIMS = "backfill-claims-test"
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def lifecycle(mocked_aws: None) -> Iterator[TriggerHarness]:
-    with ExitStack() as stack:
-        import boto3
-
-        create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name=CLAIMS)
-        harness = TriggerHarness(stack, env={"CLAIMS_TABLE": CLAIMS})
-        harness.airflow.dag_ids |= {"email_discounts", "orders_popular_day_of_week"}
-        yield harness
-
-
-def submit(harness: TriggerHarness, body: bytes = VALID, key: str = "incoming/minimal-batch.yaml"):  # noqa: ANN201
-    (result,) = harness.invoke(harness.upload(body, key=key))
-    return result
 
 
 def control(harness: TriggerHarness, backfill_id: str, action: str, *, reason: str = "because", folder: str | None = None,
             extra: dict[str, Any] | None = None, fmt: str = "json"):  # noqa: ANN201
     document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
                 "requested_by": "@oncall", "requested_at": NOW.isoformat(), **(extra or {})}  # fmt: skip
-    key = f"control/{folder or backfill_id}/{action}-{next(harness._sequencer)}.{fmt}"
+    key = f"control/{folder or backfill_id}/{action}-{harness.next_sequencer()}.{fmt}"
     body = json.dumps(document).encode() if fmt == "json" else "\n".join(f"{k}: {json.dumps(v)}" for k, v in document.items()).encode()
     event = harness.upload(body, key=key)
     (result,) = harness.invoke(event)
@@ -59,13 +41,9 @@ def claims_of(harness: TriggerHarness) -> dict[str, list[str]]:
                         s3_client=harness.s3).holders()  # fmt: skip
 
 
-def second_config(name: str = "etl-orders-0604-b") -> bytes:
-    return VALID.replace(b"etl-orders-0604", name.encode())
-
-
 # -- control documents ----------------------------------------------------------------------
 def test_an_invalid_control_document_is_refused_with_located_errors(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     result, key, _ = control(lifecycle, backfill_id, "pause", extra={"colour": "red"})
     assert result.disposition == "rejected"
     written = control_result(lifecycle, key)
@@ -78,14 +56,14 @@ def test_an_invalid_control_document_is_refused_with_located_errors(lifecycle: T
 def test_a_control_document_for_an_unknown_backfill_or_another_folder_is_refused(lifecycle: TriggerHarness) -> None:
     result, key, _ = control(lifecycle, "nobody-00000000", "cancel")
     assert result.disposition == "rejected" and "unknown backfill" in control_result(lifecycle, key)["reason"]
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     result, key, _ = control(lifecycle, backfill_id, "cancel", folder="elsewhere-00000000")
     errors = control_result(lifecycle, key)["errors"]
     assert errors[0]["location"] == "backfill_id" and "not the folder" in errors[0]["message"]
 
 
 def test_duplicate_delivery_of_a_control_document_acts_once(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     result, key, event = control(lifecycle, backfill_id, "cancel", fmt="yaml")
     assert result.disposition == "accepted"
     patches = [r for r in lifecycle.airflow.requests if r["method"] == "PATCH"]
@@ -98,7 +76,7 @@ def test_duplicate_delivery_of_a_control_document_acts_once(lifecycle: TriggerHa
 
 
 def test_cancel_of_a_triggered_backfill_fails_its_dag_run_and_running_reruns(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     lifecycle.airflow.set_state("backfill", backfill_id, "running")
     # a downstream rerun this backfill started, still running, and one of another day
     for day, run_id in ((date(2021, 6, 4), "backfill__x__2021-06-04"), (date(2021, 5, 1), "scheduled__2021-05-01")):
@@ -121,7 +99,7 @@ def test_cancel_of_a_triggered_backfill_fails_its_dag_run_and_running_reruns(lif
 
 
 def test_cancelling_a_finished_backfill_is_refused(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     lifecycle.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="done")
     result, key, _ = control(lifecycle, backfill_id, "cancel")
     assert result.disposition == "rejected"
@@ -131,7 +109,7 @@ def test_cancelling_a_finished_backfill_is_refused(lifecycle: TriggerHarness) ->
 
 
 def test_retry_reruns_only_what_did_not_succeed(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     record = lifecycle.status.get(backfill_id)
     steps = _report_steps(record)
     report = BackfillReport.model_validate({
@@ -158,7 +136,7 @@ def test_retry_reruns_only_what_did_not_succeed(lifecycle: TriggerHarness) -> No
 
 
 def test_retrying_a_succeeded_backfill_is_refused(lifecycle: TriggerHarness) -> None:
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     lifecycle.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="done")
     result, key, _ = control(lifecycle, backfill_id, "retry")
     assert result.disposition == "rejected" and "nothing failed" in control_result(lifecycle, key)["reason"]
@@ -173,11 +151,11 @@ def test_resubmitting_a_rejected_config_evaluates_it_again(mocked_aws: None) -> 
 
         create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name=CLAIMS)
         harness = TriggerHarness(stack, env={"CLAIMS_TABLE": CLAIMS, "ON_OVERLAP": "refuse"})
-        first = submit(harness).backfill_id
-        refused = submit(harness, second_config(), key="incoming/second.yaml")
+        first = harness.submit().backfill_id
+        refused = harness.submit(second_config(), key="incoming/second.yaml")
         assert refused.disposition == "rejected"
         harness.status.transition(first, BackfillState.SUCCEEDED, detail="done")
-        again = submit(harness, second_config(), key="incoming/second-again.yaml")
+        again = harness.submit(second_config(), key="incoming/second-again.yaml")
         assert again.backfill_id == refused.backfill_id
         assert again.disposition == "accepted", again
         record = harness.status.get(refused.backfill_id)
@@ -191,15 +169,15 @@ def test_resubmitting_a_rejected_config_evaluates_it_again(mocked_aws: None) -> 
 
 # -- overlap ---------------------------------------------------------------------------------
 def test_an_overlapping_backfill_waits_then_starts_when_the_first_ends(lifecycle: TriggerHarness) -> None:
-    first = submit(lifecycle).backfill_id
-    second = submit(lifecycle, second_config(), key="incoming/second.yaml")
+    first = lifecycle.submit().backfill_id
+    second = lifecycle.submit(second_config(), key="incoming/second.yaml")
     assert second.disposition == "queued" and second.state == "QUEUED"
     assert first in lifecycle.status.get(second.backfill_id).reason
     assert lifecycle.result_file("incoming/second.yaml")["outcome"] == "queued"
     assert ("backfill", second.backfill_id) not in lifecycle.airflow.runs
     assert claims_of(lifecycle) == {"active": [first], "queued": [second.backfill_id]}
     # a non-overlapping one is never held back
-    other = submit(lifecycle, VALID.replace(b"2021-06-04", b"2021-05-01").replace(b"etl-orders-0604", b"other-0501"), key="incoming/o.yaml")
+    other = lifecycle.submit(VALID.replace(b"2021-06-04", b"2021-05-01").replace(b"etl-orders-0604", b"other-0501"), key="incoming/o.yaml")
     assert other.disposition == "accepted"
     # cancelling the first releases its claims and drops a start document for the second
     control(lifecycle, first, "cancel")
@@ -219,20 +197,20 @@ def test_an_overlapping_backfill_is_refused_naming_the_blocker(mocked_aws: None)
 
         create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name=CLAIMS)
         harness = TriggerHarness(stack, env={"CLAIMS_TABLE": CLAIMS, "ON_OVERLAP": "refuse"})
-        first = submit(harness).backfill_id
-        second = submit(harness, second_config(), key="incoming/second.yaml")
+        first = harness.submit().backfill_id
+        second = harness.submit(second_config(), key="incoming/second.yaml")
         assert second.disposition == "rejected"
         written = harness.result_file("incoming/second.yaml")
         assert first in written["errors"][0]["message"] and written["errors"][0]["location"] == "dates"
         assert harness.status.get(second.backfill_id).state is BackfillState.REJECTED
         # dry runs are never blocked
-        dry = submit(harness, second_config("dry-0604").replace(b"jobs:", b"dry_run: true\njobs:"), key="incoming/dry.yaml")
+        dry = harness.submit(second_config("dry-0604").replace(b"jobs:", b"dry_run: true\njobs:"), key="incoming/dry.yaml")
         assert dry.disposition == "dry_run"
 
 
 def test_claims_are_released_on_rejection_and_cancel_before_trigger(lifecycle: TriggerHarness) -> None:
-    first = submit(lifecycle).backfill_id
-    second = submit(lifecycle, second_config(), key="incoming/second.yaml").backfill_id
+    first = lifecycle.submit().backfill_id
+    second = lifecycle.submit(second_config(), key="incoming/second.yaml").backfill_id
     control(lifecycle, second, "cancel")  # queued -> cancelled, never triggered
     assert lifecycle.status.get(second).state is BackfillState.CANCELLED
     assert claims_of(lifecycle) == {"active": [first], "queued": []}
@@ -274,11 +252,11 @@ def _counts(steps: dict[str, Any]) -> dict[str, int]:
 
 def test_cancel_ends_the_backfills_lineage_run_with_abort(lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     from backfill_orchestrator.lineage_events import LineageEmitter
-    from tests.unit.test_lineage_events import Recorder
+    from tests.support.lineage import Recorder
 
     recorder = Recorder()
     monkeypatch.setattr(LineageEmitter, "from_settings", classmethod(lambda cls, settings, **_: cls(client=recorder)))
-    backfill_id = submit(lifecycle).backfill_id
+    backfill_id = lifecycle.submit().backfill_id
     control(lifecycle, backfill_id, "cancel", reason="wrong dates")
     kinds = [(event["eventType"], event["job"]["name"]) for event in recorder.events]
     assert kinds == [("START", backfill_id), ("ABORT", backfill_id)]

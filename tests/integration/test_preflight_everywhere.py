@@ -17,7 +17,7 @@ from backfill_orchestrator.cli import main
 from backfill_orchestrator.client import OutsideIncomingPrefixError, submit_backfill
 from backfill_orchestrator.preflight import PreflightRefusedError
 from backfill_orchestrator.trigger import Disposition, TriggerFailedError
-from tests.integration.test_trigger_flow import REPO, TriggerHarness
+from tests.support.trigger import REPO, TriggerHarness
 
 CATALOG = REPO / "examples" / "catalog.yaml"
 WAREHOUSE = "s3://backfill-configs-test/warehouse"

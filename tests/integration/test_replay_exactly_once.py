@@ -8,8 +8,6 @@ Two invocations start one after the other here, the second while the first holds
 moto's conditional writes are not atomic across threads (real DynamoDB's are), so two
 acquires in the very same instant would test moto, not the ledger."""
 
-# ruff: noqa: F811 - the tests take the imported `env` fixture as an argument
-
 from __future__ import annotations
 
 import threading
@@ -20,13 +18,7 @@ import pytest
 from backfill_orchestrator.replay.runner import run_task
 from backfill_orchestrator.replay.task import split_tasks
 from backfill_orchestrator.replay.task_leases import LeaseLostError, TaskBusyError, TaskLedger
-from tests.integration.test_replay_runner import (  # noqa: F401 - env: the fixture, used by name
-    FlakySqs,
-    drain,
-    env,
-    replay_config,
-    write_archive,
-)
+from tests.support.replay import FlakySqs, drain, replay_config, write_archive
 
 
 def one_task():
@@ -50,23 +42,23 @@ class MidTaskSqs(FlakySqs):
         return super().send_message_batch(**kwargs)
 
 
-def test_a_second_invocation_while_the_first_runs_sends_nothing(env):
+def test_a_second_invocation_while_the_first_runs_sends_nothing(replay_env):
     task = one_task()
-    bodies = write_archive(env.s3, [task], per_hour=60)
+    bodies = write_archive(replay_env.s3, [task], per_hour=60)
     second: list[object] = []
 
     def invoke_again() -> None:
         try:
-            second.append(run_task(task, env.context()))
+            second.append(run_task(task, replay_env.context()))
         except Exception as error:  # noqa: BLE001 - kept for the assertion below
             second.append(error)
 
-    first = run_task(task, env.context(sqs=MidTaskSqs(env.sqs, on=3, meanwhile=invoke_again)))
+    first = run_task(task, replay_env.context(sqs=MidTaskSqs(replay_env.sqs, on=3, meanwhile=invoke_again)))
     assert (first.status, first.sent) == ("done", 60)
     assert len(second) == 1 and isinstance(second[0], TaskBusyError), second
-    assert Counter(m["Body"] for m in drain(env.sqs, env.target_url)) == Counter(bodies)  # each once
-    assert run_task(task, env.context()).status == "already_done"  # and afterwards: a redelivery
-    assert drain(env.sqs, env.target_url) == []
+    assert Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url)) == Counter(bodies)  # each once
+    assert run_task(task, replay_env.context()).status == "already_done"  # and afterwards: a redelivery
+    assert drain(replay_env.sqs, replay_env.target_url) == []
 
 
 class TakeoverSqs(FlakySqs):
@@ -84,19 +76,19 @@ class TakeoverSqs(FlakySqs):
         return response
 
 
-def test_a_run_that_lost_its_lease_stops_at_its_next_checkpoint(env):
+def test_a_run_that_lost_its_lease_stops_at_its_next_checkpoint(replay_env):
     task = one_task()
-    bodies = write_archive(env.s3, [task], per_hour=50)
+    bodies = write_archive(replay_env.s3, [task], per_hour=50)
     results = []
 
     def takeover() -> None:
-        env.clock.now += 1000  # past the first run's lease
-        results.append(run_task(task, env.context()))
+        replay_env.clock.now += 1000  # past the first run's lease
+        results.append(run_task(task, replay_env.context()))
 
     with pytest.raises(LeaseLostError):
-        run_task(task, env.context(sqs=TakeoverSqs(env.sqs, on=3, takeover=takeover)))
+        run_task(task, replay_env.context(sqs=TakeoverSqs(replay_env.sqs, on=3, takeover=takeover)))
     assert [(r.status, r.sent) for r in results] == [("done", 50)]
-    counts = Counter(m["Body"] for m in drain(env.sqs, env.target_url))
+    counts = Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url))
     assert set(counts) == set(bodies)
     assert sorted(counts.values()).count(2) == 10  # the one batch in flight, never more
 
@@ -115,21 +107,21 @@ class LedgerCalls:
             self.calls[model.name] += 1
 
 
-def test_each_batch_costs_one_conditional_update_and_no_read(env):
+def test_each_batch_costs_one_conditional_update_and_no_read(replay_env):
     task = one_task()
-    write_archive(env.s3, [task], per_hour=95)
-    ddb = LedgerCalls(env.ddb)
-    result = run_task(task, env.context())
+    write_archive(replay_env.s3, [task], per_hour=95)
+    ddb = LedgerCalls(replay_env.ddb)
+    result = run_task(task, replay_env.context())
     assert (result.status, result.sent, result.calls) == ("done", 95, 10)
     # acquire (1 UpdateItem), one checkpoint per batch (10), finish (1 transaction); no reads.
     assert ddb.calls == Counter({"UpdateItem": 11, "TransactWriteItems": 1})
 
 
-def test_a_checkpoint_keeps_what_it_does_not_rewrite(env):
+def test_a_checkpoint_keeps_what_it_does_not_rewrite(replay_env):
     """Checkpoints write only what changed; a crash after partial failures still resumes with the
     failures, counts and positions already resolved, repeating at most the batch in flight."""
     task = one_task()
-    bodies = write_archive(env.s3, [task], per_hour=50)
+    bodies = write_archive(replay_env.s3, [task], per_hour=50)
     rejected = '"n":3}'  # SenderFault on the first batch: reported, never retried, never resent
 
     class Rejecting(FlakySqs):
@@ -141,13 +133,13 @@ def test_a_checkpoint_keeps_what_it_does_not_rewrite(env):
             return response
 
     with pytest.raises(FlakySqs.Crash):
-        run_task(task, env.context(sqs=Rejecting(env.sqs, crash_on=4, crash_after_send=True)))
-    state = TaskLedger(table_name="replay-idempotency", dynamodb_client=env.ddb).get(task.task_id)
+        run_task(task, replay_env.context(sqs=Rejecting(replay_env.sqs, crash_on=4, crash_after_send=True)))
+    state = TaskLedger(table_name="replay-idempotency", dynamodb_client=replay_env.ddb).get(task.task_id)
     assert (state.sent, state.failed, len(state.failures)) == (29, 1, 1)  # three batches checkpointed
-    env.clock.now += 1000
-    result = run_task(task, env.context())
+    replay_env.clock.now += 1000
+    result = run_task(task, replay_env.context())
     assert (result.status, result.sent, result.failed) == ("done", 49, 1)  # counted from the checkpoint: once
     assert [f.reason for f in result.failures] == ["rejected: InvalidMessageContents:"]
-    counts = Counter(m["Body"] for m in drain(env.sqs, env.target_url))
+    counts = Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url))
     assert set(counts) == set(bodies) - {b for b in bodies if b.endswith(rejected)}
     assert sorted(counts.values()).count(2) == 10

@@ -4,11 +4,8 @@ path with partial batch responses, the direct one-task invocation, and the event
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 import boto3
 import pytest
@@ -20,40 +17,22 @@ from backfill_orchestrator.config import InvalidConfigError, parse_config
 from backfill_orchestrator.replay.dispatch import plan_replay, queue_tasks
 from backfill_orchestrator.replay.task import parse_task
 from backfill_orchestrator.status import BackfillState, StatusStore
-from tests.integration.test_replay_runner import (
+from tests.support.configs import REPO_ROOT as REPO
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.replay import (
     ARCHIVE,
     CONFIG,
+    IDEMPOTENCY_TABLE,
     REGION,
+    STATUS_TABLE,
     attribute,
     create_tables,
     drain,
+    load_replay_app,
+    sqs_event,
     start_record,
     write_archive,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_app():
-    spec = importlib.util.spec_from_file_location("replay_app", REPO / "functions" / "replay" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class FakeLambdaContext:
-    function_name = "backfill-replay"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:backfill-replay"
-    aws_request_id = "c0ffee00-0000-4000-8000-000000000001"
-    log_group_name = "/aws/lambda/backfill-replay"
-    log_stream_name = "local"
-
-    def __init__(self, remaining_ms: int = 600_000):
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
 
 
 class Deployment:
@@ -66,11 +45,11 @@ class Deployment:
         create_tables(self.ddb)
         self.target_url = self.sqs.create_queue(QueueName="orders-ingest")["QueueUrl"]
         self.tasks_url = self.sqs.create_queue(QueueName="backfill-replay-tasks")["QueueUrl"]
-        self.store = StatusStore(table_name="backfill-status", dynamodb_client=self.ddb)
+        self.store = StatusStore(table_name=STATUS_TABLE, dynamodb_client=self.ddb)
         self.slack, self.pagerduty = slack, pagerduty
         self.env = {
             "CONFIG_BUCKET": "backfill-configs",
-            "STATUS_TABLE": "backfill-status",
+            "STATUS_TABLE": STATUS_TABLE,
             "MARQUEZ_URL": "http://127.0.0.1:9",
             "MWAA_ENVIRONMENT": "backfill-mwaa",
             "REPLAY_TARGETS": json.dumps({"orders-ingest": self.target_url}),
@@ -81,7 +60,7 @@ class Deployment:
             "PAGERDUTY_SECRET_ID": "backfill/pagerduty",
             "REPLAY_ARCHIVE_BUCKET": ARCHIVE,
             "REPLAY_ARCHIVE_LAYOUT": "{feed}/{yyyy}/{mm}/{dd}/{hh}/",
-            "IDEMPOTENCY_TABLE": "replay-idempotency",
+            "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
             "REPLAY_TASKS_QUEUE_URL": self.tasks_url,
             "REPLAY_MAX_RECEIVE_COUNT": "3",
             "REPLAY_MAX_CONCURRENCY": "2",
@@ -89,38 +68,19 @@ class Deployment:
         }
         for name, value in self.env.items():
             monkeypatch.setenv(name, value)
-        self.app = load_app()
+        self.app = load_replay_app()
 
     def invoke(self, event, *, remaining_ms: int = 600_000):
-        from backfill_orchestrator.replay import handler as handler_module
+        from backfill_orchestrator.replay.handler import replay_wiring
 
-        handler_module.reset()  # settings and clients are read inside this test's moto
-        return self.app.handler(event, FakeLambdaContext(remaining_ms))
+        context = FakeLambdaContext(function_name="backfill-replay", remaining_seconds=remaining_ms / 1000)
+        with replay_wiring():  # a container's, built from this test's environment (in its moto)
+            return self.app.handler(event, context)
 
     def task_event(self, *, receive_count: int = 1, limit: int = 10) -> dict:
         """Replay tasks waiting on the tasks queue, as the SQS event source delivers them."""
         messages = self.sqs.receive_message(QueueUrl=self.tasks_url, MaxNumberOfMessages=limit).get("Messages", [])
         return sqs_event([m["Body"] for m in messages], receive_count=receive_count, ids=[m["MessageId"] for m in messages])
-
-
-def sqs_event(bodies: list[str], *, receive_count: int = 1, ids: list[str] | None = None) -> dict:
-    ids = ids or [f"msg-{index}" for index in range(len(bodies))]
-    return {
-        "Records": [
-            {
-                "messageId": message_id,
-                "receiptHandle": f"handle-{message_id}",
-                "body": body,
-                "attributes": {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "1622538000000"},
-                "messageAttributes": {},
-                "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:backfill-replay-tasks",
-                "awsRegion": REGION,
-            }
-            for message_id, body in zip(ids, bodies, strict=True)
-        ]
-    }
 
 
 @pytest.fixture

@@ -9,14 +9,14 @@ import subprocess
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.integration.test_sam import REPO, TEMPLATE, _CfnLoader
+from tests.support.aws import template
+from tests.support.configs import REPO_ROOT as REPO
 
 
 @pytest.fixture(scope="module")
 def resources() -> dict[str, Any]:
-    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)["Resources"]  # noqa: S506 - SafeLoader subclass
+    return template()["Resources"]
 
 
 def statements(function: dict[str, Any]) -> list[dict[str, Any]]:
@@ -91,7 +91,8 @@ import sys
 sys.path[:0] = [{str(build_dir / "SharedLayer" / "python")!r}, {str(build_dir / "ReplayFunction")!r}]
 assert sys.version_info[:2] == (3, 12), sys.version
 import app
-assert callable(app.handler) and app.processor is not None
+from backfill_orchestrator.replay import handler as replay_handler
+assert callable(app.handler) and app.handler is replay_handler.handler and replay_handler.processor is not None
 from backfill_orchestrator.replay.task import parse_task
 task = parse_task(open({str(REPO / "events" / "replay_task_direct.json")!r}).read().split('"task": ')[1].rsplit(',', 1)[0])
 print("replay ok", task.task_id)

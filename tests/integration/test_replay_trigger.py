@@ -20,15 +20,16 @@ from backfill_orchestrator.replay.task_leases import TaskLedger
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import Disposition, TriggerFailedError
 from backfill_orchestrator.trigger.wiring import TriggerWiring
-from tests.integration.test_replay_runner import (
+from tests.support.replay import (
     ARCHIVE,
+    IDEMPOTENCY_TABLE,
     LAYOUT,
     attribute,
     create_tables,
     drain,
     write_archive,
 )
-from tests.integration.test_trigger_flow import REPO, TriggerHarness, fast_session
+from tests.support.trigger import REPO, TriggerHarness, fast_session
 
 EXAMPLE = (REPO / "examples" / "replay-orders.yaml").read_text()
 
@@ -43,17 +44,17 @@ class ReplayHarness(TriggerHarness):
         self.tasks_url = self.sqs.create_queue(QueueName="backfill-replay-tasks")["QueueUrl"]
         self.s3.create_bucket(Bucket=ARCHIVE)
         create_tables(self.dynamodb)
-        self.rewire(targets if targets is not None else {"orders-ingest": self.target_url})
+        self.allow(targets if targets is not None else {"orders-ingest": self.target_url})
 
-    def rewire(self, targets: dict[str, str]) -> None:
-        from backfill_orchestrator.settings import DeploymentSettings
-
-        self.env = {**self.env, "REPLAY_TARGETS": json.dumps(targets), "REPLAY_TASKS_QUEUE_URL": self.tasks_url}
-        self.settings = DeploymentSettings.from_env(self.env)
-        self.wiring = TriggerWiring(
+    def make_wiring(self) -> TriggerWiring:
+        return TriggerWiring(
             self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
             session_factory=fast_session, sqs_client_factory=lambda: self.sqs,
         )  # fmt: skip
+
+    def allow(self, targets: dict[str, str]) -> None:
+        """A deployment whose replay allowlist is `targets`."""
+        self.rewire(REPLAY_TARGETS=json.dumps(targets), REPLAY_TASKS_QUEUE_URL=self.tasks_url)
 
     def queued_tasks(self):
         return [parse_task(m["Body"]) for m in drain(self.sqs, self.tasks_url)]
@@ -62,7 +63,7 @@ class ReplayHarness(TriggerHarness):
         status = self.status
         notifier = self.wiring.notifier(status=status, metrics=self.metrics)
         return ReplayContext(
-            s3=self.s3, sqs=self.sqs, ledger=TaskLedger(table_name="replay-idempotency", dynamodb_client=self.dynamodb),
+            s3=self.s3, sqs=self.sqs, ledger=TaskLedger(table_name=IDEMPOTENCY_TABLE, dynamodb_client=self.dynamodb),
             progress=ReplayProgress(status_store=status, notifier=notifier), archive_bucket=ARCHIVE, layout=LAYOUT,
             targets=self.settings.replay_targets, max_message_bytes=256 * 1024,
         )  # fmt: skip

@@ -5,38 +5,22 @@ LAMBDA_PYTHON_PREFIX, which `make test` sets)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "template.yaml"
+from tests.support.aws import TEMPLATE
+from tests.support.aws import template as read_template
+from tests.support.configs import REPO_ROOT
 
-
-class _CfnLoader(yaml.SafeLoader):
-    """Reads CloudFormation short-form tags (!Ref, !Sub, ...) as {"Fn": value}."""
-
-
-def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {suffix: value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
+REPO = REPO_ROOT
 
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass
+    return read_template()
 
 
 def test_config_bucket_is_encrypted_versioned_private_and_tls_only(template: dict[str, Any]) -> None:
@@ -125,7 +109,8 @@ def test_function_environment_provides_what_settings_read(template: dict[str, An
     # events/env.json (for `sam local invoke`) sets the same names, pointed at local endpoints.
     local = set(json.loads((REPO / "events" / "env.json").read_text())["TriggerFunction"])
     optional = {"INCOMING_PREFIX", "RESULTS_PREFIX", "BACKFILLS_PREFIX", "ALLOWED_NAMESPACES", "REPLAY_TARGETS",
-                "MARQUEZ_API_KEY_SECRET_ID", "SPARK_PROFILES", "SPARK_PROFILES_URI"}  # fmt: skip
+                "MARQUEZ_API_KEY_SECRET_ID", "SPARK_PROFILES", "SPARK_PROFILES_URI", "OPENLINEAGE_TRANSPORT",
+                "OPENLINEAGE_NAMESPACE"}  # fmt: skip
     assert read - optional <= local, (read - optional) - local
 
 
@@ -138,17 +123,6 @@ def test_the_trigger_reads_uploads_by_version_and_keeps_durations_warm(template:
     assert "s3:GetObjectVersion" in statements["ReadIncomingConfigs"]["Action"]
     assert template["Resources"]["ConfigBucket"]["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
     assert function["Environment"]["Variables"]["HISTORY_CACHE_SECONDS"] == "600"
-
-
-def _sam_env() -> tuple[str, str]:
-    sam = os.environ.get("SAM_CLI")
-    prefix = os.environ.get("LAMBDA_PYTHON_PREFIX")
-    if not sam:
-        pytest.skip("SAM_CLI is not set (run through `make test`, which installs aws-sam-cli in .venv-sam)")
-    assert prefix, "LAMBDA_PYTHON_PREFIX must name a Python 3.12 install (make test sets it from pyenv)"
-    assert Path(sam).exists(), f"SAM_CLI={sam} does not exist"
-    assert (Path(prefix) / "bin" / "python3.12").exists(), f"no python3.12 under {prefix}"
-    return sam, prefix
 
 
 @pytest.mark.slow

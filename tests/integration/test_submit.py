@@ -11,7 +11,7 @@ import yaml
 from backfill_orchestrator.cli import main
 from backfill_orchestrator.client import SubmitError, submit_backfill
 from backfill_orchestrator.config import InvalidConfigError, backfill_id, parse_config
-from tests.conftest import EXAMPLES
+from tests.support.configs import EXAMPLES
 
 BUCKET = "backfill-configs-test"
 

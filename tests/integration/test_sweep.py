@@ -11,8 +11,8 @@ import pytest
 
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import handler as trigger_handler
-from tests.integration.test_lifecycle import CLAIMS, lifecycle, second_config, submit  # noqa: F401 - the fixture
-from tests.integration.test_trigger_flow import TriggerHarness
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import CLAIMS, TriggerHarness, second_config
 
 
 def raw_claims(harness: TriggerHarness) -> dict[str, list[str]]:
@@ -30,24 +30,11 @@ def start_documents(harness: TriggerHarness, backfill_id: str) -> list[str]:
     return [o["Key"] for o in listed.get("Contents", []) if o["Key"].split("/")[-1].startswith("start-")]
 
 
-class LambdaContext:
-    function_name = "backfill-trigger"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:backfill-trigger"
-    aws_request_id = "sweep-request"
-    log_group_name = "/aws/lambda/backfill-trigger"
-    log_stream_name = "test"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
-
-
 def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releasing(
-    lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch  # noqa: F811 - the fixture
+    lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = submit(lifecycle).backfill_id
-    second = submit(lifecycle, second_config(), key="incoming/second.yaml").backfill_id
+    first = lifecycle.submit().backfill_id
+    second = lifecycle.submit(second_config(), key="incoming/second.yaml").backfill_id
     assert lifecycle.status.get(second).state is BackfillState.QUEUED
     # nothing to start while the first is live: the sweep writes nothing
     assert lifecycle.wiring.sweep() == []
@@ -60,11 +47,8 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
     for name, value in lifecycle.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    trigger_handler.reset()
-    try:
-        answer: dict[str, Any] = trigger_handler.handler({"source": "backfill.sweep"}, LambdaContext())
-    finally:
-        trigger_handler.reset()
+    with trigger_handler.trigger_wiring():  # a container built from the environment, as Lambda's
+        answer: dict[str, Any] = trigger_handler.handler({"source": "backfill.sweep"}, FakeLambdaContext(request_id="sweep-request"))
     assert answer == {"sweep": {"started": [second]}}
     assert raw_claims(lifecycle) == {"active": [], "queued": [second]}  # the stale claim is gone
     (key,) = start_documents(lifecycle, second)
@@ -101,7 +85,7 @@ def test_a_sweep_event_is_not_mistaken_for_an_upload() -> None:
 
 def test_the_template_invokes_the_trigger_with_the_sweep_event_every_5_minutes() -> None:
     from backfill_orchestrator.trigger.events import is_sweep
-    from tests.aws_resources import template
+    from tests.support.aws import template
 
     resources = template()["Resources"]
     rule = resources["ClaimsSweepRule"]["Properties"]

@@ -1,178 +1,32 @@
 """The trigger end to end, in process: moto (S3, DynamoDB, Secrets Manager, SQS), the
 Marquez double seeded with the food delivery sample, the strict Airflow 3 double, and the
-local Slack/PagerDuty receivers, all on 127.0.0.1.
-
-`TriggerHarness` is imported by the other trigger integration tests."""
+local Slack/PagerDuty receivers, all on 127.0.0.1 (`tests.support.trigger.TriggerHarness`)."""
 
 from __future__ import annotations
 
 import io
-import itertools
 import json
-import socket
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from backfill_local.airflow_double import AirflowDouble
-from backfill_local.marquez_double import MarquezDouble
-from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 from backfill_orchestrator.contracts import RunConf
 from backfill_orchestrator.documents import read_text
-from backfill_orchestrator.http import retrying_session
-from backfill_orchestrator.settings import DeploymentSettings
-from backfill_orchestrator.status import BackfillState, StatusStore
+from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger import Disposition, TriggerFailedError
-from backfill_orchestrator.trigger.wiring import TriggerWiring
-
-REPO = Path(__file__).resolve().parents[2]
-BUCKET = "backfill-configs-test"
-TABLE = "backfill-status-test"
-SLACK_TOKEN = "xoxb-test-token-123"
-ROUTING_KEY = "R0UT1NGKEY0F32CHARACTERSTEST0000"
-VALID = (REPO / "examples" / "minimal-batch.yaml").read_bytes()
-INVALID = b"""version: 1
-name: Bad_Name
-owner: nobody
-mode: batch
-jobs: [{namespace: food_delivery, name: etl_orders}]
-dates: [2021-06-31]
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def fast_session():
-    # Same retry policy as production, shorter backoff so outage tests stay quick.
-    return retrying_session(retries=2, backoff_factor=0.01, backoff_max=0.05, timeout=(1.0, 5.0))
-
-
-class TriggerHarness:
-    """Everything the trigger talks to, local; `upload()` puts a config and returns the S3
-    event that announces it; `invoke()` runs the trigger on an event."""
-
-    def __init__(
-        self, stack: ExitStack, *, marquez_up: bool = True, env: dict[str, str] | None = None, bucket: str = BUCKET
-    ):
-        self.stack = stack
-        self.bucket = bucket
-        self.slack = stack.enter_context(SlackReceiver(token=SLACK_TOKEN))
-        self.pagerduty = stack.enter_context(PagerDutyReceiver(routing_key=ROUTING_KEY))
-        self.airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
-        self.marquez_port = free_port()
-        self.marquez: MarquezDouble | None = None
-        if marquez_up:
-            self.start_marquez()
-        self.s3 = boto3.client("s3", region_name="us-east-1")
-        self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        self.secrets = boto3.client("secretsmanager", region_name="us-east-1")
-        self.sqs = boto3.client("sqs", region_name="us-east-1")
-        self.s3.create_bucket(Bucket=bucket)
-        self.s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-        self.dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        self.s3.put_object(Bucket=bucket, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
-        arns = {
-            "slack": self._secret("backfill/slack", json.dumps({"bot_token": SLACK_TOKEN})),
-            "pagerduty": self._secret("backfill/pagerduty", json.dumps({"routing_key": ROUTING_KEY})),
-            "airflow": self._secret("backfill/airflow", json.dumps({"username": "admin", "password": "admin"})),
-        }
-        self.env = {
-            "CONFIG_BUCKET": bucket,
-            "STATUS_TABLE": TABLE,
-            "MARQUEZ_URL": f"http://127.0.0.1:{self.marquez_port}",
-            "AIRFLOW_URL": self.airflow.url,
-            "AIRFLOW_SECRET_ID": arns["airflow"],
-            "BACKFILL_DAG_ID": "backfill",
-            "SLACK_API_URL": self.slack.api_url,
-            "SLACK_SECRET_ID": arns["slack"],
-            "SLACK_CHANNEL": "#backfills",
-            "PAGERDUTY_EVENTS_URL": self.pagerduty.events_url,
-            "PAGERDUTY_SECRET_ID": arns["pagerduty"],
-            "JOB_CATALOG_URI": f"s3://{bucket}/catalog/catalog.yaml",
-            **(env or {}),
-        }
-        self.settings = DeploymentSettings.from_env(self.env)
-        self.wiring = TriggerWiring(
-            self.settings,
-            s3_client=self.s3,
-            dynamodb_client=self.dynamodb,
-            secrets_client=self.secrets,
-            session_factory=fast_session,
-        )
-        self.status = StatusStore(table_name=TABLE, dynamodb_client=self.dynamodb)
-        self.metrics = EphemeralMetrics(namespace="BackfillTest")  # not shared across tests, unlike Metrics
-        self._sequencer = itertools.count(1)
-
-    def _secret(self, name: str, value: str) -> str:
-        return self.secrets.create_secret(Name=name, SecretString=value)["ARN"]
-
-    def start_marquez(self) -> None:
-        self.marquez = self.stack.enter_context(MarquezDouble(seed="food_delivery", port=self.marquez_port))
-
-    def upload(self, body: bytes, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any]:
-        put = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
-        return s3_event(
-            key, size=len(body), version_id=put.get("VersionId"), etag=put["ETag"],
-            sequencer=f"{next(self._sequencer):016X}", bucket=self.bucket,
-        )  # fmt: skip
-
-    def invoke(self, event: dict[str, Any]):  # noqa: ANN201 - list[UploadResult]
-        service = self.wiring.service(metrics=self.metrics, logger=__import__("logging").getLogger("test"))
-        return service.handle_event(event, lease_seconds=60)
-
-    def result_file(self, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any]:
-        relative = key.removeprefix("incoming/")
-        body = self.s3.get_object(Bucket=self.bucket, Key=f"results/{relative}.result.json")["Body"].read()
-        return json.loads(body)
-
-    def counted(self, name: str) -> int:
-        return int(sum(self.metrics.metric_set.get(name, {}).get("Value", [0])))
-
-
-def s3_event(key: str, *, size: int, version_id: str | None, etag: str, sequencer: str, bucket: str = BUCKET) -> dict[str, Any]:
-    """The S3 notification shape (event version 2.1) for one ObjectCreated:Put."""
-    obj: dict[str, Any] = {"key": key.replace(" ", "+"), "size": size, "eTag": etag.strip('"'), "sequencer": sequencer}
-    if version_id:
-        obj["versionId"] = version_id
-    return {
-        "Records": [
-            {
-                "eventVersion": "2.1",
-                "eventSource": "aws:s3",
-                "awsRegion": "us-east-1",
-                "eventTime": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-                "eventName": "ObjectCreated:Put",
-                "userIdentity": {"principalId": "AWS:EXAMPLE"},
-                "requestParameters": {"sourceIPAddress": "127.0.0.1"},
-                "responseElements": {"x-amz-request-id": "EXAMPLE", "x-amz-id-2": "EXAMPLE"},
-                "s3": {
-                    "s3SchemaVersion": "1.0",
-                    "configurationId": "config-upload",
-                    "bucket": {"name": bucket, "ownerIdentity": {"principalId": "EXAMPLE"}, "arn": f"arn:aws:s3:::{bucket}"},
-                    "object": obj,
-                },
-            }
-        ]
-    }
-
-
-def merge_events(*events: dict[str, Any]) -> dict[str, Any]:
-    return {"Records": [record for event in events for record in event["Records"]]}
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.trigger import (
+    BUCKET,
+    INVALID,
+    REPO,
+    TABLE,
+    VALID,
+    TriggerHarness,
+    merge_events,
+)
 
 
 @pytest.fixture
@@ -534,19 +388,6 @@ def _id_suffix(harness: TriggerHarness) -> str:
 
 
 # -- the Lambda handler on the sample events ----------------------------------------------------
-class FakeLambdaContext:
-    function_name = "backfill-trigger"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:backfill-trigger"
-    aws_request_id = "00000000-0000-0000-0000-000000000000"
-    log_group_name = "/aws/lambda/backfill-trigger"
-    log_stream_name = "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
-
-
 @pytest.mark.parametrize(
     "event_file", sorted(p.name for pattern in ("s3-*.json", "eventbridge-*.json") for p in (REPO / "events").glob(pattern))
 )
@@ -568,18 +409,18 @@ def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: Non
             monkeypatch.setenv(name, value)
         assert set(harness.env) <= set(env), "env.json must name every variable the tests set"
         key = announced.key
+        context = FakeLambdaContext()
         body = INVALID if "invalid" in event_file else (REPO / "examples" / "minimal-batch.yaml").read_bytes()
         harness.s3.put_object(Bucket=bucket, Key=key, Body=body)
-        handler_module.reset()
         handler_module.metrics.clear_metrics()  # Metrics instances share one store
         log_stream = io.StringIO()
         log_handler = handler_module.logger.registered_handler
         previous, log_handler.stream = log_handler.stream, log_stream  # setStream would flush a closed capture
         try:
-            answer = handler_module.handler(event, FakeLambdaContext())
+            with handler_module.trigger_wiring():  # built from this environment, as Lambda's container does
+                answer = handler_module.handler(event, context)
         finally:
             log_handler.stream = previous
-            handler_module.reset()
 
     (result,) = answer["results"]
     expected = "rejected" if "invalid" in event_file else "accepted"
@@ -590,7 +431,7 @@ def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: Non
     lines = [json.loads(line) for line in log_stream.getvalue().splitlines()]
     upload_lines = [line for line in lines if "minimal-batch" in line["message"] or "invalid config" in line["message"]]
     assert upload_lines and all(line.get("backfill_id") for line in upload_lines)
-    assert all(line["function_request_id"] == FakeLambdaContext.aws_request_id for line in lines)
+    assert all(line["function_request_id"] == context.aws_request_id for line in lines)
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     (metrics,) = emf
     assert metrics["Received"] == [1.0]

@@ -12,8 +12,7 @@ import pytest
 
 from backfill_orchestrator.lineage_events import backfill_run_id
 from backfill_orchestrator.trigger import Disposition
-
-from .test_trigger_flow import VALID, TriggerHarness
+from tests.support.trigger import VALID, TriggerHarness
 
 TRACE_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
@@ -26,9 +25,9 @@ def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
 
 def test_triggered_backfill_emits_start_with_the_trace_id(harness: TriggerHarness, monkeypatch: pytest.MonkeyPatch):
     assert harness.marquez is not None
-    monkeypatch.setenv("OPENLINEAGE_TRANSPORT", json.dumps({"type": "http", "url": harness.marquez.url}))
-    monkeypatch.setenv("OPENLINEAGE_NAMESPACE", "backfills_test")
-    monkeypatch.setenv("_X_AMZN_TRACE_ID", TRACE_HEADER)
+    harness.rewire(OPENLINEAGE_TRANSPORT=json.dumps({"type": "http", "url": harness.marquez.url}),
+                   OPENLINEAGE_NAMESPACE="backfills_test")  # fmt: skip
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", TRACE_HEADER)  # Lambda's, per invocation
 
     [result] = harness.invoke(harness.upload(VALID))
 
@@ -44,12 +43,12 @@ def test_triggered_backfill_emits_start_with_the_trace_id(harness: TriggerHarnes
     assert facet["dates"] and facet["submitter"]
 
 
-def test_a_lineage_backend_that_is_down_does_not_fail_the_trigger(harness: TriggerHarness, monkeypatch: pytest.MonkeyPatch):
+def test_a_lineage_backend_that_is_down_does_not_fail_the_trigger(harness: TriggerHarness):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead = sock.getsockname()[1]
     transport = {"type": "http", "url": f"http://127.0.0.1:{dead}", "retry": {"total": 0}}
-    monkeypatch.setenv("OPENLINEAGE_TRANSPORT", json.dumps(transport))
+    harness.rewire(OPENLINEAGE_TRANSPORT=json.dumps(transport))
 
     [result] = harness.invoke(harness.upload(VALID))
 

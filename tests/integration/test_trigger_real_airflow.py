@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from backfill_local.airflow_local import PARSE_ONCE_SETTINGS, LocalAirflow
 from backfill_orchestrator.airflow_api import DagNotFoundError, RestAirflowClient
 from backfill_orchestrator.trigger import Disposition
-from tests.integration.test_trigger_flow import VALID, TriggerHarness
+from tests.support.trigger import VALID, TriggerHarness
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

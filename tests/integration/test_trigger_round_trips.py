@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from backfill_orchestrator.trigger import Disposition
-from tests.integration.test_trigger_flow import VALID, TriggerHarness
+from tests.support.trigger import VALID, TriggerHarness
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,7 +116,7 @@ def test_a_valid_batch_config_costs_eight_round_trips_warm_and_fourteen_cold(har
 def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: None) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, env={"HISTORY_CACHE_SECONDS": "0"})
-        assert harness.wiring.settings.preflight.duration_cache is None
+        assert harness.wiring.durations is None
         assert harness.marquez is not None
         for name in ("first", "second"):
             result = harness.invoke(harness.upload(config(name), key=f"incoming/{name}.yaml"))
@@ -134,7 +134,7 @@ def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_hol
     import boto3
 
     from backfill_orchestrator.claims import registry
-    from tests.aws_resources import create_table
+    from tests.support.aws import create_table
 
     with ExitStack() as stack:
         create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name="claims")

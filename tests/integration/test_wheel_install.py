@@ -5,17 +5,15 @@ and the Spark job need, then read a document one side writes through the other's
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-UV = Path(sys.executable).parent / "uv"
+from tests.support.configs import REPO_ROOT as REPO
+from tests.support.wheel import UV, clean_env, run
+
 pytestmark = pytest.mark.slow
 
 # Runs inside the clean virtualenv, with only the DAGs folder added to sys.path.
@@ -59,31 +57,6 @@ PROBE = textwrap.dedent(
 )
 
 
-def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
-    completed = subprocess.run(argv, capture_output=True, text=True, timeout=900, **kwargs)
-    assert completed.returncode == 0, f"{argv}:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
-    return completed
-
-
-def build_wheel(tmp_path: Path) -> Path:
-    """The project's wheel, built from a copy of what it is made of (so the checkout gets no
-    build/ or egg-info)."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for folder in ("layers/shared", "local", "spark_jobs"):
-        shutil.copytree(REPO / folder, source / folder, ignore=ignore)
-    _run([str(UV), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(source)], env=clean_env())
-    (wheel,) = (tmp_path / "dist").glob("backfill_orchestrator-*.whl")
-    return wheel
-
-
-def clean_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-
-
 def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_spark_job(
     built_wheel: Path, tmp_path: Path
 ) -> None:
@@ -91,13 +64,13 @@ def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_s
     env = clean_env()
 
     venv = tmp_path / "venv"
-    _run([str(UV), "venv", "--python", sys._base_executable, str(venv)], env=env)
+    run([str(UV), "venv", "--python", sys._base_executable, str(venv)], env=env)
     python = venv / "bin" / "python"
-    _run([str(UV), "pip", "install", "--python", str(python), f"{wheel}[server]"], env=env)  # the DAG notifies
+    run([str(UV), "pip", "install", "--python", str(python), f"{wheel}[server]"], env=env)  # the DAG notifies
 
     work = tmp_path / "work"
     work.mkdir()
-    probe = _run([str(python), "-c", PROBE, str(REPO / "dags"), str(work)], cwd=work, env=env)
+    probe = run([str(python), "-c", PROBE, str(REPO / "dags"), str(work)], cwd=work, env=env)
     assert '"ok": true' in probe.stdout, probe.stdout
     # And the console script the docs promise.
-    assert "validate" in _run([str(venv / "bin" / "backfill"), "--help"], cwd=work, env=env).stdout
+    assert "validate" in run([str(venv / "bin" / "backfill"), "--help"], cwd=work, env=env).stdout

@@ -4,10 +4,8 @@ test Airflow, SQLite), and such a run is failed again."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from backfill_orchestrator.airflow_api import DagRun
-from backfill_orchestrator.trigger.control_documents import ControlService
+from backfill_orchestrator.trigger.control_documents import keep_failed
 
 
 class RacingAirflow:
@@ -25,25 +23,20 @@ class RacingAirflow:
         return DagRun(dag_id, run_id, "failed")
 
 
-def control(seconds: int, slept: list[float]) -> ControlService:
-    services = SimpleNamespace(settings=SimpleNamespace(cancel_confirm_seconds=seconds))
-    return ControlService(services=services, notifier=None, metrics=None, sleep=slept.append)  # type: ignore[arg-type]
-
-
 def test_a_run_the_scheduler_marked_successful_after_the_cancel_is_failed_again() -> None:
     slept: list[float] = []
     airflow = RacingAirflow(["failed", "success", "failed"])
-    control(3, slept)._keep_failed(airflow, "backfill", "b-1")
+    keep_failed(airflow, "backfill", "b-1", seconds=3, sleep=slept.append)
     assert airflow.patches == 1 and slept == [1.0, 1.0, 1.0]
 
 
 def test_a_run_that_stays_failed_is_left_alone_and_zero_seconds_reads_nothing() -> None:
     slept: list[float] = []
     airflow = RacingAirflow(["failed", "failed", "failed"])
-    control(3, slept)._keep_failed(airflow, "backfill", "b-1")
+    keep_failed(airflow, "backfill", "b-1", seconds=3, sleep=slept.append)
     assert airflow.patches == 0 and len(slept) == 3
     quiet = RacingAirflow(["success"])
-    control(0, slept := [])._keep_failed(quiet, "backfill", "b-1")
+    keep_failed(quiet, "backfill", "b-1", seconds=0, sleep=(slept := []).append)
     assert quiet.patches == 0 and slept == [] and quiet.states == ["success"]
 
 
@@ -53,5 +46,5 @@ def test_an_airflow_that_cannot_be_read_ends_the_watch_without_raising() -> None
             raise ConnectionError("refused")
 
     slept: list[float] = []
-    control(3, slept)._keep_failed(Unreachable([]), "backfill", "b-1")
+    keep_failed(Unreachable([]), "backfill", "b-1", seconds=3, sleep=slept.append)
     assert slept == [1.0]

@@ -17,7 +17,7 @@ from backfill_orchestrator.claims import (
     Refused,
 )
 from backfill_orchestrator.claims.model import InvalidClaimsDocumentError
-from tests.aws_resources import create_table
+from tests.support.aws import create_table
 
 D = date(2021, 6, 1)
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from backfill_orchestrator.cli import main
-from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.support.configs import EXAMPLES, REPO_ROOT
 
 
 def test_validate_valid_files_prints_summaries(capsys):

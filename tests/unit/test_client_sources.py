@@ -20,7 +20,7 @@ from backfill_orchestrator.client import (
 )
 from backfill_orchestrator.config import InvalidConfigError, backfill_id, parse_config
 from backfill_orchestrator.errors import UserError
-from tests.conftest import EXAMPLES, VALID_BATCH
+from tests.support.configs import EXAMPLES, VALID_BATCH
 
 EXPECTED_ID = backfill_id(parse_config(VALID_BATCH))
 

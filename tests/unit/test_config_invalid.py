@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from backfill_orchestrator.config import ConfigPolicy, InvalidConfigError, parse_config
-from tests.conftest import VALID_BATCH, VALID_REPLAY
+from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 POLICY = ConfigPolicy(today=date(2026, 11, 21))
 DELETE = object()

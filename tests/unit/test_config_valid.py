@@ -18,7 +18,7 @@ from backfill_orchestrator.config import (
     parse_config,
 )
 from backfill_orchestrator.parsing import load_document
-from tests.conftest import EXAMPLES
+from tests.support.configs import EXAMPLES
 
 NOT_CONFIGS = ("catalog", "reconciliation")  # the job catalog and the reconciliation rules sit beside the configs
 EXAMPLE_FILES = sorted(

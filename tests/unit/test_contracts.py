@@ -324,7 +324,7 @@ def test_a_run_state_changes_only_into_a_new_one() -> None:
 
 # -- the package's import graph (tests/unit/test_import_layers.py checks there is no cycle) ----
 def test_the_contracts_sit_at_the_bottom_of_the_package() -> None:
-    from tests.unit.test_import_layers import package_imports
+    from tests.support.imports import package_imports
 
     graph = package_imports()
     assert graph["contracts"] <= {"config", "errors", "parsing", "_compat"}

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from openlineage.client.serde import Serde
 
 from backfill_local.openlineage_schemas import validate_event
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
@@ -28,6 +27,7 @@ from backfill_orchestrator.lineage_events import (
 )
 from backfill_orchestrator.lineage_events.emitter import FAILURE_METRIC
 from backfill_orchestrator.tracing import current_trace_id
+from tests.support.lineage import Recorder
 
 BACKFILL = "orders-june-0123abcd"
 FACTS = BackfillFacts(
@@ -35,16 +35,6 @@ FACTS = BackfillFacts(
     dates=["2021-06-04", "2021-06-10"], hours=[0, 13], feeds=["orders"], submitter="jane@example.com",
     trace_id="1-5759e988-bd862e3fe1be46a994272793",
 )  # fmt: skip
-
-
-class Recorder:
-    """An OpenLineage client that keeps what it is given, as JSON (what a transport sends)."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, event: Any) -> None:
-        self.events.append(json.loads(Serde.to_json(event)))
 
 
 class Metrics:

@@ -11,8 +11,8 @@ from backfill_orchestrator.lineage import KnownProducers, ProducersSeen, fetch_d
 from backfill_orchestrator.lineage.graph import LineageGraph, parse_lineage_response
 from backfill_orchestrator.lineage.runs import upstream_producers
 from backfill_orchestrator.preflight import run_preflight
-from tests.unit.test_preflight import EXAMPLE_CATALOG, plan_of
-from tests.unit.test_preflight_freshness import DAY, LIMITS, config, stale, store_with
+from tests.support.preflight import DAY, EXAMPLE_CATALOG, LIMITS, plan_of, stale, store_with
+from tests.support.preflight import upstream_config as config
 
 NAMESPACE = "food_delivery"
 

@@ -11,7 +11,7 @@ import pytest
 from backfill_orchestrator.cli import main
 from backfill_orchestrator.status import BackfillState, StatusStore
 from backfill_orchestrator.status.listing import ListFilter, list_backfills
-from tests.aws_resources import create_table
+from tests.support.aws import create_table
 
 START = datetime(2026, 9, 28, 12, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from backfill_local.receivers import check_blocks
-from backfill_orchestrator.config import ConfigIssue, parse_config
+from backfill_orchestrator.config import ConfigIssue
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.notify import (
     Notifier,
@@ -23,19 +23,7 @@ from backfill_orchestrator.notify import (
     rejection_message,
     status_message,
 )
-
-CONFIG = parse_config(
-    {
-        "version": 1,
-        "name": "orders-fix",
-        "owner": "co@example.com",
-        "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
-        "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-12"}],
-        "notify": {"slack_channel": "#orders", "pagerduty": True},
-    },
-    source="t.yaml",
-)
+from tests.support.configs import NOTIFIED_CONFIG as CONFIG
 
 
 def make_plan(waves: int, steps_per_wave: int) -> Plan:

@@ -7,7 +7,7 @@ import pytest
 from backfill_local.receivers import check_blocks
 from backfill_orchestrator.notify import backfill_message
 from backfill_orchestrator.notify.messages import plan_page_url
-from tests.unit.test_notify import CONFIG
+from tests.support.configs import NOTIFIED_CONFIG as CONFIG
 
 PLAN_URI = "s3://backfill-configs/backfills/orders fix+1/plan.json"
 

@@ -26,41 +26,9 @@ from backfill_orchestrator.policy import (
     parse_policy,
 )
 from backfill_orchestrator.policy.schema import render
-from tests.conftest import REPO_ROOT
+from tests.support.configs import REPO_ROOT
+from tests.support.policy import POLICY_YAML
 
-POLICY_YAML = """\
-version: 1
-people:
-  jane:
-    slack_user: U0JANE
-    aws: ["role/data-eng/jane.doe@example.com"]
-  bob:
-    slack_user: U0BOB
-  ana:
-    slack_user: U0ANA
-grants:
-  - name: data-eng
-    members: [jane, bob]
-    aws: ["role/data-eng"]
-    permissions: [submit, approve, cancel, retry]
-    jobs: ["food_delivery/*"]
-  - name: analytics-owners
-    members: [ana]
-    permissions: [approve]
-    jobs: ["analytics/*"]
-  - name: viewers
-    slack_users: [U0VIEW]
-    permissions: [cancel]
-    jobs: ["marketing/*"]
-downstream_outside_scope: approve
-approval:
-  max_partitions: 100
-  max_downstream_jobs: 3
-  max_estimated_cost_usd: 50
-  max_bytes: 1000
-  production_namespaces: ["*_prod"]
-  expires_after_hours: 24
-"""
 NOW = datetime(2021, 6, 14, 9, 0, tzinfo=UTC)
 JANE = principal_from_id("AWS:AROAJANE:jane.doe@example.com")  # unresolved: matches no grant
 JANE_ROLE = Principal(name="role/data-eng", session="jane.doe@example.com", principal_id="AWS:AROAJANE:jane.doe@example.com")

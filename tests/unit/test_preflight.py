@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
-from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_delivery_events, run_events
+from backfill_local.marquez_double import LineageStore, run_events
 from backfill_orchestrator.config import backfill_id, parse_config
-from backfill_orchestrator.planner import JobCatalog, build_plan
+from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.preflight import preflight_plan, run_preflight, warehouse_lister
 from backfill_orchestrator.preflight.render import render
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
-
-EXAMPLE_CATALOG = JobCatalog.load(str(Path(__file__).resolve().parents[2] / "examples" / "catalog.yaml"))
-TODAY = date(2021, 6, 30)
-NOW = datetime(2021, 6, 30, 12, tzinfo=UTC)
-LIMITS = PreflightLimits()
+from tests.support.preflight import EXAMPLE_CATALOG, LIMITS, codes, plan_of
 
 
 def config(**extra):
@@ -29,23 +24,8 @@ def config(**extra):
     return parse_config(document)
 
 
-def food_delivery() -> LineageStore:
-    store = LineageStore()
-    store.ingest_all(food_delivery_events())
-    return store
-
-
-def plan_of(cfg, store=None, catalog=EXAMPLE_CATALOG):
-    lineage = InProcessMarquez(store or food_delivery())
-    return build_plan(cfg, backfill_id=backfill_id(cfg), lineage=lineage, catalog=catalog, today=TODAY, now=NOW)
-
-
 def verdict_of(cfg, *, catalog=EXAMPLE_CATALOG, limits=LIMITS, lister=None, strict=False, store=None):
     return run_preflight(cfg, plan=plan_of(cfg, store, catalog), catalog=catalog, limits=limits, lister=lister, strict=strict)
-
-
-def codes(findings):
-    return [(f.code, f.location) for f in findings]
 
 
 def warehouse(tmp_path: Path, files: dict[str, int]) -> str:

@@ -15,8 +15,8 @@ from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.preflight.history import measured_seconds_per_date
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import PreflightLimits
-from tests.unit.test_preflight import EXAMPLE_CATALOG, plan_of
-from tests.unit.test_preflight_freshness import DAY, config, seconds_of, store_with
+from tests.support.preflight import DAY, EXAMPLE_CATALOG, plan_of, seconds_of, store_with
+from tests.support.preflight import upstream_config as config
 
 ROOT = "etl_orders_7_days"
 
@@ -100,9 +100,10 @@ def test_the_preflight_keeps_durations_measured_but_reads_upstream_runs_every_ti
     store = timed_store()
     cfg = config()
     plan = plan_of(cfg, store)
-    limits = PreflightLimits(duration_cache=RecentDurations(ttl_seconds=600))
+    durations = RecentDurations(ttl_seconds=600)
     history = CountingHistory(store)
-    found = [run_preflight(cfg, plan=plan, catalog=EXAMPLE_CATALOG, limits=limits, history=history) for _ in range(2)]
+    found = [run_preflight(cfg, plan=plan, catalog=EXAMPLE_CATALOG, limits=PreflightLimits(), history=history,
+                           durations=durations) for _ in range(2)]  # fmt: skip
     assert found[0].estimate == found[1].estimate
     assert seconds_of(found[1], ROOT).basis == "measured"
     assert history.reads[(ROOT, 20)] == 1  # the duration: read once

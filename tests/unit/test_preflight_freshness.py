@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from backfill_local.marquez_double import InProcessMarquez, LineageStore, food_delivery_events, run_events
-from backfill_orchestrator.config import backfill_id, parse_config
+from backfill_orchestrator.config import backfill_id
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage import MarquezUnavailableError
 from backfill_orchestrator.lineage.runs import JobRun, parse_runs_response
@@ -16,38 +16,17 @@ from backfill_orchestrator.preflight import run_preflight
 from backfill_orchestrator.preflight.freshness import judge_dates, read_runs
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
-from tests.unit.test_preflight import EXAMPLE_CATALOG, codes, plan_of
-
-ROOT = {"namespace": "food_delivery", "name": "etl_orders_7_days"}  # reads what etl_orders etc. write
-DAY = datetime(2021, 6, 4, tzinfo=UTC)
-LIMITS = PreflightLimits()
-
-
-def config(**extra):
-    return parse_config({
-        "version": 1, "name": "fresh", "owner": "@jane", "mode": "batch", "jobs": [ROOT],
-        "dates": ["2021-06-04", "2021-06-05"], "downstream": {"enabled": False}, **extra,
-    })
-
-
-def store_with(*runs: tuple[str, datetime, str], sample: bool = True) -> LineageStore:
-    """The food delivery sample, plus runs (job, nominal day, outcome) one day after their day.
-    Without `sample`, only the upstream jobs of the root have runs for the dates (all COMPLETE)
-    except those given."""
-    store = LineageStore()
-    store.ingest_all(food_delivery_events())
-    given = {(job, day) for job, day, _ in runs}
-    if not sample:
-        for job in ("etl_menus", "etl_menu_items", "etl_categories", "etl_orders"):
-            for day in (DAY, DAY + timedelta(days=1)):
-                if (job, day) not in given:
-                    runs = (*runs, (job, day, "COMPLETE"))
-    for job, day, outcome in runs:
-        store.ingest_all(run_events(
-            "food_delivery", job, nominal=(day, day + timedelta(days=1)), outcome=outcome,
-            event_time=day + timedelta(days=1, hours=1), duration=timedelta(minutes=10),
-        ))
-    return store
+from tests.support.preflight import (
+    DAY,
+    EXAMPLE_CATALOG,
+    LIMITS,
+    codes,
+    plan_of,
+    seconds_of,
+    stale,
+    store_with,
+)
+from tests.support.preflight import upstream_config as config
 
 
 def verdict(cfg, store, *, limits=LIMITS, history=True, raise_errors=False):
@@ -56,10 +35,6 @@ def verdict(cfg, store, *, limits=LIMITS, history=True, raise_errors=False):
         cfg, plan=plan_of(cfg, store), catalog=EXAMPLE_CATALOG, limits=limits,
         history=marquez if history else None, marquez_errors_raise=raise_errors,
     )
-
-
-def stale(found):
-    return [f for f in found.findings if f.code == "stale_upstream"]
 
 
 def test_fresh_producers_give_no_finding():
@@ -190,10 +165,6 @@ def test_marquez_down_while_reading_runs(extra, raise_errors, outcome):
 
 
 # -- durations ------------------------------------------------------------------------------
-def seconds_of(found, step_id):
-    return next(step.seconds for step in found.estimate.steps if step.step_id == step_id)
-
-
 def test_durations_are_measured_from_completed_runs_and_scaled_by_dates():
     store = store_with(sample=False)
     for minutes, outcome in ((10, "COMPLETE"), (30, "COMPLETE"), (20, "COMPLETE"), (600, "FAIL")):

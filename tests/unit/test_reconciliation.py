@@ -33,7 +33,7 @@ from backfill_orchestrator.reconciliation import (
 from backfill_orchestrator.reconciliation.report import TableSummary, WrittenConfig, reported
 from backfill_orchestrator.reconciliation.summary import reconciliation_message
 from backfill_orchestrator.status import BackfillState, StatusStore
-from tests.aws_resources import create_table
+from tests.support.aws import create_table
 
 REPO = Path(__file__).resolve().parents[2]
 FOOD = "food_delivery"

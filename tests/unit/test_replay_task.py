@@ -10,7 +10,7 @@ import pytest
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.replay.layout import ArchiveLayout, ArchiveLayoutError
 from backfill_orchestrator.replay.task import InvalidReplayTaskError, ReplayTask, parse_task, split_tasks
-from tests.conftest import EXAMPLES
+from tests.support.configs import EXAMPLES
 
 
 def test_split_is_one_task_per_feed_day_and_hour():

@@ -6,6 +6,7 @@ verifies with slack_sdk)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,10 +25,12 @@ from backfill_orchestrator.interactivity import handler as interactivity_handler
 from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.interactivity.payload import parse_interaction, request_from_http_event
 from backfill_orchestrator.interactivity.verify import verify_signature
-from backfill_orchestrator.interactivity.wiring import InteractivitySettings, build_service
-from tests.aws_resources import create_table
-from tests.conftest import REPO_ROOT
-from tests.unit.test_policy import POLICY_YAML
+from backfill_orchestrator.interactivity.wiring import GroupsOf, InteractivityWiring
+from backfill_orchestrator.settings import InteractivitySettings
+from tests.support.aws import create_table
+from tests.support.configs import REPO_ROOT
+from tests.support.lambda_context import FakeLambdaContext
+from tests.support.policy import POLICY_YAML
 
 BUCKET = "cfg"
 BACKFILL = "orders-fix-0123abcd"
@@ -38,31 +41,31 @@ ENV = {
 }  # fmt: skip
 
 
-class FakeLambdaContext:
-    function_name = "backfill-slack-interactivity-test"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:backfill-slack-interactivity-test"
-    aws_request_id = "request-1"
-
-
 class Harness:
-    def __init__(self, *, policy: str = POLICY_YAML) -> None:
+    """The function's wiring on moto (its tables from the template), replies kept, the clock at NOW."""
+
+    def __init__(self, *, policy: str | None = POLICY_YAML, clock: Callable[[], datetime] = lambda: NOW,
+                 slack_groups_of: GroupsOf | None = None) -> None:  # fmt: skip
         self.s3 = boto3.client("s3", region_name="us-east-1")
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         secrets = boto3.client("secretsmanager", region_name="us-east-1")
         self.s3.create_bucket(Bucket=BUCKET)
-        self.s3.put_object(Bucket=BUCKET, Key="policy/policy.yaml", Body=policy.encode())
+        env = dict(ENV)
+        if policy is None:
+            del env["POLICY_URI"]
+        else:
+            self.s3.put_object(Bucket=BUCKET, Key="policy/policy.yaml", Body=policy.encode())
         create_table(self.dynamodb, "StatusTable", table_name="status")
         create_table(self.dynamodb, "SlackRequestsTable", table_name="slack-requests")
         secrets.create_secret(Name="slack-signing", SecretString=json.dumps({"signing_secret": TEST_SIGNING_SECRET}))
         self.counts: list[str] = []
         self.replies: list[tuple[str, dict[str, Any]]] = []
-        self.service = build_service(
-            InteractivitySettings.from_env(ENV), s3_client=self.s3, dynamodb_client=self.dynamodb,
-            secrets_client=secrets, ssm_client=None, count=self.counts.append,
+        self.wiring = InteractivityWiring(
+            InteractivitySettings.from_env(env), s3_client=self.s3, dynamodb_client=self.dynamodb,
+            secrets_client=secrets, ssm_client=None, respond=lambda url, body: self.replies.append((url, body)),
+            clock=clock, slack_groups_of=slack_groups_of,
         )  # fmt: skip
-        self.service.respond = lambda url, body: self.replies.append((url, body))
-        self.service.clock = lambda: NOW
+        self.service = self.wiring.service(count=self.counts.append)
         self.record()
 
     def record(self, *, state: str = "AWAITING_APPROVAL", requested_at: datetime = NOW - timedelta(hours=1)) -> None:
@@ -164,8 +167,8 @@ def test_a_rejection_and_a_tampered_body(harness: Harness) -> None:
     assert harness.counts[-1] == "SlackBadSignature" and len(harness.control_documents()) == 1
 
 
-def test_without_a_policy_no_slack_user_may_act(harness: Harness) -> None:
-    harness.service.policy = lambda: None
+def test_without_a_policy_no_slack_user_may_act(mocked_aws: None) -> None:
+    harness = Harness(policy=None)
     assert harness.press()["statusCode"] == 200
     assert harness.control_documents() == [] and harness.counts == ["SlackUnknownUser"]
 
@@ -186,29 +189,21 @@ def test_the_committed_example_event_is_signed_and_accepted(mocked_aws: None, mo
     verify_signature(signing_secret=TEST_SIGNING_SECRET, body=request.body, headers=request.headers, now=EXAMPLE_TIMESTAMP)
 
     # Through the Lambda handler, as `sam local invoke` would, at the moment it was signed.
-    harness = Harness()
+    harness = Harness(clock=lambda: datetime.fromtimestamp(EXAMPLE_TIMESTAMP, UTC))
     harness.dynamodb.put_item(TableName="status", Item={
         "backfill_id": {"S": "orders-outage-june-81a4673a"}, "state": {"S": "AWAITING_APPROVAL"},
         "submitted_by": {"S": "role/data-eng/jane.doe@example.com"},
         "approval_requested_at": {"S": "2021-06-14T08:00:00+00:00"},
         "root_jobs": {"L": [{"S": "food_delivery/etl_orders"}]},
     })  # fmt: skip
-    for name, value in ENV.items():
-        monkeypatch.setenv(name, value)
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Test")
-    interactivity_handler.reset()
-    service = interactivity_handler.service()
-    service.clock = lambda: datetime.fromtimestamp(EXAMPLE_TIMESTAMP, UTC)
-    replies: list[Any] = []
-    service.respond = lambda url, body: replies.append(body)
-    try:
-        response = interactivity_handler.handler(event, FakeLambdaContext())
-    finally:
-        interactivity_handler.reset()
+    context = FakeLambdaContext(function_name="backfill-slack-interactivity-test", request_id="request-1")
+    with interactivity_handler.interactivity_wiring(harness.wiring):
+        response = interactivity_handler.handler(event, context)
     assert response["statusCode"] == 200, response
     (document,) = harness.control_documents()
     assert document["backfill_id"] == "orders-outage-june-81a4673a" and document["requested_by"] == "slack:U0BOB"
-    assert replies and replies[0]["replace_original"] is True
+    assert harness.replies and harness.replies[0][1]["replace_original"] is True
 
 
 class FakeSlackGroups:
@@ -231,9 +226,8 @@ def test_slack_user_groups_grant_actions_to_their_members(mocked_aws: None) -> N
     permissions: [cancel]
     jobs: ["food_delivery/*"]
 downstream_outside_scope:""")
-    harness = Harness(policy=policy)
     slack = FakeSlackGroups({"S0ONCALL": ["U0ONCALL"]})
-    harness.service.slack_groups_of = SlackGroupResolver(client=slack).groups_of
+    harness = Harness(policy=policy, slack_groups_of=SlackGroupResolver(client=slack).groups_of)
     harness.record(state="RUNNING")
 
     assert harness.press(action="cancel", user="U0ONCALL")["statusCode"] == 200

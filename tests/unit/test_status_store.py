@@ -19,6 +19,7 @@ from backfill_orchestrator.status import (
     TransitionRejectedError,
 )
 from backfill_orchestrator.status.store import StatusStoreError
+from tests.support.aws import create_table
 
 S = BackfillState
 
@@ -43,12 +44,7 @@ def store(monkeypatch: pytest.MonkeyPatch, clock: Clock) -> Iterator[StatusStore
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName="status",
-            KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(client, "StatusTable", table_name="status")
         yield StatusStore(table_name="status", dynamodb_client=client, clock=clock)
 
 

@@ -10,7 +10,7 @@ import pytest
 from backfill_orchestrator.cli import main
 from backfill_orchestrator.status import BackfillState, StatusStore
 from backfill_orchestrator.status.watch import WatchTimeoutError, follow, progress_line
-from tests.aws_resources import create_table
+from tests.support.aws import create_table
 
 
 @pytest.fixture

@@ -1,24 +1,21 @@
-"""The Slack interactivity function's settings and clients, built once per container.
-
-Environment: CONFIG_BUCKET, STATUS_TABLE, SLACK_SIGNING_SECRET_ID, SLACK_REQUESTS_TABLE
-(required); CONTROL_PREFIX (default control/), POLICY_URI (s3://... or ssm:/...; empty: no
-policy, every press is refused), POLICY_CACHE_SECONDS (default 60), SECRETS_MAX_AGE_SECONDS
-(default 300), SLACK_RESPONSE_URL_PREFIX (default https://hooks.slack.com/: the only place
-replies are posted to), SLACK_SECRET_ID (optional: a bot token with usergroups:read, for
-policies that grant to Slack user groups) and SLACK_API_URL (default https://slack.com/api/)."""
+"""The Slack interactivity function's wiring: its settings (`settings.InteractivitySettings`),
+read once from the environment, and what lives as long as the Lambda container (AWS clients,
+the signing secret's cache, the policy's cache, the replay guard, the Slack user group lookup).
+The service is built per invocation."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
+from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.identity import SlackGroupResolver
 from backfill_orchestrator.interactivity.control_writer import write_control_document
@@ -27,71 +24,80 @@ from backfill_orchestrator.interactivity.service import InteractivityService
 from backfill_orchestrator.interactivity.verify import ReplayGuard
 from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.secrets import SecretReader
+from backfill_orchestrator.settings import InteractivitySettings
 
-DEFAULT_RESPONSE_URL_PREFIX = "https://hooks.slack.com/"
-DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_ssm.client import SSMClient
+
 RESPONSE_TIMEOUT_SECONDS = 1  # a reply must not push the acknowledgement past Slack's 3 s
+GroupsOf = Callable[[str, frozenset[str]], frozenset[str]]  # (user id, groups the policy names) -> the user's
 
 
 class InteractivitySettingsError(ServiceError, ValueError):
-    """The environment does not describe a usable interactivity function (every problem listed)."""
+    """The deployment cannot do what its policy asks (a policy naming Slack user groups without a bot token)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class InteractivitySettings:
-    config_bucket: str
-    status_table: str
-    signing_secret_id: str
-    requests_table: str
-    control_prefix: str = "control/"
-    policy_uri: str | None = None
-    policy_cache_seconds: int = 60
-    secrets_max_age_seconds: int = 300
-    response_url_prefix: str = DEFAULT_RESPONSE_URL_PREFIX
-    slack_secret_id: str | None = None
-    slack_api_url: str = DEFAULT_SLACK_API_URL
+class InteractivityWiring:
+    def __init__(
+        self,
+        settings: InteractivitySettings,
+        *,
+        s3_client: S3Client,
+        dynamodb_client: DynamoDBClient,
+        secrets_client: SecretsManagerClient,
+        ssm_client: SSMClient | None,
+        policy_source: PolicySource | None = None,
+        respond: Callable[[str, dict[str, Any]], None] | None = None,
+        slack_groups_of: GroupsOf | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ):
+        """`respond` posts a reply to a response_url (default: `post_response`, under the
+        deployment's prefix only); `slack_groups_of` looks up Slack user groups (default:
+        through the bot token of SLACK_SECRET_ID when it is set; none without)."""
+        self.settings = settings
+        self._s3 = s3_client
+        self._dynamodb = dynamodb_client
+        self._secrets = SecretReader(provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds)
+        self._policy = policy_source or PolicySource(
+            settings.policy_uri, ttl_seconds=settings.policy_cache_seconds, s3_client=s3_client, ssm_client=ssm_client
+        )
+        self._replay_guard = ReplayGuard(dynamodb_client=dynamodb_client, table_name=settings.requests_table)
+        self._respond = respond or partial(post_response, allowed_prefix=settings.response_url_prefix)
+        self._groups_of = slack_groups_of or (_group_lookup(settings, self._secrets) if settings.slack_secret_id else None)
+        self._clock = clock or (lambda: datetime.now(UTC))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> InteractivitySettings:
-        env = os.environ if environ is None else environ
-        problems: list[str] = []
+    def from_env(cls) -> InteractivityWiring:
+        """The deployment's: settings from the environment (SettingsError names every problem),
+        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        settings = InteractivitySettings.from_env()
 
-        def get(name: str) -> str | None:
-            return env.get(name, "").strip() or None
+        def client(name: str) -> Any:
+            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
 
-        def required(name: str) -> str:
-            value = get(name)
-            if value is None:
-                problems.append(f"{name}: required")
-            return value or ""
+        return cls(settings, s3_client=client("s3"), dynamodb_client=client("dynamodb"),
+                   secrets_client=client("secretsmanager"), ssm_client=client("ssm"))  # fmt: skip
 
-        def seconds(name: str, default: int) -> int:
-            text = get(name) or str(default)
-            if not text.isdigit():
-                problems.append(f"{name}: expected a whole number of seconds, got {text!r}")
-                return default
-            return int(text)
-
-        policy_uri = get("POLICY_URI")
-        if policy_uri and not policy_uri.startswith(("s3://", "ssm:")):
-            problems.append(f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}")
-        prefix = get("CONTROL_PREFIX") or "control/"
-        settings = cls(
-            config_bucket=required("CONFIG_BUCKET"),
-            status_table=required("STATUS_TABLE"),
-            signing_secret_id=required("SLACK_SIGNING_SECRET_ID"),
-            requests_table=required("SLACK_REQUESTS_TABLE"),
-            control_prefix=prefix if prefix.endswith("/") else prefix + "/",
-            policy_uri=policy_uri,
-            policy_cache_seconds=seconds("POLICY_CACHE_SECONDS", 60),
-            secrets_max_age_seconds=seconds("SECRETS_MAX_AGE_SECONDS", 300),
-            response_url_prefix=get("SLACK_RESPONSE_URL_PREFIX") or DEFAULT_RESPONSE_URL_PREFIX,
-            slack_secret_id=get("SLACK_SECRET_ID"),
-            slack_api_url=get("SLACK_API_URL") or DEFAULT_SLACK_API_URL,
+    def service(self, *, count: Callable[[str], None]) -> InteractivityService:
+        settings, secrets, dynamodb = self.settings, self._secrets, self._dynamodb
+        return InteractivityService(
+            signing_secret=lambda: secrets.slack_signing_secret(settings.signing_secret_id).get_secret_value(),
+            replay_guard=self._replay_guard,
+            policy=self._policy.get,
+            backfill_facts=lambda backfill_id: read_backfill_facts(
+                dynamodb_client=dynamodb, table_name=settings.status_table, backfill_id=backfill_id
+            ),
+            write_control=partial(
+                write_control_document, bucket=settings.config_bucket, prefix=settings.control_prefix, s3_client=self._s3
+            ),
+            respond=self._respond,
+            count=count,
+            clock=self._clock,
+            slack_groups_of=self._groups_of,
         )
-        if problems:
-            raise InteractivitySettingsError("invalid interactivity settings:\n" + "\n".join(f"  {p}" for p in problems))
-        return settings
 
 
 def post_response(url: str, body: dict[str, Any], *, allowed_prefix: str) -> None:
@@ -104,7 +110,7 @@ def post_response(url: str, body: dict[str, Any], *, allowed_prefix: str) -> Non
         raise RuntimeError(f"response_url answered {response.status_code}")
 
 
-def _group_lookup(settings: InteractivitySettings, secrets: SecretReader) -> Callable[[str, frozenset[str]], frozenset[str]]:
+def _group_lookup(settings: InteractivitySettings, secrets: SecretReader) -> GroupsOf:
     """Slack user groups through a bot token, built on first use (a policy without groups never
     reads the secret). A webhook-only Slack secret cannot list groups: nobody is in any."""
     resolver: SlackGroupResolver | None = None
@@ -121,33 +127,3 @@ def _group_lookup(settings: InteractivitySettings, secrets: SecretReader) -> Cal
         return resolver.groups_of(user_id, group_ids)
 
     return groups_of
-
-
-def build_service(
-    settings: InteractivitySettings,
-    *,
-    s3_client: Any,
-    dynamodb_client: Any,
-    secrets_client: Any,
-    ssm_client: Any,
-    count: Callable[[str], None],
-    policy_source: PolicySource | None = None,
-) -> InteractivityService:
-    secrets = SecretReader(provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds)
-    policy = policy_source or PolicySource(
-        settings.policy_uri, ttl_seconds=settings.policy_cache_seconds, s3_client=s3_client, ssm_client=ssm_client
-    )
-    return InteractivityService(
-        signing_secret=lambda: secrets.slack_signing_secret(settings.signing_secret_id).get_secret_value(),
-        replay_guard=ReplayGuard(dynamodb_client=dynamodb_client, table_name=settings.requests_table),
-        policy=policy.get,
-        backfill_facts=lambda backfill_id: read_backfill_facts(
-            dynamodb_client=dynamodb_client, table_name=settings.status_table, backfill_id=backfill_id
-        ),
-        write_control=partial(
-            write_control_document, bucket=settings.config_bucket, prefix=settings.control_prefix, s3_client=s3_client
-        ),
-        respond=partial(post_response, allowed_prefix=settings.response_url_prefix),
-        count=count,
-        slack_groups_of=_group_lookup(settings, secrets) if settings.slack_secret_id else None,
-    )

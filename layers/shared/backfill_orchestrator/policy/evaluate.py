@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy
 
-Outcome = Literal["allowed", "needs_approval", "refused"]
 ControlAction = Literal["approve", "reject", "cancel", "retry"]
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
 # The states each control action makes sense in (the lifecycle's state machine, docs/lifecycle.md,
@@ -33,9 +33,17 @@ ACTION_STATES: dict[str, frozenset[str]] = {
 HOURS_PER_DAY = 24
 
 
+class Verdict(StrEnum):
+    """What the policy says of a submission or a control action."""
+
+    ALLOWED = "allowed"
+    NEEDS_APPROVAL = "needs_approval"  # a submission only: a second person must approve it
+    REFUSED = "refused"
+
+
 @dataclass(frozen=True)
 class Decision:
-    outcome: Outcome
+    outcome: Verdict
     reasons: tuple[str, ...] = ()
     rule: str | None = None  # the policy rule that refused or asked for approval
     location: str | None = None  # where: `jobs[0]`, `downstream food_delivery/x`
@@ -44,18 +52,18 @@ class Decision:
 
     @property
     def refused(self) -> bool:
-        return self.outcome == "refused"
+        return self.outcome is Verdict.REFUSED
 
     def raise_if_refused(self) -> None:
         if self.refused:
             raise PolicyDeniedError("; ".join(self.reasons), rule=self.rule or "policy", location=self.location)
 
 
-ALLOWED = Decision("allowed")
+ALLOWED = Decision(Verdict.ALLOWED)
 
 
 def _refused(reason: str, *, rule: str) -> Decision:
-    return Decision("refused", (reason,), rule=rule, issues=(ConfigIssue(ROOT, f"{reason} (policy rule: {rule})"),))
+    return Decision(Verdict.REFUSED, (reason,), rule=rule, issues=(ConfigIssue(ROOT, f"{reason} (policy rule: {rule})"),))
 
 
 @dataclass(frozen=True)
@@ -200,12 +208,12 @@ def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Se
     if refusals:
         location, _, rule = refusals[0]
         return Decision(
-            "refused", tuple(f"{where}: {why}" for where, why, _ in refusals), rule=rule, location=location,
+            Verdict.REFUSED, tuple(f"{where}: {why}" for where, why, _ in refusals), rule=rule, location=location,
             issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why, rule in refusals),
         )  # fmt: skip
     if approvals:
         rule = "downstream_outside_scope: approve"
-        return Decision("needs_approval", tuple(f"{where}: {why}" for where, why in approvals), rule=rule,
+        return Decision(Verdict.NEEDS_APPROVAL, tuple(f"{where}: {why}" for where, why in approvals), rule=rule,
                         approvers=tuple(approvers),
                         issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why in approvals))  # fmt: skip
     return ALLOWED
@@ -255,7 +263,7 @@ def decide_submission(
         return scope
     issues = tuple(ConfigIssue("plan", f"{reason}: needs approval") for reason in thresholds)
     return Decision(
-        "needs_approval",
+        Verdict.NEEDS_APPROVAL,
         scope.reasons + tuple(thresholds),
         rule=scope.rule or "approval",
         approvers=scope.approvers,
@@ -289,7 +297,7 @@ def check_action(
     now = now or datetime.now(UTC)
     if backfill.state not in ACTION_STATES[action]:
         allowed = ", ".join(sorted(ACTION_STATES[action]))
-        return Decision("refused", (f"cannot {action} {backfill.backfill_id} in state {backfill.state} "
+        return Decision(Verdict.REFUSED, (f"cannot {action} {backfill.backfill_id} in state {backfill.state} "
                                     f"(only in {allowed})",), rule="state")  # fmt: skip
     if policy is None:
         return ALLOWED
@@ -302,20 +310,20 @@ def check_action(
         grants = [g for g in grants if all(_covers(g, job) for job in backfill.jobs)]
         scope_note = f"the jobs {', '.join(backfill.jobs)}" if backfill.jobs else "any job"
     if not grants and not granted:
-        return Decision("refused", (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
+        return Decision(Verdict.REFUSED, (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
                         rule=f"grants: {permission}")  # fmt: skip
     if action == "approve":
         if backfill.submitter is None:
-            return Decision("refused", ("the submitter is not recorded, so a second person cannot be told apart",),
+            return Decision(Verdict.REFUSED, ("the submitter is not recorded, so a second person cannot be told apart",),
                             rule="four_eyes")  # fmt: skip
         if _same_person(policy, principal, backfill.submitter):
-            return Decision("refused", (f"{principal.display} submitted {backfill.backfill_id} "
+            return Decision(Verdict.REFUSED, (f"{principal.display} submitted {backfill.backfill_id} "
                                         f"({backfill.submitter.display}); another person must approve",),
                             rule="four_eyes")  # fmt: skip
         if backfill.approval_requested_at is not None:
             expires = approval_expires_at(policy, backfill.approval_requested_at)
             if expires is not None and now > expires:
-                return Decision("refused", (f"the approval request expired at {expires.isoformat()}; "
+                return Decision(Verdict.REFUSED, (f"the approval request expired at {expires.isoformat()}; "
                                             "submit the backfill again",), rule="approval.expires_after_hours")  # fmt: skip
     return ALLOWED
 

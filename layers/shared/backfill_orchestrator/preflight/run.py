@@ -25,7 +25,7 @@ from backfill_orchestrator.preflight.checks import (
 )
 from backfill_orchestrator.preflight.estimate import estimate_plan
 from backfill_orchestrator.preflight.freshness import upstream_findings
-from backfill_orchestrator.preflight.history import measured_seconds_per_date
+from backfill_orchestrator.preflight.history import DurationCache, measured_seconds_per_date
 from backfill_orchestrator.preflight.model import Finding, PreflightRefusedError, Verdict
 from backfill_orchestrator.preflight.warehouse import Lister, WarehouseUnavailableError, warehouse_lister
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -42,10 +42,12 @@ def run_preflight(
     strict: bool = False,
     unchecked: list[str] | None = None,
     marquez_errors_raise: bool = False,
+    durations: DurationCache | None = None,
 ) -> Verdict:
     """Every check that the given inputs allow. `plan` None (Marquez not reachable) leaves the
     plan's checks and the estimate out; `lister` None leaves the warehouse out; `history` None
-    leaves upstream freshness out and every duration assumed. With `strict` (the argument, the
+    leaves upstream freshness out and every duration assumed; `durations` keeps the measured ones
+    across calls (a warm trigger's). With `strict` (the argument, the
     config's `strict` or the deployment's) warnings refuse too.
 
     Marquez failing while run history is read is, for the CLI and the client, something not
@@ -79,7 +81,7 @@ def run_preflight(
                 not_checked.append(f"upstream freshness ({error})")
         try:
             measured = measured_seconds_per_date(
-                history, plan, max_jobs=limits.history_max_jobs, cache=limits.duration_cache
+                history, plan, max_jobs=limits.history_max_jobs, cache=durations
             )
         except (MarquezUnavailableError, MarquezResponseError) as error:
             not_checked.append(f"run durations, assumed instead ({error})")
@@ -115,21 +117,19 @@ def preflight_plan(
     unchecked: list[str] | None = None,
     marquez_errors_raise: bool = False,
     known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
+    durations: DurationCache | None = None,
 ) -> tuple[Verdict, Plan]:
     """The verdict, and the plan carrying its warnings and estimate. Without a `lister` the
-    deployment's warehouse (limits.warehouse_uri) is listed when there is one; without a
-    `history`, the deployment's Marquez (limits.run_history) is read when it is wired.
+    deployment's warehouse (limits.warehouse_uri) is listed when there is one.
     `known_producers` (the planner's lineage answers, `ProducersSeen.producers`) answers the
     roots' producers without asking Marquez again; jobs it lacks are asked as before."""
     if lister is None and limits.warehouse_uri:
         lister = warehouse_lister(limits.warehouse_uri)
-    if history is None and limits.run_history is not None:
-        history = limits.run_history()
     if history is not None and known_producers:
         history = KnownProducers(history, known_producers)
     verdict = run_preflight(
         config, plan=plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict,
-        unchecked=unchecked, marquez_errors_raise=marquez_errors_raise,
+        unchecked=unchecked, marquez_errors_raise=marquez_errors_raise, durations=durations,
     )
     known = {(warning.code, warning.message) for warning in plan.warnings}
     added = [
@@ -148,14 +148,16 @@ def checked_plan(
     catalog: JobCatalog | None,
     limits: PreflightLimits,
     lister: Lister | None = None,
+    history: RunHistory | None = None,
     known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
+    durations: DurationCache | None = None,
 ) -> Plan:
     """`preflight_plan` for callers that only go on with an accepted plan (the trigger): raises
     PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
     `run_preflight`)."""
     verdict, plan = preflight_plan(
-        config, plan, catalog=catalog, limits=limits, lister=lister, marquez_errors_raise=True,
-        known_producers=known_producers,
+        config, plan, catalog=catalog, limits=limits, lister=lister, history=history, marquez_errors_raise=True,
+        known_producers=known_producers, durations=durations,
     )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)

@@ -1,9 +1,10 @@
-"""The replay function's own deployment settings (environment variables), on top of
-`CommonSettings` (status table, REPLAY_TARGETS allowlist, REPLAY_TASKS_QUEUE_URL, Slack,
-PagerDuty).
+"""The replay function's deployment settings (environment variables): the common ones
+(`CommonSettings`: status table, REPLAY_TARGETS allowlist, Slack, PagerDuty) plus its own. They
+live here, not in `settings/`, because they parse the archive layout (`replay.layout`).
 
-Required: REPLAY_ARCHIVE_BUCKET, IDEMPOTENCY_TABLE.
-Optional: REPLAY_ARCHIVE_LAYOUT (default `{feed}/{yyyy}/{mm}/{dd}/{hh}/`),
+Required: STATUS_TABLE, REPLAY_TASKS_QUEUE_URL (continuations), REPLAY_ARCHIVE_BUCKET,
+IDEMPOTENCY_TABLE.
+Optional: the common ones, REPLAY_ARCHIVE_LAYOUT (default `{feed}/{yyyy}/{mm}/{dd}/{hh}/`),
 REPLAY_MAX_RECEIVE_COUNT (the tasks queue's redrive maxReceiveCount, default 5),
 REPLAY_MAX_CONCURRENCY (the event source's MaximumConcurrency, default 5),
 REPLAY_MAX_MESSAGE_BYTES (default 262144; at most 1048576)."""
@@ -15,13 +16,15 @@ from dataclasses import dataclass
 
 from backfill_orchestrator.replay.layout import DEFAULT_LAYOUT, ArchiveLayout, ArchiveLayoutError
 from backfill_orchestrator.replay.sender import DEFAULT_MAX_BATCH_BYTES
+from backfill_orchestrator.settings.common import CommonSettings
 from backfill_orchestrator.settings.environment import EnvironmentReader
 
 SQS_HARD_MAX_MESSAGE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReplaySettings:
+class ReplaySettings(CommonSettings):
+    replay_tasks_queue_url: str  # required here: a task that runs short of time continues through it
     archive_bucket: str
     archive_layout: ArchiveLayout
     idempotency_table: str
@@ -33,6 +36,9 @@ class ReplaySettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplaySettings:
         """Raises SettingsError naming every bad or missing variable."""
         env = EnvironmentReader(environ)
+        common = CommonSettings.read_fields(env)
+        if not common["replay_tasks_queue_url"]:
+            env.problems.append("REPLAY_TASKS_QUEUE_URL: required by the replay function (continuations)")
         bucket = env.required("REPLAY_ARCHIVE_BUCKET")
         table = env.required("IDEMPOTENCY_TABLE")
         try:
@@ -41,6 +47,7 @@ class ReplaySettings:
             env.problems.append(f"REPLAY_ARCHIVE_LAYOUT: {error}")
             layout = ArchiveLayout(DEFAULT_LAYOUT)
         settings = cls(
+            **{**common, "replay_tasks_queue_url": common["replay_tasks_queue_url"] or ""},
             archive_bucket=bucket,
             archive_layout=layout,
             idempotency_table=table,

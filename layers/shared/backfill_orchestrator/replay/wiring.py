@@ -1,14 +1,16 @@
-"""Wiring: settings + AWS clients -> a ReplayWorker. Clients and the secrets cache live as
-long as the Lambda container; the worker (with its Notifier) is built per invocation so
-rotated Slack/PagerDuty secrets apply once the cache expires. Slack and PagerDuty come from
-`notify.build_notifier`, as for the trigger and the DAG."""
+"""The replay function's wiring: its settings, read once from the environment, and what lives
+as long as the Lambda container (AWS clients, the secrets cache). The worker (with its
+Notifier) is built per invocation, so rotated Slack/PagerDuty secrets apply once the cache
+expires. Slack and PagerDuty come from `notify.build_notifier`, as for the trigger and the DAG."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
+from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.notify import build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.replay.progress import ReplayProgress
@@ -17,25 +19,26 @@ from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.task_leases import TaskLedger
 from backfill_orchestrator.replay.worker import ReplayWorker
 from backfill_orchestrator.secrets import SecretReader
-from backfill_orchestrator.settings import CommonSettings, SettingsError
 from backfill_orchestrator.status import StatusStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
 
 
 class ReplayWiring:
     def __init__(
         self,
-        settings: CommonSettings,
-        replay: ReplaySettings,
+        settings: ReplaySettings,
         *,
-        s3_client: Any,
-        sqs_client: Any,
-        dynamodb_client: Any,
-        secrets_client: Any,
+        s3_client: S3Client,
+        sqs_client: SQSClient,
+        dynamodb_client: DynamoDBClient,
+        secrets_client: SecretsManagerClient,
     ):
-        if not settings.replay_tasks_queue_url:
-            raise SettingsError(["REPLAY_TASKS_QUEUE_URL: required by the replay function (continuations)"])
         self.settings = settings
-        self.replay = replay
         self._s3 = s3_client
         self._sqs = sqs_client
         self._dynamodb = dynamodb_client
@@ -43,25 +46,38 @@ class ReplayWiring:
             provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
 
+    @classmethod
+    def from_env(cls) -> ReplayWiring:
+        """The deployment's: settings from the environment (SettingsError names every problem),
+        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        settings = ReplaySettings.from_env()
+
+        def client(name: str) -> Any:
+            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
+
+        return cls(settings, s3_client=client("s3"), sqs_client=client("sqs"), dynamodb_client=client("dynamodb"),
+                   secrets_client=client("secretsmanager"))  # fmt: skip
+
     def worker(self, *, metrics: MetricsSink) -> ReplayWorker:
-        status = StatusStore(table_name=self.settings.status_table, dynamodb_client=self._dynamodb)
+        settings = self.settings
+        status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
         notifier = build_notifier(
-            settings=self.settings.notify, secrets=self._secrets, metrics=metrics, status_store=status, source="backfill-replay"
+            settings=settings.notify, secrets=self._secrets, metrics=metrics, status_store=status, source="backfill-replay"
         )
         context = ReplayContext(
             s3=self._s3,
             sqs=self._sqs,
-            ledger=TaskLedger(table_name=self.replay.idempotency_table, dynamodb_client=self._dynamodb),
+            ledger=TaskLedger(table_name=settings.idempotency_table, dynamodb_client=self._dynamodb),
             progress=ReplayProgress(status_store=status, notifier=notifier),
-            archive_bucket=self.replay.archive_bucket,
-            layout=self.replay.archive_layout,
-            targets=self.settings.replay_targets,
-            max_message_bytes=self.replay.max_message_bytes,
-            max_concurrency=self.replay.max_concurrency,
+            archive_bucket=settings.archive_bucket,
+            layout=settings.archive_layout,
+            targets=settings.replay_targets,
+            max_message_bytes=settings.max_message_bytes,
+            max_concurrency=settings.max_concurrency,
         )
         return ReplayWorker(
             context=context,
-            tasks_queue_url=self.settings.replay_tasks_queue_url,
-            max_receive_count=self.replay.max_receive_count,
+            tasks_queue_url=settings.replay_tasks_queue_url,
+            max_receive_count=settings.max_receive_count,
             metrics=metrics,
         )

@@ -4,7 +4,10 @@ boto3's own `AWS_ENDPOINT_URL`.
 
 - `common`: what every component needs (status table, Slack, PagerDuty, replay allowlist)
 - `trigger`: the trigger function's `DeploymentSettings` (common + bucket, Marquez, Airflow)
-- the replay function's own `ReplaySettings` live with it, in `replay/settings.py` (settings import no component)
+- `interactivity`: the Slack interactivity function's `InteractivitySettings`
+- `preflight`: the deployment's side of preflight (`PreflightLimits`, part of the trigger's)
+- the replay function's `ReplaySettings` (common + its own) live with it, in `replay/settings.py`,
+  because they parse its archive layout (settings import no component)
 - `environment`: reading variables and `SettingsError`, which names every problem at once
 
     settings = DeploymentSettings.from_env()   # raises SettingsError listing every problem
@@ -17,6 +20,7 @@ from backfill_orchestrator.settings.common import (
     NotifySettings,
 )
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
+from backfill_orchestrator.settings.interactivity import InteractivitySettings
 from backfill_orchestrator.settings.trigger import (
     DEFAULT_DAG_ID,
     MAX_DAG_ID_LENGTH,
@@ -33,6 +37,7 @@ __all__ = [
     "CommonSettings",
     "DeploymentSettings",
     "EnvironmentReader",
+    "InteractivitySettings",
     "NotifySettings",
     "SettingsError",
 ]

@@ -3,9 +3,8 @@ what it requires of a backfill, and the prices of the estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from backfill_orchestrator.settings.environment import EnvironmentReader
 
@@ -24,7 +23,9 @@ DEFAULT_HISTORY_CACHE_SECONDS = 600  # how long a warm trigger keeps a job's mea
 
 @dataclass(frozen=True, kw_only=True)
 class PreflightLimits:
-    """The deployment's side of preflight: what its runtime can run and what it requires."""
+    """The deployment's side of preflight: what its runtime can run and what it requires. Only
+    values: where run history is read from, and the durations a warm container keeps, are the
+    caller's (`preflight.run`'s `history` and `durations`)."""
 
     require_catalog: bool = False
     strict: bool = False  # every config strict
@@ -37,12 +38,6 @@ class PreflightLimits:
     upstream_max_runs: int = DEFAULT_UPSTREAM_MAX_RUNS
     history_max_jobs: int = DEFAULT_HISTORY_MAX_JOBS
     history_cache_seconds: int = DEFAULT_HISTORY_CACHE_SECONDS  # 0: durations are read every time
-    # Where run history (upstream freshness, durations) is read: set by whoever wires the
-    # deployment's Marquez client (trigger/wiring.py); None: not read unless a caller passes one.
-    run_history: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
-    # The warm container's durations (preflight.history.DurationCache), kept for
-    # `history_cache_seconds`; set by the trigger's wiring; None: read every time.
-    duration_cache: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def read(cls, env: EnvironmentReader) -> PreflightLimits:

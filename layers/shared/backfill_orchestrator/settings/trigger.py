@@ -11,6 +11,11 @@ from typing import Literal
 
 from backfill_orchestrator.config import ConfigPolicy
 from backfill_orchestrator.config.model import DEFAULT_SPARK_PROFILES
+from backfill_orchestrator.lineage_events.emitter import (
+    NAMESPACE_VARIABLE,
+    TRANSPORT_VARIABLE,
+    LineageSettings,
+)
 from backfill_orchestrator.settings.common import CommonSettings
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -62,6 +67,8 @@ class DeploymentSettings(CommonSettings):
     # scheduler that had loaded the run before the PATCH may still mark it successful.
     cancel_confirm_seconds: int = 3
     control_delegates: frozenset[str] = frozenset()
+    # The backfills' OpenLineage events (OPENLINEAGE_TRANSPORT, OPENLINEAGE_NAMESPACE; no transport: off).
+    lineage_events: LineageSettings = field(default_factory=LineageSettings)
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -96,7 +103,8 @@ class DeploymentSettings(CommonSettings):
         protection), ON_OVERLAP (wait|refuse, default wait),
         JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), SPARK_PROFILES (comma-separated),
         SPARK_PROFILES_URI (the DAG's profiles file: its names replace SPARK_PROFILES),
-        the preflight's (PreflightLimits.read), REPLAY_TARGETS (JSON object
+        the preflight's (PreflightLimits.read), OPENLINEAGE_TRANSPORT and OPENLINEAGE_NAMESPACE
+        (an unusable transport turns the events off and is logged, never refused), REPLAY_TARGETS (JSON object
         name -> SQS queue URL), REPLAY_TASKS_QUEUE_URL, SECRETS_MAX_AGE_SECONDS. Empty values
         count as unset."""
         env = EnvironmentReader(environ)
@@ -157,6 +165,7 @@ class DeploymentSettings(CommonSettings):
             policy_cache_seconds=env.whole("POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"),
             cancel_confirm_seconds=env.whole("CANCEL_CONFIRM_SECONDS", 3, low=0, high=60, unit=" of seconds"),
             control_delegates=comma_set(env.get("CONTROL_DELEGATES")) or frozenset(),
+            lineage_events=LineageSettings.parse(env.get(TRANSPORT_VARIABLE), env.get(NAMESPACE_VARIABLE)),
         )
         prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)
         if len(set(prefixes)) < 4:

@@ -1,5 +1,7 @@
 """The trigger: S3 config uploads to running backfills (see service.py for the flow,
-handler.py for the Lambda entry point, modes.py for per-mode runners)."""
+outcomes.py for how an upload ends, handler.py and wiring.py for the Lambda around it,
+modes.py for per-mode runners and runs.py for what they share with approval.py and
+control_documents.py)."""
 
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
@@ -7,9 +9,10 @@ from backfill_orchestrator.trigger.events import (
     event_records,
     upload_from_record,
 )
-from backfill_orchestrator.trigger.modes import MODE_RUNNERS, ModeOutcome, ModeRequest, ModeServices
+from backfill_orchestrator.trigger.modes import MODE_RUNNERS
+from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition
+from backfill_orchestrator.trigger.runs import ModeOutcome, ModeRequest, ModeServices
 from backfill_orchestrator.trigger.service import (
-    Disposition,
     TriggerFailedError,
     TriggerService,
     UploadResult,
@@ -18,6 +21,7 @@ from backfill_orchestrator.trigger.storage import TriggerStorage
 
 __all__ = [
     "MODE_RUNNERS",
+    "OUTCOME_OF",
     "Disposition",
     "MalformedEventError",
     "ModeOutcome",

@@ -10,72 +10,44 @@ on-call paged; nothing starts on a policy nobody can read)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from fnmatch import fnmatchcase
-from typing import Any, cast
-
-from slack_sdk.models.blocks import Block
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts import ControlRequest, ResultFile
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.identity import (
-    IamNameResolver,
     Principal,
     principal_from_display,
-    principal_from_id,
 )
-from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.interactivity.errors import ApprovalExpiredError
 from backfill_orchestrator.interactivity.facts import facts_from_plain
-from backfill_orchestrator.lineage_events import backfill_started
-from backfill_orchestrator.notify import backfill_message
-from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.policy import (
     ApprovalRefusedError,
-    Policy,
-    PolicySource,
+    Verdict,
     approval_expires_at,
     check_action,
     decide_submission,
 )
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
-from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.modes import ModeOutcome, ModeRequest, ModeServices, admit, trigger_run
+from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition
+from backfill_orchestrator.trigger.runs import (
+    ModeOutcome,
+    ModeRequest,
+    ModeServices,
+    admit,
+    started,
+    trigger_run,
+)
 from backfill_orchestrator.trigger.storage import StoredBackfill
 
 log = logging.getLogger(__name__)
 GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
-AWAITING_BUTTONS = ("approve", "reject", "cancel")
 
 
-@dataclass(kw_only=True)
-class ApprovalGate:
-    """The deployment's policy (cached for its TTL), IAM names for uploaders' unique ids
-    (None: ids stay unresolved), and the principals whose control documents act for their
-    `requested_by` (globs over Principal.match_names: the Slack interactivity function's role)."""
-
-    policy_source: PolicySource
-    identities: IamNameResolver | None = None
-    delegates: frozenset[str] = frozenset()
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-
-    def policy(self) -> Policy | None:
-        return self.policy_source.get()
-
-    def uploader(self, upload: Upload) -> Principal | None:
-        """Who uploaded it, with role/user names resolved where IAM tells them."""
-        principal = upload.principal
-        if principal is None or principal.principal_id is None or not principal.principal_id.startswith("AWS:"):
-            return principal
-        return principal_from_id(principal.principal_id, resolver=self.identities)
-
-    def is_delegate(self, principal: Principal) -> bool:
-        return any(fnmatchcase(name, glob) for glob in self.delegates for name in principal.match_names)
 
 
 # -- identity of an upload ----------------------------------------------------------------------
@@ -123,7 +95,7 @@ def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan,
     if decision.refused:
         reason = f"refused by the policy (rule: {decision.rule}): {'; '.join(decision.reasons)}"
         return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=list(decision.issues), reason=reason[:2000])
-    if decision.outcome == "allowed":
+    if decision.outcome is Verdict.ALLOWED:
         return None
     assert principal is not None  # check_submit refuses an unknown uploader
     now = gate.clock()
@@ -140,21 +112,6 @@ def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan,
         },
     )  # fmt: skip
     return ModeOutcome(BackfillState.AWAITING_APPROVAL, plan=plan, stored=stored, issues=list(decision.issues), reason=reason)
-
-
-def approval_request_message(
-    *, config: BackfillConfig, backfill_id: str, plan: Plan | None, plan_uri: str | None, reason: str | None,
-    submitted_by: str | None,
-) -> SlackMessage:  # fmt: skip
-    """The thread's first message for a backfill awaiting approval: what it is, why it waits,
-    and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
-    function receives the presses)."""
-    message = backfill_message(
-        config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.AWAITING_APPROVAL),
-        plan_uri=plan_uri, note=reason, submitted_by=submitted_by,
-    )  # fmt: skip
-    buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
-    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
 
 
 # -- control documents ------------------------------------------------------------------------
@@ -190,7 +147,7 @@ def authorize(
             attributes={"reason": f"approval expired: {message}"[:2000],
                         "approval": {"outcome": "expired", "by": by, "at": now.isoformat()}},
         )  # fmt: skip
-        _report(services, record, "rejected", BackfillState.REJECTED, f"approval expired: {message}", now=now)
+        _report(services, record, BackfillState.REJECTED, f"approval expired: {message}", now=now)
         raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED")
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
@@ -205,7 +162,7 @@ def resumable(services: ModeServices, upload: Upload, request: ControlRequest, r
     if (record.approval or {}).get("outcome") != "approved":
         return False
     reported = services.storage.read_result(upload)
-    return reported is not None and reported.outcome == "failed"
+    return reported is not None and reported.outcome == Disposition.FAILED
 
 
 def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
@@ -224,12 +181,12 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
     if isinstance(admission, Queued):
         why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
         _move(services, record, BackfillState.QUEUED, why, attributes={"reason": why})
-        _report(services, record, "queued", BackfillState.QUEUED, why, now=now)
+        _report(services, record, BackfillState.QUEUED, why, now=now)
         return why
     if not isinstance(admission, Admitted):
         why = f"approved by {by}, but refused: {admission.describe()}; resubmit when it has ended"
         _move(services, record, BackfillState.REJECTED, why, attributes={"reason": why})
-        _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
+        _report(services, record, BackfillState.REJECTED, why, now=now)
         return why
     try:
         run, _ = trigger_run(
@@ -238,14 +195,10 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         )  # fmt: skip
     except TransitionRejectedError as error:  # another approval got there first; its run is the one
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
-    _report(services, record, "accepted", BackfillState.TRIGGERED, f"approved by {by}", now=now,
+    _report(services, record, BackfillState.TRIGGERED, f"approved by {by}", now=now,
             dag_id=services.settings.backfill_dag_id, dag_run_id=run.run.run_id)  # fmt: skip
-    if services.lineage_events is not None:  # never raises: lineage must not fail a backfill
-        backfill_started(services.lineage_events, services.lineage_events.facts(
-            backfill_id=record.backfill_id, attempt=1, config_uri=record.config_uri,
-            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
-            submitter=record.submitted_by or record.owner, trace_id=current_trace_id(),
-        ))  # fmt: skip
+    started(services, backfill_id=record.backfill_id, plan=plan, config_uri=record.config_uri,
+            submitter=record.submitted_by or record.owner)
     return f"approved by {by}: DAG run {run.run.run_id} triggered"
 
 
@@ -257,7 +210,7 @@ def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str
     _move(services, record, BackfillState.REJECTED, why, by=by, attributes={
         "reason": why[:2000], "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
     })  # fmt: skip
-    _report(services, record, "rejected", BackfillState.REJECTED, why, now=now)
+    _report(services, record, BackfillState.REJECTED, why, now=now)
     return why
 
 
@@ -275,7 +228,7 @@ def _original_upload(services: ModeServices, record: StatusRecord) -> Upload | N
     return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix):])
 
 
-def _report(services: ModeServices, record: StatusRecord, outcome: str, state: BackfillState, reason: str, *,
+def _report(services: ModeServices, record: StatusRecord, state: BackfillState, reason: str, *,
             now: datetime, **fields: Any) -> None:  # fmt: skip
     """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
     with only S3 access sees the decision. Best effort: the decision is on the record already."""
@@ -284,7 +237,7 @@ def _report(services: ModeServices, record: StatusRecord, outcome: str, state: B
         return
     try:
         services.storage.write_result(upload, ResultFile(
-            source=upload.uri, outcome=outcome, backfill_id=record.backfill_id, state=state, status_id=record.backfill_id,
+            source=upload.uri, outcome=OUTCOME_OF[state].disposition, backfill_id=record.backfill_id, state=state, status_id=record.backfill_id,
             reason=reason[:2000], config_uri=record.config_uri, plan_uri=record.plan_uri,
             status_command=f"backfill status {record.backfill_id}", written_at=now, **fields,
         ))  # fmt: skip

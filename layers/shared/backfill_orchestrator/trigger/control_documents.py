@@ -33,6 +33,7 @@ from datetime import UTC, date, datetime, time
 from time import sleep as wait_seconds
 from typing import Any
 
+from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.claims import Admitted, Queued, Refused
 from backfill_orchestrator.claims.release import release_and_start_queued
 from backfill_orchestrator.config.errors import InvalidConfigError
@@ -54,7 +55,8 @@ from backfill_orchestrator.policy import ApprovalRefusedError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger import approval
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.modes import ModeServices, admit, dag_run_id, trigger_run
+from backfill_orchestrator.trigger.outcomes import Disposition
+from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 log = logging.getLogger(__name__)
@@ -68,13 +70,37 @@ class ControlRefusedError(UserError):
     """The action is not allowed for this backfill now; says why."""
 
 
+class ControlResult(StrEnum):
+    """What became of one control document (its result file's `outcome`, but for duplicate and ignored)."""
+
+    DONE = "done"  # acted on
+    REFUSED = "refused"  # not allowed for this backfill now (its state, the policy)
+    REJECTED = "rejected"  # not a valid control document
+    DUPLICATE = "duplicate"  # acted on already: nothing done, nothing written
+    IGNORED = "ignored"  # deleted before it was read
+
+
+# The upload's outcome (the handler's answer) for each control result.
+DISPOSITION_OF: dict[ControlResult, Disposition] = {
+    ControlResult.DONE: Disposition.ACCEPTED,
+    ControlResult.REFUSED: Disposition.REJECTED,
+    ControlResult.REJECTED: Disposition.REJECTED,
+    ControlResult.DUPLICATE: Disposition.DUPLICATE,
+    ControlResult.IGNORED: Disposition.IGNORED,
+}
+
+
 @dataclass(frozen=True)
 class ControlOutcome:
-    outcome: str  # done | refused | rejected | duplicate | ignored
+    result: ControlResult
     backfill_id: str | None
     state: str | None
     detail: str
     retry: bool = False
+
+    @property
+    def disposition(self) -> Disposition:
+        return DISPOSITION_OF[self.result]
 
 
 @dataclass(kw_only=True)
@@ -91,7 +117,7 @@ class ControlService:
         try:
             body = storage.read_upload(upload, max_bytes=ControlRequest.max_bytes)
         except ConfigGoneError as error:
-            return ControlOutcome("ignored", None, None, str(error))
+            return ControlOutcome(ControlResult.IGNORED, None, None, str(error))
         except ConfigTooLargeError as error:
             return self._invalid(upload, [ConfigIssue(ROOT, str(error))])
         try:
@@ -109,7 +135,7 @@ class ControlService:
         if not status.add_upload(request.backfill_id, upload.upload_id, attribute="controls"):
             if not approval.resumable(self.services, upload, request, record):
                 self._count("Duplicates")
-                return ControlOutcome("duplicate", request.backfill_id, str(record.state), "already acted on")
+                return ControlOutcome(ControlResult.DUPLICATE, request.backfill_id, str(record.state), "already acted on")
             self._count("ControlResumed")  # Lambda's retry of an approval that failed half-way
         try:
             actor = approval.authorize(self.services, upload=upload, request=request, record=record, now=self.clock())
@@ -121,7 +147,7 @@ class ControlService:
             return self._refused(upload, request, status.get(request.backfill_id) or record, str(refusal))
         record = status.get(request.backfill_id) or record
         self._count(f"Control{request.action.capitalize()}")
-        self._write(upload, request, "done", record, detail)
+        self._write(upload, request, ControlResult.DONE, record, detail)
         by = actor if actor and actor != request.requested_by else None
         self.notifier.slack(
             request.backfill_id,
@@ -129,7 +155,7 @@ class ControlService:
                            detail=f"{request.action} by {request.requested_by}{f' ({by})' if by else ''}: {detail} "
                                   f"(reason: {request.reason})"),
         )  # fmt: skip
-        return ControlOutcome("done", request.backfill_id, str(record.state), detail)
+        return ControlOutcome(ControlResult.DONE, request.backfill_id, str(record.state), detail)
 
     def _parse(self, upload: Upload, body: bytes) -> ControlRequest:
         document = load_document(
@@ -239,7 +265,7 @@ class ControlService:
         run_id = record.dag_run_id or dag_run_id(record.backfill_id, record.run_attempt)
         if airflow.fail_dag_run(dag_id, run_id):
             stopped.append(f"DAG run {dag_id}/{record.dag_run_id}")
-            self._keep_failed(airflow, dag_id, run_id)
+            keep_failed(airflow, dag_id, run_id, seconds=self.services.settings.cancel_confirm_seconds, sleep=self.sleep)
         plan = self._plan(record)
         for step in plan.steps:
             if step.kind != "airflow_dag" or not step.dates:
@@ -252,23 +278,6 @@ class ControlService:
                 airflow.fail_dag_run(step.dag_id, run.run_id)
                 stopped.append(f"{step.dag_id}/{run.run_id}")
         return stopped
-
-    def _keep_failed(self, airflow: Any, dag_id: str, run_id: str) -> None:
-        """Watch the failed run for `cancel_confirm_seconds`: a scheduler that loaded it before
-        the PATCH (its last tasks just skipped) may still write "success" over it (seen with
-        Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again,
-        so that a cancelled backfill never shows a successful run. Best effort: the record is
-        CANCELLED either way."""
-        for _ in range(self.services.settings.cancel_confirm_seconds):
-            self.sleep(1.0)
-            try:
-                run = airflow.get_dag_run(dag_id, run_id)
-                if run is not None and run.state == "success":
-                    log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
-                    airflow.fail_dag_run(dag_id, run_id)
-            except Exception as error:  # noqa: BLE001 - the cancel itself is done
-                log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)
-                return
 
     def _done_so_far(self, record: StatusRecord, plan: Plan, attempt: int) -> AttemptDone:
         """What earlier attempts finished: the last backfill report's succeeded steps and
@@ -325,22 +334,22 @@ class ControlService:
     def _invalid(self, upload: Upload, issues: list[ConfigIssue]) -> ControlOutcome:
         self._count("ControlRejected")
         self._write_document(upload, ResultFile(
-            source=upload.uri, outcome="rejected", backfill_id=None, state=None, status_id=None,
+            source=upload.uri, outcome=ControlResult.REJECTED, backfill_id=None, state=None, status_id=None,
             errors=[issue.as_dict() for issue in issues[:100]], written_at=self.clock(),
         ))  # fmt: skip
-        return ControlOutcome("rejected", None, None, f"{len(issues)} errors: {issues[0] if issues else ''}")
+        return ControlOutcome(ControlResult.REJECTED, None, None, f"{len(issues)} errors: {issues[0] if issues else ''}")
 
     def _refused(self, upload: Upload, request: ControlRequest, record: StatusRecord | None, why: str) -> ControlOutcome:
         self._count("ControlRefused")
-        self._write(upload, request, "refused", record, why)
+        self._write(upload, request, ControlResult.REFUSED, record, why)
         if record is not None:
             self.notifier.slack(request.backfill_id, status_message(
                 backfill_id=request.backfill_id, state=str(record.state),
                 detail=f"{request.action} by {request.requested_by} refused: {why}",
             ))  # fmt: skip
-        return ControlOutcome("refused", request.backfill_id, str(record.state) if record else None, why)
+        return ControlOutcome(ControlResult.REFUSED, request.backfill_id, str(record.state) if record else None, why)
 
-    def _write(self, upload: Upload, request: ControlRequest, outcome: str, record: StatusRecord | None, detail: str) -> None:
+    def _write(self, upload: Upload, request: ControlRequest, outcome: ControlResult, record: StatusRecord | None, detail: str) -> None:
         self._write_document(upload, ResultFile(
             source=upload.uri, outcome=outcome, backfill_id=request.backfill_id,
             state=record.state if record else None, status_id=request.backfill_id if record else None,
@@ -362,6 +371,24 @@ def release_claims(services: ModeServices, backfill_id: str, *, now: datetime) -
     storage = services.storage
     control_uri = f"s3://{storage.bucket}/{services.settings.control_prefix}"
     return release_and_start_queued(services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage.s3_client)
+
+
+def keep_failed(airflow: Any, dag_id: str, run_id: str, *, seconds: int, sleep: Callable[[float], None]) -> None:
+    """Watch a failed run for `seconds` (CANCEL_CONFIRM_SECONDS): a scheduler that loaded it
+    before the PATCH (its last tasks just skipped) may still write "success" over it (seen with
+    Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again, so
+    that a cancelled backfill never shows a successful run. Best effort: the record is
+    CANCELLED either way."""
+    for _ in range(seconds):
+        sleep(1.0)
+        try:
+            run = airflow.get_dag_run(dag_id, run_id)
+            if run is not None and run.state == "success":
+                log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
+                airflow.fail_dag_run(dag_id, run_id)
+        except Exception as error:  # noqa: BLE001 - the cancel itself is done
+            log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)
+            return
 
 
 def storage_uri(storage: Any, backfill_id: str, name: str) -> str:

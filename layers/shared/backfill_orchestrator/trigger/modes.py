@@ -1,103 +1,36 @@
 """One runner per config mode. The service claims the backfill (status RECEIVED), then calls
-`MODE_RUNNERS[config.mode]`; a runner records the states it reaches on the way (PLANNED,
-TRIGGERED) and returns how it ended. Final REJECTED/FAILED records and all notifications
-are the service's job. A runner raises for system failures (Marquez, Airflow, S3, ...).
+`MODE_RUNNERS[config.mode]` with the services and request of runs.py; a runner records the
+states it reaches on the way (PLANNED, TRIGGERED) and returns how it ended. Final
+REJECTED/FAILED records and all notifications are the service's job. A runner raises for system failures (Marquez, Airflow, S3, ...).
 
 Replay (docs/replay.md) queues one task per feed, day and hour for the replay function."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from backfill_orchestrator.airflow_api import AirflowClient, DagRun, TriggerResult
-from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet, Queued, Refused
-from backfill_orchestrator.claims.registry import keep_claim_set
+from backfill_orchestrator.airflow_api import TriggerResult
+from backfill_orchestrator.claims import Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
-from backfill_orchestrator.contracts import AttemptDone, RunConf
-from backfill_orchestrator.contracts.plan import Plan
-from backfill_orchestrator.lineage import LineageSource, ProducersSeen
-from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
-from backfill_orchestrator.planner import JobCatalog, PlanRefusedError, build_plan
-from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan, estimate_totals
-from backfill_orchestrator.settings import DeploymentSettings
-from backfill_orchestrator.status import (
-    TRIGGER_FROM,
-    BackfillState,
-    StatusItemTooLargeError,
-    StatusRecord,
-    StatusStore,
-    TransitionRejectedError,
+from backfill_orchestrator.lineage import ProducersSeen
+from backfill_orchestrator.planner import PlanRefusedError, build_plan
+from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan
+from backfill_orchestrator.status import BackfillState
+from backfill_orchestrator.trigger.approval import gate_submission
+from backfill_orchestrator.trigger.runs import (
+    ModeOutcome,
+    ModeRequest,
+    ModeRunner,
+    ModeServices,
+    admit,
+    first_run,
+    plan_summary,
+    record_triggered,
+    run_plan,
+    started,
+    trigger_run,
 )
-from backfill_orchestrator.tracing import current_trace_id
-from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.storage import StoredBackfill, TriggerStorage
+from backfill_orchestrator.trigger.storage import StoredBackfill
 
-if TYPE_CHECKING:  # approval.py imports this module
-    from backfill_orchestrator.trigger.approval import ApprovalGate
-
-log = logging.getLogger(__name__)
 REPLAY_NOT_ENABLED = "replay mode is not enabled in this deployment"
-
-
-@dataclass(frozen=True)
-class ModeServices:
-    """What runners may use; the factories are called only when needed, so an invalid
-    config never costs a secret lookup or a connection."""
-
-    settings: DeploymentSettings
-    storage: TriggerStorage
-    status: StatusStore
-    airflow: Callable[[], AirflowClient]
-    lineage: Callable[[], LineageSource]
-    catalog: Callable[[], JobCatalog]
-    sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
-    claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back
-    lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
-    approval: ApprovalGate | None = None  # uploaders' identities and the policy (None: nothing gated)
-
-
-# Posts the message that opens the backfill's Slack thread for a run this attempt created
-# (plan, where it is stored, the run's link) and returns the thread (channel, ts) to record
-# with TRIGGERED, or None (no thread to store, or nothing sent). Never raises.
-Announce = Callable[[Plan, "StoredBackfill", "str | None"], "tuple[str, str] | None"]
-
-
-@dataclass(frozen=True)
-class ModeRequest:
-    config: BackfillConfig
-    backfill_id: str
-    record: StatusRecord  # as claimed: RECEIVED, or PLANNED when a dead attempt is taken over; may carry a plan_uri
-    body: bytes
-    upload: Upload
-    announce: Announce | None = None  # batch: Slack between the run's creation and TRIGGERED
-
-
-@dataclass(frozen=True)
-class ModeOutcome:
-    state: BackfillState  # PLANNED (dry run), AWAITING_APPROVAL, QUEUED, TRIGGERED, REJECTED or FAILED
-    plan: Plan | None = None
-    stored: StoredBackfill | None = None
-    run: TriggerResult | None = None
-    run_url: str | None = None
-    issues: list[ConfigIssue] = field(default_factory=list)
-    reason: str | None = None
-    announced: bool = False  # the runner dealt with Slack for TRIGGERED (posted, or left it to the DAG's start)
-
-
-ModeRunner = Callable[[ModeRequest, ModeServices], ModeOutcome]
-
-
-def plan_summary(plan: Plan) -> dict[str, Any]:
-    """The compact plan kept on the status record and in the result file."""
-    return {
-        "waves": [[step.id for step in wave.steps] for wave in plan.waves],
-        "steps": len(plan.steps),
-        "warnings": [warning.message for warning in plan.warnings],
-        **({"estimate": estimate_totals(plan.estimate)} if plan.estimate else {}),
-    }
 
 
 def refusal_issues(config: BackfillConfig, error: PlanRefusedError) -> list[ConfigIssue]:
@@ -132,11 +65,13 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         if plan is None:
             try:
                 catalog = services.catalog()
-                lineage = ProducersSeen(services.lineage())  # freshness reuses the roots' answers
+                marquez = services.lineage()  # the plan's lineage, and the run history of its jobs
+                lineage = ProducersSeen(marquez)  # freshness reuses the roots' answers
                 plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
                 plan = checked_plan(
-                    config, plan, catalog=catalog, limits=services.settings.preflight, known_producers=lineage.producers
-                )
+                    config, plan, catalog=catalog, limits=services.settings.preflight, history=marquez,
+                    known_producers=lineage.producers, durations=services.durations,
+                )  # fmt: skip
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
@@ -158,8 +93,6 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED, plan=plan, stored=stored)
-    from backfill_orchestrator.trigger.approval import gate_submission  # imports this module
-
     gated = gate_submission(request, services, plan=plan, stored=stored)
     if gated is not None:  # refused by the policy, or awaiting a second person's approval
         return gated
@@ -179,7 +112,7 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         result_uri=services.storage.result_uri(request.upload), planned=planned,
         announce=(lambda url: announce(plan, stored, url)) if announce else None,
     )  # fmt: skip
-    started(services, backfill_id=backfill_id, config=config, plan=plan, config_uri=stored.config_uri)
+    started(services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=config.owner)
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url, announced=announce is not None)
 
 
@@ -206,143 +139,11 @@ def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | Non
     run_url = airflow.run_url(dag_id, run.run_id)
     record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=TriggerResult(run, created=False),
                      run_url=run_url, attempt=1, attributes=planned)  # fmt: skip
-    started(services, backfill_id=backfill_id, config=request.config, plan=plan, config_uri=stored.config_uri)
+    started(services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=request.config.owner)
     # No Slack: the dead attempt may have posted between its POST and its TRIGGERED write, and
     # its thread is not known. The DAG's start opens the thread when the record has none.
     return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False),
                        run_url=run_url, announced=request.announce is not None)  # fmt: skip
-
-
-def first_run(services: ModeServices, backfill_id: str) -> DagRun | None:
-    """The backfill's first DAG run as Airflow has it (run id = backfill id), when its conf is
-    this backfill's; None otherwise."""
-    run = services.airflow().get_dag_run(services.settings.backfill_dag_id, dag_run_id(backfill_id))
-    return run if run is not None and run.conf.get("backfill_id") == backfill_id else None
-
-
-def run_plan(services: ModeServices, conf: Mapping[str, Any]) -> tuple[Plan | None, dict[str, Any]]:
-    """The plan a run's conf points at, and the record's attributes naming it and its config."""
-    run_conf = RunConf.from_conf(conf)
-    plan = services.storage.load_plan(run_conf.plan_uri)
-    planned: dict[str, Any] = {"config_uri": run_conf.config_uri, "plan_uri": run_conf.plan_uri}
-    if plan is not None:
-        planned["plan_summary"] = plan_summary(plan)
-    return plan, planned
-
-
-def started(services: ModeServices, *, backfill_id: str, config: BackfillConfig, plan: Plan, config_uri: str) -> None:
-    """The backfill's OpenLineage START (never raises: lineage must not fail a backfill)."""
-    if services.lineage_events is not None:
-        backfill_started(services.lineage_events, services.lineage_events.facts(
-            backfill_id=backfill_id, attempt=1, config_uri=config_uri,
-            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
-            submitter=config.owner, trace_id=current_trace_id(),
-        ))  # fmt: skip
-
-
-def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at: str, skip: AttemptDone | None = None) -> Admission:
-    """Claim the (step, date) pairs the plan rewrites (less what earlier attempts finished);
-    Admitted when nothing active overlaps them (or no claims table is configured)."""
-    if services.claims is None:
-        return Admitted(backfill_id)
-    done = {step_id: plan.step(step_id).dates for step_id in (skip.steps_done if skip else [])}
-    for step_id, days in (skip.dates_done if skip else {}).items():
-        done[step_id] = days
-    claims = ClaimSet.from_plan(plan, skip=done)
-    # Named by its version: containers keep the claim sets they read (claims.registry_for).
-    uri = services.storage.store_document(backfill_id, "claims.json", claims.to_json().encode(), versioned=True)
-    keep_claim_set(uri, claims)
-    return services.claims().admit(
-        backfill_id=backfill_id, claims=claims, claims_uri=uri, submitted_at=submitted_at,
-        on_overlap=services.settings.on_overlap,
-    )  # fmt: skip
-
-
-def trigger_run(
-    services: ModeServices,
-    *,
-    backfill_id: str,
-    config_uri: str,
-    plan_uri: str,
-    result_uri: str | None,
-    attempt: int = 1,
-    done_uri: str | None = None,
-    planned: Mapping[str, Any] | None = None,
-    announce: Callable[[str | None], tuple[str, str] | None] | None = None,
-) -> tuple[TriggerResult, str | None]:
-    """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
-    record TRIGGERED (with `planned`: config_uri, plan_uri and plan_summary, when no PLANNED
-    carried them); a retried trigger finds its run (409 read back), never a second one.
-
-    `announce(run_url)`: called only when this call created the run, between the POST and the
-    TRIGGERED write, which then carries the Slack thread it returns (one status write, not
-    two). A run that existed already is not announced again: whoever created it did, or died
-    before it could, and then the DAG's start opens the thread (the record has none)."""
-    airflow = services.airflow()
-    dag_id = services.settings.backfill_dag_id
-    conf = RunConf(
-        backfill_id=backfill_id, config_uri=config_uri, plan_uri=plan_uri, result_uri=result_uri,
-        attempt=attempt, done_uri=done_uri, trace_id=current_trace_id(),
-    ).to_conf()  # fmt: skip
-    run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
-    run_url = airflow.run_url(dag_id, run.run.run_id)
-    thread = announce(run_url) if announce is not None and run.created else None
-    record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                     attributes=planned, slack_thread=thread)  # fmt: skip
-    return run, run_url
-
-
-# The DAG's own states: a record it moved on is never taken back to TRIGGERED.
-DAG_AHEAD = frozenset({BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED})
-
-
-def record_triggered(
-    services: ModeServices,
-    *,
-    backfill_id: str,
-    dag_id: str,
-    run: TriggerResult,
-    run_url: str | None,
-    attempt: int,
-    attributes: Mapping[str, Any] | None,
-    slack_thread: tuple[str, str] | None = None,
-) -> None:
-    """TRIGGERED, with the run's id and link. A first run is recorded only from what the
-    trigger left before it (TRIGGER_FROM): when the DAG already moved the record on (RUNNING,
-    SUCCEEDED, FAILED; a run accepted while no TRIGGERED was recorded yet) its state stands
-    and only the run's id and link (and `attributes`) are added. A retry attempt (attempt > 1)
-    follows FAILED or CANCELLED."""
-    run_attributes = {"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url, "run_attempt": attempt}
-    try:
-        services.status.transition(
-            backfill_id,
-            BackfillState.TRIGGERED,
-            detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)")
-            + (f", attempt {attempt}" if attempt > 1 else ""),
-            attributes={**(attributes or {}), **run_attributes},
-            only_from=TRIGGER_FROM if attempt == 1 else None,
-            slack_thread=slack_thread,
-        )
-    except TransitionRejectedError as error:
-        current = error.current
-        if attempt > 1 or current is None or current.state not in DAG_AHEAD:
-            raise
-        services.status.annotate(backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread)
-    except StatusItemTooLargeError:
-        # The run exists: the record must say so. Only the plan's summary can be large (plan.json
-        # and the result file have the whole plan), so the write goes again without it.
-        if not attributes or "plan_summary" not in attributes:
-            raise
-        log.warning("status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id)
-        trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
-        record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                         attributes=trimmed, slack_thread=slack_thread)  # fmt: skip
-
-
-
-def dag_run_id(backfill_id: str, attempt: int = 1) -> str:
-    """At most 33 + 10 characters: MWAA's 64-character Path still fits."""
-    return backfill_id if attempt == 1 else f"{backfill_id}__attempt{attempt}"
 
 
 def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:

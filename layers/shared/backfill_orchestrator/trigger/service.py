@@ -23,7 +23,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 from urllib.parse import quote
 
@@ -57,15 +56,16 @@ from backfill_orchestrator.status import (
     StatusRecord,
     TransitionRejectedError,
 )
-from backfill_orchestrator.trigger.approval import approval_request_message, submission_attributes
+from backfill_orchestrator.trigger.approval import submission_attributes
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,
     Upload,
     event_records,
     upload_from_record,
 )
-from backfill_orchestrator.trigger.modes import (
-    MODE_RUNNERS,
+from backfill_orchestrator.trigger.modes import MODE_RUNNERS
+from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition, Ending, Finished
+from backfill_orchestrator.trigger.runs import (
     Announce,
     ModeOutcome,
     ModeRequest,
@@ -78,25 +78,6 @@ from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLarg
 
 DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
 MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the log line)
-_STATE_OUTCOMES = {
-    "PLANNED": "dry_run", "TRIGGERED": "accepted", "RUNNING": "accepted", "SUCCEEDED": "accepted",
-    "REJECTED": "rejected", "FAILED": "failed", "QUEUED": "queued", "CANCELLED": "accepted",
-    "AWAITING_APPROVAL": "awaiting_approval",
-}  # fmt: skip
-
-
-class Disposition(StrEnum):
-    """What became of one upload (the `outcome` of its result file)."""
-
-    ACCEPTED = "accepted"  # triggered
-    DRY_RUN = "dry_run"  # planned and stored, nothing triggered
-    REJECTED = "rejected"  # invalid config or refused plan
-    ALREADY_KNOWN = "already_known"  # identical re-upload
-    DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
-    QUEUED = "queued"  # waits for an overlapping backfill to end
-    AWAITING_APPROVAL = "awaiting_approval"  # waits for a second person's approval (trigger/approval.py)
-    FAILED = "failed"
-    IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
 
 
 @dataclass(frozen=True)
@@ -133,7 +114,7 @@ class Attempt:
 
 @dataclass(kw_only=True)
 class TriggerService:
-    """The trigger's business logic; every client is passed in (see handler.py for wiring)."""
+    """The trigger's business logic; every client is passed in (wiring.py builds it per invocation)."""
 
     services: ModeServices
     notifier: Notifier
@@ -210,12 +191,8 @@ class TriggerService:
         control = ControlService(services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock)
         with deadline_scope(attempt.deadline):
             outcome = control.handle(upload)
-        self.logger.info("control document %s: %s (%s)", upload.uri, outcome.outcome, outcome.detail[:500])
-        disposition = {
-            "done": Disposition.ACCEPTED, "refused": Disposition.REJECTED, "rejected": Disposition.REJECTED,
-            "duplicate": Disposition.DUPLICATE, "ignored": Disposition.IGNORED,
-        }[outcome.outcome]  # fmt: skip
-        return UploadResult(upload.uri, disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000])
+        self.logger.info("control document %s: %s (%s)", upload.uri, outcome.result, outcome.detail[:500])
+        return UploadResult(upload.uri, outcome.disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000])
 
     # -- one upload ----------------------------------------------------------------------
     def handle_upload(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
@@ -312,99 +289,57 @@ class TriggerService:
     def _finish(
         self, upload: Upload, config: BackfillConfig, backfill_id: str, record: StatusRecord, outcome: ModeOutcome
     ) -> UploadResult:
-        status = self.services.status
-        channel = config.notify.slack_channel
-        if outcome.state is BackfillState.REJECTED:
-            attributes = {"errors": [issue.as_dict() for issue in outcome.issues], "reason": outcome.reason}
-            try:
-                ended = status.transition(backfill_id, BackfillState.REJECTED, detail=outcome.reason, attributes=attributes)
-            except TransitionRejectedError:  # refused after PLANNED: REJECTED cannot follow, FAILED (final) can
-                ended = status.transition(backfill_id, BackfillState.FAILED, detail=outcome.reason,
-                                          attributes={**attributes, "retryable": False})  # fmt: skip
-            self._count("Rejected")
-            written = self._write_result(upload, self._result_document(upload, Disposition.REJECTED, backfill_id, "REJECTED", errors=outcome.issues))
-            self.notifier.slack(backfill_id, rejection_message(source_uri=upload.uri, issues=outcome.issues, name=config.name),
-                                channel=channel, record=ended)  # fmt: skip
-            return UploadResult(upload.uri, Disposition.REJECTED, backfill_id, "REJECTED", outcome.reason, retry=not written)
-
-        if outcome.state is BackfillState.FAILED:  # a refusal by the mode, not an outage: no page
-            ended = status.transition(
-                backfill_id, BackfillState.FAILED, detail=outcome.reason,
-                attributes={"reason": outcome.reason, "retryable": False},
-            )  # fmt: skip
-            self._count("Failed")
-            written = self._write_result(upload, self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=outcome.reason))
-            self.notifier.slack(
-                backfill_id,
-                backfill_message(config=config, backfill_id=backfill_id, plan=None, state="FAILED", note=outcome.reason),
-                channel=channel,
-                record=ended,
-            )
-            return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", outcome.reason, retry=not written)
-
-        if outcome.state is BackfillState.AWAITING_APPROVAL:  # the policy wants a second person (approval.py)
-            self._count("AwaitingApproval")
-            written = self._write_result(upload, self._result_document(
-                upload, Disposition.AWAITING_APPROVAL, backfill_id, "AWAITING_APPROVAL", reason=outcome.reason,
-                **_plan_fields(outcome),
-            ))  # fmt: skip
-            self.notifier.slack(backfill_id, approval_request_message(
-                config=config, backfill_id=backfill_id, plan=outcome.plan, reason=outcome.reason,
-                plan_uri=outcome.stored.plan_uri if outcome.stored else None, submitted_by=record.submitted_by,
-            ), channel=channel)  # fmt: skip
-            return UploadResult(upload.uri, Disposition.AWAITING_APPROVAL, backfill_id, "AWAITING_APPROVAL", outcome.reason,
-                                retry=not written)  # fmt: skip
-
-        if outcome.state is BackfillState.QUEUED:  # waits for an overlapping backfill (claims)
-            self._count("Queued")
-            written = self._write_result(upload, self._result_document(
-                upload, Disposition.QUEUED, backfill_id, "QUEUED", reason=outcome.reason,
-                **_plan_fields(outcome),
-            ))  # fmt: skip
-            self.notifier.slack(
-                backfill_id,
-                backfill_message(config=config, backfill_id=backfill_id, plan=outcome.plan, state="QUEUED", note=outcome.reason,
-                                 submitted_by=record.submitted_by),
-                channel=channel,
-                record=record,  # as claimed: the mode's writes since do not touch the thread
-            )
-            return UploadResult(upload.uri, Disposition.QUEUED, backfill_id, "QUEUED", outcome.reason, retry=not written)
-
-        dry_run = outcome.state is BackfillState.PLANNED
-        disposition = Disposition.DRY_RUN if dry_run else Disposition.ACCEPTED
-        self._count("DryRuns" if dry_run else "Triggered")
-        run_id = outcome.run.run.run_id if outcome.run else None
-        written = self._write_result(
-            upload,
-            self._result_document(
-                upload, disposition, backfill_id, str(outcome.state),
-                **_plan_fields(outcome),
-                dag_id=self.settings.backfill_dag_id if run_id else None,
-                dag_run_id=run_id,
-                dag_run_url=outcome.run_url,
-            ),
-        )  # fmt: skip
+        """The mode's end, as its row of OUTCOME_OF says: record it (unless the runner did), count
+        it, write the result file, post to the thread (unless the runner announced it)."""
+        state = outcome.state
+        ending = OUTCOME_OF[state]
+        if ending.metric is None or ending.message is None:
+            raise ValueError(f"no mode ends an upload in {state}")  # a runner's bug: the event is retried
+        thread_record = self._record_end(backfill_id, outcome, ending) if ending.records is not None else record
+        self._count(ending.metric)
+        written = self._write_result(upload, self._result_document(
+            upload, ending.disposition, backfill_id, str(state), **self._result_fields(ending, outcome),
+        ))  # fmt: skip
         if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
-            self.notifier.slack(
-                backfill_id,
-                backfill_message(
-                    config=config,
-                    backfill_id=backfill_id,
-                    plan=outcome.plan,
-                    state=str(outcome.state),
-                    run_url=outcome.run_url,
-                    lineage_url=self._lineage_url(config),
-                    plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-                    note="Dry run: planned and stored, nothing triggered." if dry_run else None,
-                    submitted_by=record.submitted_by,
-                ),
-                channel=channel,
-                record=record,  # as claimed: the mode's writes since do not touch the thread
-            )
-        if record.pagerduty_open:  # an earlier attempt paged; this one succeeded
+            end = Finished(upload=upload, config=config, backfill_id=backfill_id, record=record, outcome=outcome,
+                           lineage_url=self._lineage_url(config))  # fmt: skip
+            # The record as this attempt last wrote it, or as claimed: the runner's writes since do not touch the thread.
+            self.notifier.slack(backfill_id, ending.message(end), channel=config.notify.slack_channel, record=thread_record)
+        if ending.resolves_page and record.pagerduty_open:  # an earlier attempt paged; this one got through
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
-        self.logger.info("%s: %s", backfill_id, disposition)
-        return UploadResult(upload.uri, disposition, backfill_id, str(outcome.state), retry=not written)
+        self.logger.info("%s: %s", backfill_id, ending.disposition)
+        return UploadResult(upload.uri, ending.disposition, backfill_id, str(state), outcome.reason, retry=not written)
+
+    def _record_end(self, backfill_id: str, outcome: ModeOutcome, ending: Ending) -> StatusRecord:
+        attributes = {"reason": outcome.reason, **(ending.records or {})}
+        if "errors" in ending.reports:
+            attributes["errors"] = [issue.as_dict() for issue in outcome.issues]
+        status = self.services.status
+        try:
+            return status.transition(backfill_id, outcome.state, detail=outcome.reason, attributes=attributes)
+        except TransitionRejectedError:  # e.g. refused after PLANNED: REJECTED cannot follow, FAILED (final) can
+            if ending.fallback is None:
+                raise
+            fallback = {**attributes, **(OUTCOME_OF[ending.fallback].records or {})}
+            return status.transition(backfill_id, ending.fallback, detail=outcome.reason, attributes=fallback)
+
+    def _result_fields(self, ending: Ending, outcome: ModeOutcome) -> dict[str, Any]:
+        """The result file's fields the row reports."""
+        fields: dict[str, Any] = {}
+        if "errors" in ending.reports:
+            fields["errors"] = outcome.issues
+        if "reason" in ending.reports:
+            fields["reason"] = outcome.reason
+        if "plan" in ending.reports:
+            fields["plan"] = plan_summary(outcome.plan) if outcome.plan else None
+            fields["config_uri"] = outcome.stored.config_uri if outcome.stored else None
+            fields["plan_uri"] = outcome.stored.plan_uri if outcome.stored else None
+        if "run" in ending.reports:
+            run_id = outcome.run.run.run_id if outcome.run else None
+            fields["dag_id"] = self.settings.backfill_dag_id if run_id else None
+            fields["dag_run_id"] = run_id
+            fields["dag_run_url"] = outcome.run_url
+        return fields
 
     def _announcer(self, config: BackfillConfig, backfill_id: str, record: StatusRecord) -> Announce:
         """The TRIGGERED message of a run this attempt created, posted before TRIGGERED is
@@ -477,11 +412,11 @@ class TriggerService:
         if (
             reported is not None
             and reported.backfill_id == backfill_id
-            and (reported.outcome != "failed" or reported.state == record.state)
+            and (reported.outcome != Disposition.FAILED or reported.state == record.state)
         ):
             self._count("Duplicates")
             return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
-        disposition = Disposition(_STATE_OUTCOMES.get(str(record.state), "accepted"))
+        disposition = OUTCOME_OF[record.state].disposition
         self.logger.info("retry of %s: writing the result its earlier attempt did not (%s)", upload.uri, record.state)
         written = self._write_result(
             upload,
@@ -631,12 +566,3 @@ class TriggerService:
 
     def _count(self, name: str) -> None:
         self.metrics.add_metric(name=name, unit="Count", value=1)
-
-
-def _plan_fields(outcome: ModeOutcome) -> dict[str, Any]:
-    """What a result file says of the outcome's plan: its summary and where plan and config are stored."""
-    return {
-        "plan": plan_summary(outcome.plan) if outcome.plan else None,
-        "config_uri": outcome.stored.config_uri if outcome.stored else None,
-        "plan_uri": outcome.stored.plan_uri if outcome.stored else None,
-    }

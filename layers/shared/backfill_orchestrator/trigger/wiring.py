@@ -1,28 +1,29 @@
-"""Wiring: settings + AWS clients -> a TriggerService. Long-lived parts (HTTP sessions, the
-Airflow client with its JWT, the secrets cache) live as long as the Lambda container; the
-service itself is built per invocation so rotated secrets apply once the cache expires."""
+"""The trigger's wiring: its settings, read once from the environment, and what lives as long
+as the Lambda container (AWS clients, HTTP sessions, the Airflow client with its JWT, the
+secrets cache, the job catalog, the policy's cache, the run durations kept for the preflight).
+The service is built per invocation, so rotated secrets apply once the cache expires."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import boto3
 import requests
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
+from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
 from backfill_orchestrator.lineage import LineageSource, MarquezClient
-from backfill_orchestrator.lineage_events import LineageEmitter, LineageSettings
+from backfill_orchestrator.lineage_events import LineageEmitter
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
@@ -31,10 +32,19 @@ from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
-from backfill_orchestrator.trigger.approval import ApprovalGate
-from backfill_orchestrator.trigger.modes import ModeServices
+from backfill_orchestrator.trigger.approval_gate import ApprovalGate
+from backfill_orchestrator.trigger.runs import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_iam.client import IAMClient
+    from mypy_boto3_mwaa.client import MWAAClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_ssm.client import SSMClient
 
 CATALOG_MAX_AGE_SECONDS = 60
 
@@ -44,29 +54,24 @@ class TriggerWiring:
         self,
         settings: DeploymentSettings,
         *,
-        s3_client: Any,
-        dynamodb_client: Any,
-        secrets_client: Any,
-        mwaa_client_factory: Callable[[], Any] | None = None,
-        sqs_client_factory: Callable[[], Any] | None = None,
+        s3_client: S3Client,
+        dynamodb_client: DynamoDBClient,
+        secrets_client: SecretsManagerClient,
+        mwaa_client_factory: Callable[[], MWAAClient] | None = None,
+        sqs_client_factory: Callable[[], SQSClient] | None = None,
         session_factory: Callable[[], requests.Session] = retrying_session,
-        ssm_client_factory: Callable[[], Any] | None = None,
-        iam_client_factory: Callable[[], Any] | None = None,
+        ssm_client_factory: Callable[[], SSMClient] | None = None,
+        iam_client_factory: Callable[[], IAMClient] | None = None,
     ):
         """`session_factory` makes the HTTP sessions (tests pass one with short backoff); the
-        SSM and IAM clients are made only when a policy is configured (POLICY_URI)."""
-        # The preflight reads upstream freshness and run durations from the deployment's Marquez;
-        # the durations are kept by the warm container (HISTORY_CACHE_SECONDS; 0: not kept).
-        ttl = settings.preflight.history_cache_seconds
-        durations = RecentDurations(ttl_seconds=ttl) if ttl > 0 else None
-        self.settings = replace(
-            settings, preflight=replace(settings.preflight, run_history=self.lineage, duration_cache=durations)
-        )
+        MWAA and SQS clients are made on first use, the SSM and IAM ones only when a policy is
+        configured (POLICY_URI)."""
+        self.settings = settings
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
         self._mwaa_factory = mwaa_client_factory
         self._sqs_factory = sqs_client_factory
-        self._sqs: Any = None
+        self._sqs: SQSClient | None = None
         self._secrets = SecretReader(
             provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
         )
@@ -75,6 +80,29 @@ class TriggerWiring:
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
         self.approval = self._approval_gate(ssm_client_factory, iam_client_factory)
+        # The preflight's measured run durations, kept for HISTORY_CACHE_SECONDS (0: read every time).
+        ttl = settings.preflight.history_cache_seconds
+        self.durations = RecentDurations(ttl_seconds=ttl) if ttl > 0 else None
+
+    @classmethod
+    def from_env(cls) -> TriggerWiring:
+        """The deployment's: settings from the environment (SettingsError names every problem),
+        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        settings = DeploymentSettings.from_env()
+
+        def client(name: str) -> Any:
+            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
+
+        return cls(
+            settings,
+            s3_client=client("s3"),
+            dynamodb_client=client("dynamodb"),
+            secrets_client=client("secretsmanager"),
+            mwaa_client_factory=lambda: client("mwaa"),
+            sqs_client_factory=lambda: client("sqs"),
+            ssm_client_factory=lambda: client("ssm"),
+            iam_client_factory=lambda: client("iam"),
+        )
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
         settings = self.settings
@@ -96,10 +124,9 @@ class TriggerWiring:
             catalog=self.catalog,
             sqs=self.sqs if self._sqs_factory is not None else None,
             claims=(lambda: self.claims(status)) if settings.claims_table else None,
-            lineage_events=LineageEmitter.from_settings(
-                LineageSettings.from_env(os.environ), metrics=metrics, logger=logger
-            ),
+            lineage_events=LineageEmitter.from_settings(settings.lineage_events, metrics=metrics, logger=logger),
             approval=self.approval,
+            durations=self.durations,
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 
@@ -161,7 +188,7 @@ class TriggerWiring:
             self._airflow = (fingerprint, client)
         return self._airflow[1]
 
-    def sqs(self) -> Any:
+    def sqs(self) -> SQSClient:
         """The SQS client that queues replay tasks (made on first use)."""
         if self._sqs is None:
             assert self._sqs_factory is not None

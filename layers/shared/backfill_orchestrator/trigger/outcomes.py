@@ -1,0 +1,150 @@
+"""What becomes of an upload: the enum of its outcomes and one table from the state its
+backfill ends in to what the trigger writes, posts and returns (`TriggerService._finish`,
+a retry reporting a recorded state, the approval gate rewriting a result file).
+
+A new state is one row of `OUTCOME_OF` (a test checks every `BackfillState` has one), plus its
+message when a mode can end an upload in it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast
+
+from slack_sdk.models.blocks import Block
+
+from backfill_orchestrator._compat import StrEnum
+from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.interactivity.blocks import control_buttons
+from backfill_orchestrator.notify import backfill_message, rejection_message
+from backfill_orchestrator.notify.slack import SlackMessage
+from backfill_orchestrator.status import BackfillState, StatusRecord
+from backfill_orchestrator.trigger.events import Upload
+from backfill_orchestrator.trigger.runs import ModeOutcome
+
+AWAITING_BUTTONS = ("approve", "reject", "cancel")  # the approval request's buttons (interactivity.blocks)
+
+
+class Disposition(StrEnum):
+    """What became of one upload (the `outcome` of its result file and of the handler's answer)."""
+
+    ACCEPTED = "accepted"  # triggered
+    DRY_RUN = "dry_run"  # planned and stored, nothing triggered
+    REJECTED = "rejected"  # invalid config or refused plan
+    ALREADY_KNOWN = "already_known"  # identical re-upload
+    DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
+    QUEUED = "queued"  # waits for an overlapping backfill to end
+    AWAITING_APPROVAL = "awaiting_approval"  # waits for a second person's approval (trigger/approval.py)
+    FAILED = "failed"
+    IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A mode's end, as a message sees it."""
+
+    upload: Upload
+    config: BackfillConfig
+    backfill_id: str
+    record: StatusRecord  # as claimed
+    outcome: ModeOutcome
+    lineage_url: str | None  # where people look at the first job's lineage
+
+
+EndingMessage = Callable[[Finished], SlackMessage]
+# What a result file carries besides its outcome and state: the located errors, the reason,
+# the plan (its summary, config_uri, plan_uri) and the DAG run (dag_id, dag_run_id, dag_run_url).
+ResultPart = Literal["errors", "reason", "plan", "run"]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """One row: an upload whose backfill is in this state. `disposition` is its outcome
+    wherever it is reported; the rest is what the service does when a mode ends there."""
+
+    disposition: Disposition
+    metric: str | None = None  # counted (EMF) when a mode ends here; None: no mode ends here
+    message: EndingMessage | None = None  # Slack, in the backfill's thread (unless the runner announced it)
+    # The service records the state with the reason and these attributes; None: the runner did.
+    records: Mapping[str, Any] | None = None
+    fallback: BackfillState | None = None  # recorded instead when the state cannot follow the current one
+    reports: frozenset[ResultPart] = field(default_factory=frozenset)
+    resolves_page: bool = False  # an incident an earlier attempt opened is resolved
+
+
+# -- the messages ---------------------------------------------------------------------------------
+def rejected_message(end: Finished) -> SlackMessage:
+    return rejection_message(source_uri=end.upload.uri, issues=end.outcome.issues, name=end.config.name)
+
+
+def failed_message(end: Finished) -> SlackMessage:
+    """A refusal by the mode (not an outage: no page)."""
+    return backfill_message(
+        config=end.config, backfill_id=end.backfill_id, plan=None, state=str(BackfillState.FAILED), note=end.outcome.reason
+    )
+
+
+def queued_message(end: Finished) -> SlackMessage:
+    outcome = end.outcome
+    return backfill_message(config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, state=str(outcome.state),
+                            note=outcome.reason, submitted_by=end.record.submitted_by)  # fmt: skip
+
+
+def awaiting_approval_message(end: Finished) -> SlackMessage:
+    outcome = end.outcome
+    return approval_request_message(
+        config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, reason=outcome.reason,
+        plan_uri=outcome.stored.plan_uri if outcome.stored else None, submitted_by=end.record.submitted_by,
+    )  # fmt: skip
+
+
+def planned_message(end: Finished) -> SlackMessage:
+    return _started_message(end, note="Dry run: planned and stored, nothing triggered.")
+
+
+def triggered_message(end: Finished) -> SlackMessage:
+    return _started_message(end, note=None)
+
+
+def _started_message(end: Finished, *, note: str | None) -> SlackMessage:
+    outcome = end.outcome
+    return backfill_message(
+        config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, state=str(outcome.state),
+        run_url=outcome.run_url, lineage_url=end.lineage_url, plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+        note=note, submitted_by=end.record.submitted_by,
+    )  # fmt: skip
+
+
+def approval_request_message(
+    *, config: BackfillConfig, backfill_id: str, plan: Plan | None, plan_uri: str | None, reason: str | None,
+    submitted_by: str | None,
+) -> SlackMessage:  # fmt: skip
+    """The thread's first message for a backfill awaiting approval: what it is, why it waits,
+    and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
+    function receives the presses)."""
+    message = backfill_message(
+        config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.AWAITING_APPROVAL),
+        plan_uri=plan_uri, note=reason, submitted_by=submitted_by,
+    )  # fmt: skip
+    buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
+    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
+
+
+# -- the table ------------------------------------------------------------------------------------
+S, D = BackfillState, Disposition
+OUTCOME_OF: dict[BackfillState, Ending] = {
+    S.REJECTED: Ending(D.REJECTED, "Rejected", rejected_message, records={}, fallback=S.FAILED,
+                       reports=frozenset({"errors"})),
+    S.FAILED: Ending(D.FAILED, "Failed", failed_message, records={"retryable": False}, reports=frozenset({"reason"})),
+    S.AWAITING_APPROVAL: Ending(D.AWAITING_APPROVAL, "AwaitingApproval", awaiting_approval_message,
+                                reports=frozenset({"reason", "plan"})),
+    S.QUEUED: Ending(D.QUEUED, "Queued", queued_message, reports=frozenset({"reason", "plan"})),
+    S.PLANNED: Ending(D.DRY_RUN, "DryRuns", planned_message, reports=frozenset({"plan", "run"}), resolves_page=True),
+    S.TRIGGERED: Ending(D.ACCEPTED, "Triggered", triggered_message, reports=frozenset({"plan", "run"}), resolves_page=True),
+    # No mode ends an upload in these; a retry that finds the record there reports it accepted.
+    S.RECEIVED: Ending(D.ACCEPTED),
+    S.RUNNING: Ending(D.ACCEPTED),
+    S.SUCCEEDED: Ending(D.ACCEPTED),
+    S.CANCELLED: Ending(D.ACCEPTED),
+}  # fmt: skip
