@@ -22,6 +22,7 @@ from backfill_orchestrator.contracts import ResultFile, RunConf
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.documents import s3_version_uri
 from backfill_orchestrator.status import BackfillState, StatusStore
+from tests.support.aws import create_table
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
@@ -75,12 +76,7 @@ def aws() -> Iterator[AwsLocal]:
         local.client("s3").create_bucket(Bucket=BUCKET)
         # Versioned as template.yaml's config bucket: the DAG reads configs by their uploaded version.
         local.client("s3").put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-        local.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "backfill_id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_table(local.client("dynamodb"), "StatusTable", table_name=TABLE)
         secrets = local.client("secretsmanager")
         secrets.create_secret(Name="backfill/slack", SecretString=json.dumps({"bot_token": SLACK_TOKEN}))
         secrets.create_secret(Name="backfill/pagerduty", SecretString=json.dumps({"routing_key": PD_KEY}))

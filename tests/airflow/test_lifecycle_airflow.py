@@ -316,7 +316,7 @@ def table_files(root: Path, location: str) -> dict[str, int]:
 
 
 def assert_tables_equal(platform: Platform, tables: Any = None) -> None:
-    from tests.spark.conftest import assert_tables_equal as equal
+    from tests.support.spark import assert_tables_equal as equal
 
     equal(platform.spark, platform.warehouse, platform.reference, tables)
 

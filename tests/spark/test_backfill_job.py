@@ -17,7 +17,7 @@ from spark_jobs.engine.scope import Scope
 from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
 from spark_jobs.sample.transforms import FOOD_DELIVERY
-from tests.spark.conftest import (
+from tests.support.spark import (
     assert_tables_equal,
     file_snapshot,
     hand_plan,

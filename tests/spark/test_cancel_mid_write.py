@@ -13,7 +13,8 @@ from datetime import date
 
 import pytest
 
-from tests.spark.conftest import REPO_ROOT, assert_tables_equal, file_snapshot, hand_plan, hand_step
+from tests.support.configs import REPO_ROOT
+from tests.support.spark import assert_tables_equal, file_snapshot, hand_plan, hand_step
 
 pytestmark = pytest.mark.slow
 DAYS = [date(2021, 5, day) for day in range(1, 8)]

@@ -14,7 +14,8 @@ import pytest
 from moto import mock_aws
 
 from spark_jobs.engine import backfill_job
-from tests.spark.conftest import REPO_ROOT, file_snapshot, hand_plan, hand_step
+from tests.support.configs import REPO_ROOT
+from tests.support.spark import file_snapshot, hand_plan, hand_step
 
 pytestmark = pytest.mark.slow
 

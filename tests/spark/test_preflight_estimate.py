@@ -17,7 +17,8 @@ from backfill_orchestrator.settings.preflight import PreflightLimits
 from spark_jobs.engine.runner import input_frames, run_plan
 from spark_jobs.engine.scope import Scope
 from spark_jobs.sample.transforms import FOOD_DELIVERY
-from tests.spark.conftest import REPO_ROOT, plan_with_planner
+from tests.support.configs import REPO_ROOT
+from tests.support.spark import plan_with_planner
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,8 @@ from spark_jobs.engine.scope import Scope
 from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, ORDERS_7_DAYS, RAW_ORDERS, TOP_DELIVERY_TIMES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
-from tests.spark.conftest import DAYS, REPO_ROOT, START, assert_tables_equal, plan_with_planner
+from tests.support.configs import REPO_ROOT
+from tests.support.spark import DAYS, START, assert_tables_equal, plan_with_planner
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from spark_jobs.engine.table_io import read_table
 from spark_jobs.sample import pipeline as sample_pipeline
 from spark_jobs.sample.data import GeneratorSettings, break_partitions, raw_orders
 from spark_jobs.sample.tables import ORDERS, ORDERS_7_DAYS, RAW_ORDERS
-from tests.spark.conftest import file_snapshot
+from tests.support.spark import file_snapshot
 
 pytestmark = pytest.mark.slow
 

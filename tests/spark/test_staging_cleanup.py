@@ -15,7 +15,7 @@ from spark_jobs.engine.runner import run_plan
 from spark_jobs.engine.table_io import read_table
 from spark_jobs.sample.tables import ORDERS
 from spark_jobs.sample.transforms import FOOD_DELIVERY
-from tests.spark.conftest import hand_plan, hand_step
+from tests.support.spark import hand_plan, hand_step
 
 pytestmark = pytest.mark.slow
 DAYS = [date(2021, 5, 3), date(2021, 5, 4)]
