@@ -64,11 +64,16 @@ def generated_store(jobs: int, *, seed: int = 7) -> tuple[LineageStore, JobCatal
     return store, JobCatalog.parse({"version": 1, "jobs": entries})
 
 
-CONFIG = parse_config({
-    "version": 1, "name": "bench", "owner": "@bench", "mode": "batch",
-    "jobs": [{"namespace": NAMESPACE, "name": "root"}],
-    "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-11"}],
-})
+CONFIG = parse_config(
+    {
+        "version": 1,
+        "name": "bench",
+        "owner": "@bench",
+        "mode": "batch",
+        "jobs": [{"namespace": NAMESPACE, "name": "root"}],
+        "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-11"}],
+    }
+)
 
 
 REPEATS = {1_000: 30, 10_000: 20, 50_000: 7}
@@ -111,30 +116,44 @@ def measure(size: int, ident: str) -> dict:
         # A long read timeout: the double serializes a 128 MB answer, slowly on a loaded machine.
         client = MarquezClient(double.url, session=retrying_session(timeout=(3.05, 300.0)))
         http_s, http_plan = cpu_seconds(
-            lambda: build_plan(CONFIG, backfill_id=ident, lineage=client, catalog=catalog, today=TODAY, now=NOW)
+            lambda: build_plan(
+                CONFIG, backfill_id=ident, lineage=client, catalog=catalog, today=TODAY, now=NOW
+            )
         )
         queries = len(double.lineage_requests())
     assert http_plan.waves == plan.waves, "HTTP and in-memory plans differ"
     return {
-        "size": size, "repeats": REPEATS[size], "json": statistics.median(decode_times), "plan": statistics.median(plan_times),
-        "vs_json": statistics.median(ratios), "http": http_s, "queries": queries, "waves": len(plan.waves),
-    }  # fmt: skip
+        "size": size,
+        "repeats": REPEATS[size],
+        "json": statistics.median(decode_times),
+        "plan": statistics.median(plan_times),
+        "vs_json": statistics.median(ratios),
+        "http": http_s,
+        "queries": queries,
+        "waves": len(plan.waves),
+    }
 
 
 def main() -> int:
     ident = backfill_id(CONFIG)
     load_before = os.getloadavg()[0]
     rows = {size: measure(size, ident) for size in SIZES}
-    print(f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs;"
-          " CPU seconds, medians over the repetitions")  # fmt: skip
-    print(f"{'jobs':>7} {'reps':>4} {'json.loads s':>12} {'plan s':>8} {'plan/json':>9} {'us/job':>7} {'per-job vs 10k':>14}"
-          f" {'json vs 10k':>11} {'http s':>7} {'queries':>7} {'waves':>5}")  # fmt: skip
+    print(
+        f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs;"
+        " CPU seconds, medians over the repetitions"
+    )
+    print(
+        f"{'jobs':>7} {'reps':>4} {'json.loads s':>12} {'plan s':>8} {'plan/json':>9} {'us/job':>7} {'per-job vs 10k':>14}"
+        f" {'json vs 10k':>11} {'http s':>7} {'queries':>7} {'waves':>5}"
+    )
     base = rows[10_000]
     for row in rows.values():
         per_job = row["plan"] / row["size"]
-        print(f"{row['size']:>7} {row['repeats']:>4} {row['json']:>12.3f} {row['plan']:>8.3f} {row['vs_json']:>9.2f} {per_job * 1e6:>7.1f}"
-              f" {per_job / (base['plan'] / base['size']):>14.2f} {(row['json'] / row['size']) / (base['json'] / base['size']):>11.2f}"
-              f" {row['http']:>7.3f} {row['queries']:>7} {row['waves']:>5}")  # fmt: skip
+        print(
+            f"{row['size']:>7} {row['repeats']:>4} {row['json']:>12.3f} {row['plan']:>8.3f} {row['vs_json']:>9.2f} {per_job * 1e6:>7.1f}"
+            f" {per_job / (base['plan'] / base['size']):>14.2f} {(row['json'] / row['size']) / (base['json'] / base['size']):>11.2f}"
+            f" {row['http']:>7.3f} {row['queries']:>7} {row['waves']:>5}"
+        )
 
     def per_job(size: int, what: str) -> float:
         return rows[size][what] / size

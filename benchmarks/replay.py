@@ -81,7 +81,9 @@ class MotoProcess:
 
 
 def clients(endpoint: str):
-    session = boto3.session.Session(aws_access_key_id="bench", aws_secret_access_key="bench", region_name=REGION)
+    session = boto3.session.Session(
+        aws_access_key_id="bench", aws_secret_access_key="bench", region_name=REGION
+    )
     return tuple(session.client(name, endpoint_url=endpoint) for name in ("s3", "sqs", "dynamodb"))
 
 
@@ -102,7 +104,10 @@ class CallCounter:
 
 def write_archive(s3, task: ReplayTask) -> None:
     prefix = LAYOUT.prefix(feed=task.feed, day=task.day, hour=task.hour)
-    lines = [json.dumps({"order_id": n, "status": "PAID", "amount": n * 7 % 1000, "pad": "x" * 200}) for n in range(MESSAGES)]
+    lines = [
+        json.dumps({"order_id": n, "status": "PAID", "amount": n * 7 % 1000, "pad": "x" * 200})
+        for n in range(MESSAGES)
+    ]
     for part in range(3):
         text = ("\n".join(lines[part::3]) + "\n").encode()
         s3.put_object(Bucket=BUCKET, Key=f"{prefix}part-{part}.jsonl.gz", Body=gzip.compress(text))
@@ -127,7 +132,10 @@ def prepared_batches(s3, task: ReplayTask) -> list[list[dict]]:
     """The ceiling's input, built before it is timed: the same messages, attributes and batches as ours."""
     messages = build_messages(task, archived(s3, task), bucket=BUCKET, max_message_bytes=MAX_BYTES)
     return [
-        [{"Id": str(i), "MessageBody": m.body, "MessageAttributes": m.attributes} for i, m in enumerate(batch.messages)]
+        [
+            {"Id": str(i), "MessageBody": m.body, "MessageAttributes": m.attributes}
+            for i, m in enumerate(batch.messages)
+        ]
         for batch in batches(messages, max_bytes=MAX_BYTES)
     ]
 
@@ -143,8 +151,11 @@ def bare_batch(sqs, entries: list[list[dict]], queue_url: str) -> int:
 
 
 def count_and_delete(sqs, queue_url: str) -> int:
-    count = int(sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
-                ["Attributes"]["ApproximateNumberOfMessages"])  # fmt: skip
+    count = int(
+        sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])[
+            "Attributes"
+        ]["ApproximateNumberOfMessages"]
+    )
     sqs.delete_queue(QueueUrl=queue_url)
     return count
 
@@ -164,21 +175,35 @@ def main() -> int:
         ledger = TaskLedger(table_name="bench-idempotency", dynamodb_client=ddb)
         for round_ in range(ROUNDS):
             # A fresh backfill id per round: the ledger would (rightly) refuse to replay a task twice.
-            task = ReplayTask(backfill_id=f"bench-{uuid.uuid4().hex[:8]}", target="bench", feed="orders",
-                              day=date(2021, 6, 4), hour=round_)  # fmt: skip
+            task = ReplayTask(
+                backfill_id=f"bench-{uuid.uuid4().hex[:8]}",
+                target="bench",
+                feed="orders",
+                day=date(2021, 6, 4),
+                hour=round_,
+            )
             write_archive(s3, task)
-            urls = {way: sqs.create_queue(QueueName=f"bench-{way}-{round_}")["QueueUrl"] for way in ("ours", "naive", "bare")}
+            urls = {
+                way: sqs.create_queue(QueueName=f"bench-{way}-{round_}")["QueueUrl"]
+                for way in ("ours", "naive", "bare")
+            }
             ctx = ReplayContext(
-                s3=s3, sqs=sqs, ledger=ledger, progress=None, archive_bucket=BUCKET, layout=LAYOUT,
-                targets={"bench": urls["ours"]}, max_message_bytes=MAX_BYTES,
-            )  # fmt: skip
+                s3=s3,
+                sqs=sqs,
+                ledger=ledger,
+                progress=None,
+                archive_bucket=BUCKET,
+                layout=LAYOUT,
+                targets={"bench": urls["ours"]},
+                max_message_bytes=MAX_BYTES,
+            )
             entries = prepared_batches(s3, task)
             ways = {
                 "ours": lambda task=task, ctx=ctx: run_task(task, ctx).sent,
                 "naive": lambda task=task, url=urls["naive"]: naive(s3, sqs, task, url),
                 "bare": lambda entries=entries, url=urls["bare"]: bare_batch(sqs, entries, url),
             }
-            order = list(ways)[round_ % 3:] + list(ways)[:round_ % 3]  # rotate who goes first
+            order = list(ways)[round_ % 3 :] + list(ways)[: round_ % 3]  # rotate who goes first
             row = {}
             for way in order:
                 counter.take()
@@ -191,14 +216,20 @@ def main() -> int:
                 assert count_and_delete(sqs, url) == MESSAGES, way
             rows.append(row)
 
-    print(f"{MESSAGES} messages per task, {ROUNDS} rounds, moto server in its own process on 127.0.0.1 (fresh queues each round)")
+    print(
+        f"{MESSAGES} messages per task, {ROUNDS} rounds, moto server in its own process on 127.0.0.1 (fresh queues each round)"
+    )
     print("msg/s per way; server = the moto process's CPU time over the way's wall time")
-    print(f"{'round':>5} {'ours':>6} {'naive':>6} {'bare':>6} {'ours/bare':>9} {'ours/naive':>10}"
-          f" {'server(ours)':>12} {'server(bare)':>12} {'calls ours':>10} {'calls naive':>11}")  # fmt: skip
+    print(
+        f"{'round':>5} {'ours':>6} {'naive':>6} {'bare':>6} {'ours/bare':>9} {'ours/naive':>10}"
+        f" {'server(ours)':>12} {'server(bare)':>12} {'calls ours':>10} {'calls naive':>11}"
+    )
     for index, row in enumerate(rows, start=1):
         ours, naive_, bare = row["ours"], row["naive"], row["bare"]
-        print(f"{index:>5} {ours[0]:>6.0f} {naive_[0]:>6.0f} {bare[0]:>6.0f} {ours[0] / bare[0]:>9.2f} {ours[0] / naive_[0]:>10.2f}"
-              f" {ours[1]:>12.0%} {bare[1]:>12.0%} {ours[2]:>10} {naive_[2]:>11}")  # fmt: skip
+        print(
+            f"{index:>5} {ours[0]:>6.0f} {naive_[0]:>6.0f} {bare[0]:>6.0f} {ours[0] / bare[0]:>9.2f} {ours[0] / naive_[0]:>10.2f}"
+            f" {ours[1]:>12.0%} {bare[1]:>12.0%} {ours[2]:>10} {naive_[2]:>11}"
+        )
 
     def median(way: str, field: int) -> float:
         return statistics.median(row[way][field] for row in rows)
@@ -207,8 +238,10 @@ def main() -> int:
     vs_bare = statistics.median(row["ours"][0] / row["bare"][0] for row in rows)
     ratio = statistics.median(row["ours"][0] / row["naive"][0] for row in rows)
     calls_per_msg = sum(row["ours"][2] for row in rows) / (MESSAGES * ROUNDS)
-    print(f"median: ours {ours_rate:.0f} msg/s, naive {naive_rate:.0f}, bare SendMessageBatch loop {bare_rate:.0f}; "
-          f"the server's CPU is {median('ours', 1):.0%} of ours' time and {median('bare', 1):.0%} of the bare loop's")  # fmt: skip
+    print(
+        f"median: ours {ours_rate:.0f} msg/s, naive {naive_rate:.0f}, bare SendMessageBatch loop {bare_rate:.0f}; "
+        f"the server's CPU is {median('ours', 1):.0%} of ours' time and {median('bare', 1):.0%} of the bare loop's"
+    )
     print(
         f"BENCH replay msgs_per_s={ours_rate:.0f} naive_msgs_per_s={naive_rate:.0f} bare_batch_msgs_per_s={bare_rate:.0f} "
         f"vs_bare_batch={vs_bare:.2f} ratio={ratio:.2f} calls_per_msg={calls_per_msg:.3f} "

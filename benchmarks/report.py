@@ -37,7 +37,9 @@ HEADER = (
     "| --- | --- | --- | --- | --- |",
 )
 NOT_RUN = "not run yet"
-ROW = re.compile(r"^\| `(?P<name>[a-z0-9_]+)\.py` \| (?:[^|]*) \| (?P<line>[^|]*) \| (?P<load>[^|]*) \| (?P<date>[^|]*) \|$")
+ROW = re.compile(
+    r"^\| `(?P<name>[a-z0-9_]+)\.py` \| (?:[^|]*) \| (?P<line>[^|]*) \| (?P<load>[^|]*) \| (?P<date>[^|]*) \|$"
+)
 
 
 class ReportError(Exception):
@@ -105,8 +107,9 @@ def rewrite(rows_update: dict[str, Result], *, report: Path = REPORT, folder: Pa
 
 def run(script: Path) -> Result | None:
     """Run one benchmark, its output passed through; its result, or None when it failed."""
-    process = subprocess.Popen([sys.executable, str(script)], cwd=REPO,
-                               stdout=subprocess.PIPE, text=True, bufsize=1)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, str(script)], cwd=REPO, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
     assert process.stdout is not None
     last = None
     for line in process.stdout:
@@ -116,7 +119,10 @@ def run(script: Path) -> Result | None:
     code = process.wait()
     load = os.getloadavg()[0]
     if code != 0 or last is None:
-        print(f"report: {script.name} {'exited ' + str(code) if code else 'printed no BENCH line'}; its row is kept", file=sys.stderr)
+        print(
+            f"report: {script.name} {'exited ' + str(code) if code else 'printed no BENCH line'}; its row is kept",
+            file=sys.stderr,
+        )
         return None
     return Result(last, f"{load:.1f} on {os.cpu_count()} CPUs", datetime.now(UTC).date().isoformat())
 
@@ -130,7 +136,9 @@ def main(argv: list[str]) -> int:
         return 2
     failed = []
     try:
-        rewrite({})  # a malformed page is found before an hour of benchmarks, and the descriptions are current
+        rewrite(
+            {}
+        )  # a malformed page is found before an hour of benchmarks, and the descriptions are current
         for name in names:
             result = run(known[name])
             if result is None:

@@ -33,8 +33,14 @@ SPARK_SUBMIT = REPO / ".venv" / "bin" / "spark-submit"
 MASTER = "local[2]"
 START = date(2021, 3, 1)
 BROKEN_FEEDS = ("app", "web")
-SUBMIT_CONF = ["--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=8",
-               "--conf", "spark.ui.showConsoleProgress=false"]
+SUBMIT_CONF = [
+    "--conf",
+    "spark.ui.enabled=false",
+    "--conf",
+    "spark.sql.shuffle.partitions=8",
+    "--conf",
+    "spark.ui.showConsoleProgress=false",
+]
 
 
 def plan_for(days: list[date], name: str):
@@ -43,24 +49,38 @@ def plan_for(days: list[date], name: str):
     from backfill_orchestrator.config import backfill_id, parse_config
     from backfill_orchestrator.planner import JobCatalog, build_plan
 
-    config = parse_config({
-        "version": 1, "name": name, "owner": "@data-platform", "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
-        "dates": [day.isoformat() for day in days], "feeds": list(BROKEN_FEEDS),
-    })
+    config = parse_config(
+        {
+            "version": 1,
+            "name": name,
+            "owner": "@data-platform",
+            "mode": "batch",
+            "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+            "dates": [day.isoformat() for day in days],
+            "feeds": list(BROKEN_FEEDS),
+        }
+    )
     store = LineageStore()
     store.ingest_all(food_delivery_events())
     catalog = JobCatalog.load(str(REPO / "examples" / "catalog.yaml"))
-    return build_plan(config, backfill_id=backfill_id(config), lineage=InProcessMarquez(store), catalog=catalog,
-                      today=date(2026, 1, 1))
+    return build_plan(
+        config,
+        backfill_id=backfill_id(config),
+        lineage=InProcessMarquez(store),
+        catalog=catalog,
+        today=date(2026, 1, 1),
+    )
 
 
 def submit(args: list[str]) -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    completed = subprocess.run([str(SPARK_SUBMIT), "--master", MASTER, *SUBMIT_CONF, *args],
-                               env=env, capture_output=True, text=True)
+    completed = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", MASTER, *SUBMIT_CONF, *args], env=env, capture_output=True, text=True
+    )
     if completed.returncode != 0:
-        sys.exit(f"spark-submit failed ({completed.returncode}):\n{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}")
+        sys.exit(
+            f"spark-submit failed ({completed.returncode}):\n{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
+        )
 
 
 def timed(label: str, run) -> float:
@@ -98,12 +118,20 @@ def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) ->
     clean.mkdir()
     with spark_session("bench-setup", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:
         spark.sparkContext.setLogLevel("ERROR")
-        generate(spark=spark, warehouse=str(clean),
-                 settings=GeneratorSettings(start=START, days=days, orders_per_hour=orders_per_hour))
+        generate(
+            spark=spark,
+            warehouse=str(clean),
+            settings=GeneratorSettings(start=START, days=days, orders_per_hour=orders_per_hour),
+        )
         run_everything(spark=spark, warehouse=str(clean), registry=FOOD_DELIVERY)
         shutil.copytree(clean, damaged)
-        break_partitions(spark=spark, warehouse=str(damaged), table=ORDERS,
-                         scope=Scope(days=tuple(broken), feeds=BROKEN_FEEDS), mode="drop")
+        break_partitions(
+            spark=spark,
+            warehouse=str(damaged),
+            table=ORDERS,
+            scope=Scope(days=tuple(broken), feeds=BROKEN_FEEDS),
+            mode="drop",
+        )
     return clean
 
 
@@ -121,8 +149,10 @@ def compare(clean: Path, warehouses: list[Path]) -> bool:
             for warehouse in warehouses:
                 actual = read_table(spark=spark, warehouse=str(warehouse), table=table)
                 same = (
-                    actual.exceptAll(expected).isEmpty() and expected.exceptAll(actual).isEmpty()
-                    and list_partitions(spark=spark, warehouse=str(warehouse), table=table) == expected_partitions
+                    actual.exceptAll(expected).isEmpty()
+                    and expected.exceptAll(actual).isEmpty()
+                    and list_partitions(spark=spark, warehouse=str(warehouse), table=table)
+                    == expected_partitions
                 )
                 if not same:
                     print(f"DIFFERENT: {table.name} in {warehouse.name}")
@@ -147,12 +177,18 @@ def main() -> int:
     broken = [START + timedelta(days=3 * n + 1) for n in range(args.broken)]
     work = Path(tempfile.mkdtemp(prefix="bench-spark-backfill-"))
     try:
-        print(f"setup: {args.days} days x 24 hours x 3 feeds, {args.orders_per_hour} orders per hour and feed; "
-              f"orders of {len(broken)} days ({broken[0]}, {broken[1]}, ... {broken[-1]}) lost for "
-              f"{', '.join(BROKEN_FEEDS)}", flush=True)
+        print(
+            f"setup: {args.days} days x 24 hours x 3 feeds, {args.orders_per_hour} orders per hour and feed; "
+            f"orders of {len(broken)} days ({broken[0]}, {broken[1]}, ... {broken[-1]}) lost for "
+            f"{', '.join(BROKEN_FEEDS)}",
+            flush=True,
+        )
         started = time.monotonic()
         clean = setup(work, days=args.days, broken=broken, orders_per_hour=args.orders_per_hour)
-        print(f"setup done in {time.monotonic() - started:.0f} s (generate, clean run, break; not timed)", flush=True)
+        print(
+            f"setup done in {time.monotonic() - started:.0f} s (generate, clean run, break; not timed)",
+            flush=True,
+        )
 
         plans = work / "plans"
         plans.mkdir()
@@ -168,26 +204,58 @@ def main() -> int:
             shutil.copytree(work / "broken", copy)
 
         job = str(REPO / "spark_jobs" / "engine" / "backfill_job.py")
-        single_s = timed("single", lambda: submit(
-            [job, "--plan", str(whole), "--warehouse", str(copies["single"]), "--report", str(work / "single.json")]))
-        submit_s = timed("per_day_submit", lambda: [
-            submit([job, "--plan", str(plan), "--warehouse", str(copies["per_day_submit"]),
-                    "--report", str(work / f"submit-{plan.stem}.json")])
-            for plan in per_day
-        ])
-        loop_s = timed("loop", lambda: submit(
-            [str(Path(__file__).resolve()), "--loop-worker", str(copies["loop"]), *map(str, per_day)]))
+        single_s = timed(
+            "single",
+            lambda: submit(
+                [
+                    job,
+                    "--plan",
+                    str(whole),
+                    "--warehouse",
+                    str(copies["single"]),
+                    "--report",
+                    str(work / "single.json"),
+                ]
+            ),
+        )
+        submit_s = timed(
+            "per_day_submit",
+            lambda: [
+                submit(
+                    [
+                        job,
+                        "--plan",
+                        str(plan),
+                        "--warehouse",
+                        str(copies["per_day_submit"]),
+                        "--report",
+                        str(work / f"submit-{plan.stem}.json"),
+                    ]
+                )
+                for plan in per_day
+            ],
+        )
+        loop_s = timed(
+            "loop",
+            lambda: submit(
+                [str(Path(__file__).resolve()), "--loop-worker", str(copies["loop"]), *map(str, per_day)]
+            ),
+        )
 
         identical = compare(clean, list(copies.values()))
         ratio_submit, ratio_loop = submit_s / single_s, loop_s / single_s
         print(f"\n{'way':<16}{'seconds':>9}{'vs single':>11}")
         for label, seconds in (("single", single_s), ("per_day_submit", submit_s), ("loop", loop_s)):
             print(f"{label:<16}{seconds:9.1f}{seconds / single_s:10.2f}x")
-        print(f"single at least 5x faster than per_day_submit: {'yes' if ratio_submit >= 5 else 'NO'}; "
-              f"faster than loop: {'yes' if ratio_loop > 1 else 'NO'}; outputs identical to a clean run: "
-              f"{'yes' if identical else 'NO'}")
-        print(f"BENCH spark_backfill single_s={single_s:.1f} per_day_submit_s={submit_s:.1f} loop_s={loop_s:.1f} "
-              f"ratio_vs_submit={ratio_submit:.2f} ratio_vs_loop={ratio_loop:.2f} identical={str(identical).lower()}")
+        print(
+            f"single at least 5x faster than per_day_submit: {'yes' if ratio_submit >= 5 else 'NO'}; "
+            f"faster than loop: {'yes' if ratio_loop > 1 else 'NO'}; outputs identical to a clean run: "
+            f"{'yes' if identical else 'NO'}"
+        )
+        print(
+            f"BENCH spark_backfill single_s={single_s:.1f} per_day_submit_s={submit_s:.1f} loop_s={loop_s:.1f} "
+            f"ratio_vs_submit={ratio_submit:.2f} ratio_vs_loop={ratio_loop:.2f} identical={str(identical).lower()}"
+        )
         return 0 if identical else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

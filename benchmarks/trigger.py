@@ -76,9 +76,13 @@ class RoundTrips:
     def __enter__(self) -> RoundTrips:
         counter, original = self, self._original
 
-        def putrequest(connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object) -> None:
+        def putrequest(
+            connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object
+        ) -> None:
             if connection.port not in counter.aws_ports:
-                counter.calls.append(f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}")
+                counter.calls.append(
+                    f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}"
+                )
             return original(connection, method, url, *args, **kwargs)
 
         http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
@@ -116,15 +120,22 @@ def cold_import(code: str, *, pycache: str | None) -> ColdImport:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if pycache is None:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-no-pycache-")  # empty: nothing cached to read
+        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(
+            prefix="bench-no-pycache-"
+        )  # empty: nothing cached to read
     else:
         env["PYTHONPYCACHEPREFIX"] = pycache  # keeps the repository and the venv untouched
     script = f"import time; c, w = time.process_time(), time.perf_counter(); {code}; print(time.process_time() - c, time.perf_counter() - w)"
     runs = []
     for run in range(COLD_RUNS + (pycache is not None)):
         out = subprocess.run(
-            [sys.executable, "-c", script], cwd=REPO / "functions" / "trigger", env=env, capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [sys.executable, "-c", script],
+            cwd=REPO / "functions" / "trigger",
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         if pycache is not None and run == 0:
             continue  # the run that wrote the cache
         cpu, wall = out.stdout.strip().splitlines()[-1].split()
@@ -187,7 +198,11 @@ def main() -> int:
                     AttributeDefinitions=[{"AttributeName": "backfill_id", "AttributeType": "S"}],
                     BillingMode="PAY_PER_REQUEST",
                 )
-            s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
+            s3.put_object(
+                Bucket=BUCKET,
+                Key="catalog/catalog.yaml",
+                Body=(REPO / "examples" / "catalog.yaml").read_bytes(),
+            )
             arn = {
                 name: secrets.create_secret(Name=f"bench/{name}", SecretString=json.dumps(value))["ARN"]
                 for name, value in (
@@ -211,10 +226,15 @@ def main() -> int:
                     "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
                 }
             )
-            names = {urlsplit(url).port: name for name, url in (
-                ("marquez", marquez.url), ("airflow", airflow.url), ("slack", slack.api_url),
-                ("pagerduty", pagerduty.events_url),
-            )}  # fmt: skip
+            names = {
+                urlsplit(url).port: name
+                for name, url in (
+                    ("marquez", marquez.url),
+                    ("airflow", airflow.url),
+                    ("slack", slack.api_url),
+                    ("pagerduty", pagerduty.events_url),
+                )
+            }
             counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
             counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
             sys.path.insert(0, str(REPO / "functions" / "trigger"))
@@ -229,9 +249,21 @@ def main() -> int:
 
             def event_for(key: str, body: bytes) -> dict:
                 put = s3.put_object(Bucket=BUCKET, Key=key, Body=body)
-                obj = {"key": key, "size": len(body), "versionId": put["VersionId"], "eTag": put["ETag"].strip('"')}
-                return {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
-                                     "s3": {"bucket": {"name": BUCKET}, "object": obj}}]}  # fmt: skip
+                obj = {
+                    "key": key,
+                    "size": len(body),
+                    "versionId": put["VersionId"],
+                    "eTag": put["ETag"].strip('"'),
+                }
+                return {
+                    "Records": [
+                        {
+                            "eventSource": "aws:s3",
+                            "eventName": "ObjectCreated:Put",
+                            "s3": {"bucket": {"name": BUCKET}, "object": obj},
+                        }
+                    ]
+                }
 
             def invoke(event: dict) -> tuple[float, dict]:
                 started = time.perf_counter()
@@ -258,8 +290,13 @@ def main() -> int:
 
             # Baseline: the unavoidable round trips, done plainly.
             session = requests.Session()
-            token = session.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
-            base_s3, base_dynamodb = boto3.client("s3"), boto3.client("dynamodb")  # counted, like the handler's
+            token = session.post(
+                f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}
+            ).json()["access_token"]
+            base_s3, base_dynamodb = (
+                boto3.client("s3"),
+                boto3.client("dynamodb"),
+            )  # counted, like the handler's
             baseline, baseline_trips = [], []
             for index in range(CONFIGS):
                 key = f"incoming/base-{index}.yaml"
@@ -268,16 +305,19 @@ def main() -> int:
                 started = time.perf_counter()
                 body = base_s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
                 base_dynamodb.put_item(
-                    TableName="bench-baseline", Item={"backfill_id": {"S": f"base-{index}"}, "state": {"S": "TRIGGERED"}},
+                    TableName="bench-baseline",
+                    Item={"backfill_id": {"S": f"base-{index}"}, "state": {"S": "TRIGGERED"}},
                     ConditionExpression="attribute_not_exists(backfill_id)",
-                )  # fmt: skip
+                )
                 response = session.post(
                     f"{airflow.url}/api/v2/dags/backfill/dagRuns",
                     json={"dag_run_id": f"base-{index}", "logical_date": None, "conf": {}},
                     headers={"Authorization": f"Bearer {token}"},
                 )
                 assert response.status_code == 200, response.text
-                base_s3.put_object(Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10])
+                base_s3.put_object(
+                    Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10]
+                )
                 baseline.append((time.perf_counter() - started) * 1000)
                 baseline_trips.append(len(counter.take()))
     finally:
@@ -289,23 +329,37 @@ def main() -> int:
     cold_source = cold_import("import app", pycache=None)
 
     ours_p50, base_p50 = statistics.median(ours), statistics.median(baseline)
-    print(f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1; first invocation {first_ms:.0f} ms")
+    print(
+        f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1; first invocation {first_ms:.0f} ms"
+    )
     print(f"{'':<28}{'ours ms':>10}{'baseline ms':>13}{'ratio':>8}")
     print(f"{'warm per config p50':<28}{ours_p50:>10.1f}{base_p50:>13.1f}{ours_p50 / base_p50:>8.2f}")
-    print(f"{'warm per config p90':<28}{percentile(ours, 0.9):>10.1f}{percentile(baseline, 0.9):>13.1f}"
-          f"{percentile(ours, 0.9) / percentile(baseline, 0.9):>8.2f}")  # fmt: skip
-    print(f"{'duplicate delivery p50':<28}{statistics.median(duplicates):>10.1f}{base_p50:>13.1f}"
-          f"{statistics.median(duplicates) / base_p50:>8.2f}")  # fmt: skip
-    print(f"{'cold import CPU ms':<28}{cold.cpu_ms:>10.0f}{cold_base.cpu_ms:>13.0f}{cold.cpu_ms / cold_base.cpu_ms:>8.2f}"
-          f"   (median of {COLD_RUNS}, bytecode cached; baseline: import boto3)")  # fmt: skip
-    print(f"{'cold import wall ms':<28}{cold.wall_ms:>10.0f}{cold_base.wall_ms:>13.0f}{cold.wall_ms / cold_base.wall_ms:>8.2f}"
-          f"   (with other work on the machine)")  # fmt: skip
-    print(f"{'cold import CPU, no bytecode':<28}{cold_source.cpu_ms:>10.0f}{'':>13}{'':>8}   (every module compiled from source)")
+    print(
+        f"{'warm per config p90':<28}{percentile(ours, 0.9):>10.1f}{percentile(baseline, 0.9):>13.1f}"
+        f"{percentile(ours, 0.9) / percentile(baseline, 0.9):>8.2f}"
+    )
+    print(
+        f"{'duplicate delivery p50':<28}{statistics.median(duplicates):>10.1f}{base_p50:>13.1f}"
+        f"{statistics.median(duplicates) / base_p50:>8.2f}"
+    )
+    print(
+        f"{'cold import CPU ms':<28}{cold.cpu_ms:>10.0f}{cold_base.cpu_ms:>13.0f}{cold.cpu_ms / cold_base.cpu_ms:>8.2f}"
+        f"   (median of {COLD_RUNS}, bytecode cached; baseline: import boto3)"
+    )
+    print(
+        f"{'cold import wall ms':<28}{cold.wall_ms:>10.0f}{cold_base.wall_ms:>13.0f}{cold.wall_ms / cold_base.wall_ms:>8.2f}"
+        f"   (with other work on the machine)"
+    )
+    print(
+        f"{'cold import CPU, no bytecode':<28}{cold_source.cpu_ms:>10.0f}{'':>13}{'':>8}   (every module compiled from source)"
+    )
     round_trips_cold = len(trips[0])  # the container's first config of these jobs
     round_trips = statistics.median(len(calls) for calls in trips[1:])
-    print(f"round trips per valid config: median {round_trips:g}, max {max(len(c) for c in trips[1:])} "
-          f"(baseline {statistics.median(baseline_trips):g}; duplicate delivery "
-          f"{statistics.median(len(c) for c in duplicate_trips):g}; first invocation {len(first_calls)}, secrets and token included)")  # fmt: skip
+    print(
+        f"round trips per valid config: median {round_trips:g}, max {max(len(c) for c in trips[1:])} "
+        f"(baseline {statistics.median(baseline_trips):g}; duplicate delivery "
+        f"{statistics.median(len(c) for c in duplicate_trips):g}; first invocation {len(first_calls)}, secrets and token included)"
+    )
     print(f"  warm (config {len(trips) // 2}):")
     for name, count in collections.Counter(trips[len(trips) // 2]).items():
         print(f"    {count} x {name}")

@@ -61,7 +61,9 @@ if TYPE_CHECKING:
 
 DAG_ID = "backfill"  # at most 16 characters: MWAA's 64-character Path must fit /dags/<id>/dagRuns/<run id>
 SHAPE = DagShape.from_config()
-PROGRESS_EVERY_SECONDS = 10  # short rounds update the record's progress at most this often (and at the last round)
+PROGRESS_EVERY_SECONDS = (
+    10  # short rounds update the record's progress at most this often (and at the last round)
+)
 RUN_STATE = "run_state"  # the XCom key of the RunState each task writes
 log = logging.getLogger(__name__)
 
@@ -131,7 +133,9 @@ def _read_plan(state: RunState) -> Plan:
     except DocumentNotFoundError as error:
         raise AirflowFailException(f"plan_uri: {error}") from None
     if _plan_digest(body) != state.plan_sha256:
-        raise AirflowFailException(f"plan_uri: {uri} changed after the run started; the run stops with what it did")
+        raise AirflowFailException(
+            f"plan_uri: {uri} changed after the run started; the run stops with what it did"
+        )
     try:
         return Plan.from_json(body, source=uri)
     except InvalidDocumentError as error:  # valid at start: only a release deployed since then refuses it
@@ -157,7 +161,9 @@ def start() -> None:
     run_url = reporting.run_url(ti.dag_id, ti.run_id)
     raw_conf = dag_run.conf or {}
 
-    def refuse(problems: list[str], backfill_id: str | None, result_uri: str | None = None) -> AirflowFailException:
+    def refuse(
+        problems: list[str], backfill_id: str | None, result_uri: str | None = None
+    ) -> AirflowFailException:
         reporting.refused(backfill_id=backfill_id, problems=problems, run_url=run_url, result_uri=result_uri)
         return AirflowFailException("run refused, nothing was run: " + "; ".join(problems))
 
@@ -183,7 +189,9 @@ def start() -> None:
     except DocumentNotFoundError as error:
         problems.append(f"config_uri: {error}")
     except InvalidConfigError as error:
-        problems.append(f"config_uri: {run_conf.config_uri} is not a valid config ({len(error.issues)} errors)")
+        problems.append(
+            f"config_uri: {run_conf.config_uri} is not a valid config ({len(error.issues)} errors)"
+        )
     if plan is not None and plan.backfill_id != run_conf.backfill_id:
         problems.append(f"plan_uri: the plan is for backfill {plan.backfill_id}, not {run_conf.backfill_id}")
     done = None
@@ -199,7 +207,9 @@ def start() -> None:
         carried = _read_carried(run_conf, problems)
     rounds = len(plan_rounds(plan)) if plan is not None else 0
     if plan is not None and run_conf.first_round and run_conf.first_round >= rounds:
-        problems.append(f"first_round: {run_conf.first_round} is past the plan's last round ({rounds} rounds)")
+        problems.append(
+            f"first_round: {run_conf.first_round} is past the plan's last round ({rounds} rounds)"
+        )
     spark_profile = None
     if plan is not None and any(step.kind == "spark" for step in plan.steps):
         spark_profile = _resolve_spark_profile(plan.spark_profile, problems)
@@ -209,27 +219,44 @@ def start() -> None:
     this_run = rounds_of_run(first_round=run_conf.first_round or 0, slots=SHAPE.max_rounds, total=rounds)
     ledger = Ledger(carried.ledger) if carried else Ledger.for_plan(plan, done=done)
     state = RunState(
-        conf=run_conf, plan_sha256=plan_sha256, rounds=rounds, first_round=this_run.start, end_round=this_run.stop,
+        conf=run_conf,
+        plan_sha256=plan_sha256,
+        rounds=rounds,
+        first_round=this_run.start,
+        end_round=this_run.stop,
         started_at=(carried.started_at if carried else None) or dag_run.start_date or datetime.now(UTC),
-        spark_profile=spark_profile, ledger=ledger.entries,
-    )  # fmt: skip
+        spark_profile=spark_profile,
+        ledger=ledger.entries,
+    )
     if problem := _oversized(state.to_xcom(), state.max_bytes):  # before anything is written
         raise refuse([problem], run_conf.backfill_id, run_conf.result_uri)
-    task_log = task_logger(backfill_id=run_conf.backfill_id, attempt=run_conf.attempt, trace_id=run_conf.trace_id)
+    task_log = task_logger(
+        backfill_id=run_conf.backfill_id, attempt=run_conf.attempt, trace_id=run_conf.trace_id
+    )
     if carried is None:
         reporting.started(
-            backfill_id=run_conf.backfill_id, config=config, plan=plan, rounds=rounds, run_url=run_url,
-            result_uri=run_conf.result_uri, spark_profile=_describe_profile(spark_profile), plan_uri=run_conf.plan_uri,
-        )  # fmt: skip
+            backfill_id=run_conf.backfill_id,
+            config=config,
+            plan=plan,
+            rounds=rounds,
+            run_url=run_url,
+            result_uri=run_conf.result_uri,
+            spark_profile=_describe_profile(spark_profile),
+            plan_uri=run_conf.plan_uri,
+        )
     else:
         _check_still_running(reporting, run_conf.backfill_id)
     _supervisor().skip_tasks(
         task_id for slot in range(state.slots_used, SHAPE.max_rounds) for task_id in _ids(slot).values()
     )
     task_log.info(
-        "backfill %s: %d steps in %d rounds; this run: rounds %d to %d", run_conf.backfill_id, len(plan.steps),
-        rounds, state.first_round + 1, state.end_round,
-    )  # fmt: skip
+        "backfill %s: %d steps in %d rounds; this run: rounds %d to %d",
+        run_conf.backfill_id,
+        len(plan.steps),
+        rounds,
+        state.first_round + 1,
+        state.end_round,
+    )
     _push_state(ti, state)
 
 
@@ -240,12 +267,16 @@ def _read_carried(run_conf: Any, problems: list[str]) -> Any:
     from backfill_orchestrator.documents import DocumentError, read_text
 
     try:
-        carried = Carried.from_json(read_text(run_conf.ledger_uri, max_bytes=Carried.max_bytes), source=run_conf.ledger_uri)
+        carried = Carried.from_json(
+            read_text(run_conf.ledger_uri, max_bytes=Carried.max_bytes), source=run_conf.ledger_uri
+        )
     except (DocumentError, InvalidDocumentError) as error:
         problems.append(f"ledger_uri: {str(error).splitlines()[0]}")
         return None
     if carried.backfill_id != run_conf.backfill_id or carried.first_round != run_conf.first_round:
-        problems.append(f"ledger_uri: the carried state is for {carried.backfill_id} round {carried.first_round}")
+        problems.append(
+            f"ledger_uri: the carried state is for {carried.backfill_id} round {carried.first_round}"
+        )
         return None
     return carried
 
@@ -257,7 +288,9 @@ def _check_still_running(reporting: Any, backfill_id: str) -> None:
 
     record = reporting.store.get(backfill_id) if reporting.store is not None else None
     if record is not None and record.state is not BackfillState.RUNNING:
-        raise AirflowFailException(f"backfill {backfill_id} is {record.state}: this continuation runs nothing")
+        raise AirflowFailException(
+            f"backfill {backfill_id} is {record.state}: this continuation runs nothing"
+        )
 
 
 def _supervisor() -> Any:
@@ -306,7 +339,9 @@ def _settled(ti: Any, state: RunState) -> RunState:
 
     ids = _ids(launch.slot)
     ledger = Ledger(state.ledger)
-    states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[ids["spark"], ids["dag_runs"]], run_ids=[ti.run_id])
+    states = ti.get_task_states(
+        dag_id=ti.dag_id, task_ids=[ids["spark"], ids["dag_runs"]], run_ids=[ti.run_id]
+    )
     states = states.get(ti.run_id, {})
     if launch.spark is not None:
         report_uri = launch.spark.report_uri
@@ -318,14 +353,21 @@ def _settled(ti: Any, state: RunState) -> RunState:
         except InvalidDocumentError as error:
             log.error("%s", error)
             unreadable = "; ".join(error.problems[:3])
-        ledger.record_spark(launch.spark.step_ids, report=report, task_state=states.get(ids["spark"]), unreadable=unreadable)
+        ledger.record_spark(
+            launch.spark.step_ids, report=report, task_state=states.get(ids["spark"]), unreadable=unreadable
+        )
     if launch.chunks:
-        runs = [DagRunRequest(step_id, ledger.entries[step_id].dag_id, day) for step_id, day in launch.rerun_requests()]
+        runs = [
+            DagRunRequest(step_id, ledger.entries[step_id].dag_id, day)
+            for step_id, day in launch.rerun_requests()
+        ]
         ledger.record_dag_runs(runs, _rerun_states(ti, launch.chunks, states, task_id=ids["dag_runs"]))
     return state.with_settled(ledger.entries)
 
 
-def _rerun_states(ti: Any, chunks: list[RerunChunk], ti_states: dict[str, str], *, task_id: str) -> dict[int, str]:
+def _rerun_states(
+    ti: Any, chunks: list[RerunChunk], ti_states: dict[str, str], *, task_id: str
+) -> dict[int, str]:
     """request index -> the state its DAG run ended in: `success` for a chunk whose task
     succeeded, else from the chunk's outcomes document (written by this run's chunk task),
     else the task's state."""
@@ -374,41 +416,60 @@ def prepare(slot: int) -> list[dict[str, Any]]:
         sub_plan_uri = sibling(plan_uri, f"rounds/{index}/plan.json")
         write_text(sub_plan_uri, sub_plan(plan, set(work.spark_step_ids)).to_json())
         spark = SparkSubmission(
-            plan_uri=sub_plan_uri, report_uri=sibling(sub_plan_uri, "run_report.json"), step_ids=work.spark_step_ids
+            plan_uri=sub_plan_uri,
+            report_uri=sibling(sub_plan_uri, "run_report.json"),
+            step_ids=work.spark_step_ids,
         )
     rerun_conf: dict[str, Any] = {"backfill_id": backfill_id, "trace_id": state.conf.trace_id}
     lineage = lineage_settings()
-    if lineage.transport is not None:  # the backfill run is each rerun's OpenLineage parent (provider key `openlineage`)
-        rerun_conf["openlineage"] = rerun_parent_conf(backfill_facts(state.conf, plan, namespace=lineage.namespace))
+    if (
+        lineage.transport is not None
+    ):  # the backfill run is each rerun's OpenLineage parent (provider key `openlineage`)
+        rerun_conf["openlineage"] = rerun_parent_conf(
+            backfill_facts(state.conf, plan, namespace=lineage.namespace)
+        )
     reruns_by_step: dict[str, list[date]] = {}
     for run in work.dag_runs:
         reruns_by_step.setdefault(run.step_id, []).append(run.day)
     launch = RoundLaunch(index=index, slot=slot, spark=spark, reruns=reruns_by_step, rerun_conf=rerun_conf)
-    reruns = round_reruns(launch, backfill_id=backfill_id, dag_ids={run.step_id: run.dag_id for run in work.dag_runs})
+    reruns = round_reruns(
+        launch, backfill_id=backfill_id, dag_ids={run.step_id: run.dag_id for run in work.dag_runs}
+    )
     parts = chunked(list(range(len(reruns))), size=reruns_per_task(), max_chunks=max_map_length())
     launch = launch.with_chunks(
         RerunChunk(
-            start=part[0], end=part[-1] + 1, label=_chunk_label(reruns[part[0] : part[-1] + 1]),
+            start=part[0],
+            end=part[-1] + 1,
+            label=_chunk_label(reruns[part[0] : part[-1] + 1]),
             outcomes_uri=sibling(plan_uri, f"rounds/{index}/reruns/{number}.json"),
         )
         for number, part in enumerate(parts)
-    )  # fmt: skip
+    )
     task_log = task_logger(backfill_id=backfill_id, attempt=state.conf.attempt, trace_id=state.conf.trace_id)
     task_log.info(
         "round %d (slot %d of this run): spark steps %s; %d DAG reruns in %d tasks; blocked %s",
-        index + 1, slot, work.spark_step_ids, len(reruns), len(launch.chunks), sorted(work.blocked),
-    )  # fmt: skip
+        index + 1,
+        slot,
+        work.spark_step_ids,
+        len(reruns),
+        len(launch.chunks),
+        sorted(work.blocked),
+    )
     if spark is None and len(launch.chunks) == 1:
         # A small DAG-only round (a lineage chain of DAGs is all such rounds): rerun it here
         # rather than in a second task process; dag_runs then maps over nothing.
-        task_log.info("round %d: %s rerun by this task (no Spark, one chunk)", index + 1, launch.chunks[0].label)
+        task_log.info(
+            "round %d: %s rerun by this task (no Spark, one chunk)", index + 1, launch.chunks[0].label
+        )
         ledger.record_dag_runs(work.dag_runs, _rerun_inline(ti, launch.chunks[0], reruns))
         launch = launch.with_reruns_done()
     state = state.with_ledger(ledger.entries).with_launched(launch)
     now = datetime.now(UTC)
     written = state.progress_written_at
     if index < state.rounds and (
-        index == state.rounds - 1 or written is None or (now - written).total_seconds() >= PROGRESS_EVERY_SECONDS
+        index == state.rounds - 1
+        or written is None
+        or (now - written).total_seconds() >= PROGRESS_EVERY_SECONDS
     ):
         from backfill_runtime.reporting import record_progress
 
@@ -428,11 +489,14 @@ def _rerun_inline(ti: Any, chunk: RerunChunk, reruns: list[Rerun]) -> dict[int, 
         if attempt:
             time.sleep(min(SHAPE.retry_delay_seconds * 2 ** (attempt - 1), SHAPE.max_retry_delay_seconds))
         outcomes = RerunBatch(
-            reruns, supervisor=_supervisor(), concurrency=SHAPE.max_parallel_dag_runs,
-            poke_seconds=SHAPE.rerun_poke_seconds, outcomes=outcomes,
+            reruns,
+            supervisor=_supervisor(),
+            concurrency=SHAPE.max_parallel_dag_runs,
+            poke_seconds=SHAPE.rerun_poke_seconds,
+            outcomes=outcomes,
             checkpoint=lambda now: ChunkOutcomes.write(chunk.outcomes_uri, run_id=ti.run_id, outcomes=now),
             owner=(ti.dag_id, ti.run_id),
-        ).run()  # fmt: skip
+        ).run()
         if all(outcomes.get(i) == "success" for i in range(len(reruns))):
             break
     return {i: outcomes.get(i) or "not run" for i in range(len(reruns))}
@@ -467,7 +531,9 @@ def dag_runs(slot: int, chunk: dict[str, Any]) -> dict[str, int]:
     if state is None or state.launched is None:
         raise AirflowFailException(f"{_ids(slot)['prepare']} left no state: the round's reruns are unknown")
     dag_ids = {step_id: state.ledger[step_id].dag_id for step_id in state.launched.reruns}
-    reruns = round_reruns(state.launched, backfill_id=state.backfill_id, dag_ids=dag_ids)[part.start : part.end]
+    reruns = round_reruns(state.launched, backfill_id=state.backfill_id, dag_ids=dag_ids)[
+        part.start : part.end
+    ]
     # A retry reruns only what an earlier try did not finish (nothing to read on the first try).
     outcomes = ChunkOutcomes.read(part.outcomes_uri, run_id=ti.run_id) if ti.try_number > 1 else {}
     batch = RerunBatch(
@@ -482,7 +548,9 @@ def dag_runs(slot: int, chunk: dict[str, Any]) -> dict[str, int]:
     ended = batch.run()
     failed = [reruns[i].label for i, end in sorted(ended.items()) if end != "success"]
     if failed:
-        raise AirflowException(f"{len(failed)} of {len(reruns)} reruns did not succeed: {', '.join(failed[:20])}")
+        raise AirflowException(
+            f"{len(failed)} of {len(reruns)} reruns did not succeed: {', '.join(failed[:20])}"
+        )
     return {"reruns": len(reruns)}
 
 
@@ -565,7 +633,10 @@ def next_run() -> str | None:
     run_id = continuation_run_id(ti.run_id, first_round=next_round, slots=SHAPE.max_rounds)
     uri = carried_uri(state.conf.plan_uri, run_id)
     carried = Carried(
-        backfill_id=backfill_id, first_round=next_round, started_at=state.started_at, ledger=Ledger(state.ledger).to_dict()
+        backfill_id=backfill_id,
+        first_round=next_round,
+        started_at=state.started_at,
+        ledger=Ledger(state.ledger).to_dict(),
     )
     write_text(uri, carried.to_json())
     if reporting.store is not None:
@@ -575,9 +646,13 @@ def next_run() -> str | None:
         reporting.store.annotate(backfill_id, changes)
     conf = RunConf.model_validate({**state.conf.to_conf(), "first_round": next_round, "ledger_uri": uri})
     try:
-        triggered = _supervisor().trigger_dag_run(dag_id=ti.dag_id, run_id=run_id, logical_date=None, conf=conf.to_conf())
+        triggered = _supervisor().trigger_dag_run(
+            dag_id=ti.dag_id, run_id=run_id, logical_date=None, conf=conf.to_conf()
+        )
     except TriggerRefusedError as error:
-        raise AirflowException(f"the continuation run {run_id} was not triggered: {error.error} {error.detail}") from None
+        raise AirflowException(
+            f"the continuation run {run_id} was not triggered: {error.error} {error.detail}"
+        ) from None
     if not triggered:
         log.info("continuation run %s exists already (an earlier try triggered it)", run_id)
     log.info("rounds %d to %d continue in run %s", next_round + 1, state.rounds, run_id)
@@ -625,7 +700,9 @@ def finish() -> dict[str, Any]:
         config = parse_config(read_text(config_uri), source=config_uri)
     except (DocumentNotFoundError, InvalidConfigError):
         config = None
-    record_progress(report.backfill_id, ledger, plan=plan, round_index=max(state.rounds - 1, 0), rounds=state.rounds)
+    record_progress(
+        report.backfill_id, ledger, plan=plan, round_index=max(state.rounds - 1, 0), rounds=state.rounds
+    )
     reporting = Reporting.from_options()
     reporting.finished(
         config=config,
@@ -652,7 +729,9 @@ def _observe(state: RunState, plan: Plan, report: Any, *, ti: Any) -> None:
     from backfill_orchestrator.documents import DocumentError, read_text
     from backfill_orchestrator.lineage_events import backfill_finished, dag_reruns, spark_steps
 
-    task_log = task_logger(backfill_id=report.backfill_id, attempt=state.conf.attempt, trace_id=state.conf.trace_id)
+    task_log = task_logger(
+        backfill_id=report.backfill_id, attempt=state.conf.attempt, trace_id=state.conf.trace_id
+    )
     sink = metrics_sink(dimensions={"dag_id": ti.dag_id})
     lineage = lineage_emitter(metrics=sink, logger=task_log)
     if lineage.enabled:

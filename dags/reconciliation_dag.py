@@ -48,7 +48,9 @@ def _window_end() -> date:
         try:
             return date.fromisoformat(str(requested))
         except ValueError:
-            raise AirflowFailException(f"conf.end: expected a date as YYYY-MM-DD, got {requested!r}") from None
+            raise AirflowFailException(
+                f"conf.end: expected a date as YYYY-MM-DD, got {requested!r}"
+            ) from None
     moment = context.get("logical_date") or context["dag_run"].run_after
     return pendulum.instance(moment).in_timezone("UTC").date() - timedelta(days=1)
 
@@ -65,7 +67,9 @@ def in_flight() -> list[str]:
         return []
     ids = in_flight_ids(dynamodb_client=boto3.client("dynamodb"), table_name=options.status_table)
     log.info("%d backfills in flight", len(ids))
-    return [plan_uri(bucket=options.bucket, backfills_prefix=options.backfills_prefix, backfill_id=i) for i in ids]
+    return [
+        plan_uri(bucket=options.bucket, backfills_prefix=options.backfills_prefix, backfill_id=i) for i in ids
+    ]
 
 
 @task(task_id="reconcile")
@@ -77,7 +81,8 @@ def reconcile(in_flight_plans: list[str]) -> dict[str, str]:
     end = _window_end()
     try:
         run_local(
-            options.command, job_arguments(options, end=end, in_flight_plans=in_flight_plans),
+            options.command,
+            job_arguments(options, end=end, in_flight_plans=in_flight_plans),
             timeout=options.timeout_seconds,
         )
     except SparkInputError as error:  # bad rules, catalog or warehouse: a retry cannot help

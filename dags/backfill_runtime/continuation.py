@@ -33,7 +33,9 @@ class Carried(Contract):
     backfill_id: BackfillId
     first_round: int = Field(ge=1, description="the plan round the continuation starts with")
     started_at: datetime | None = Field(default=None, description="when the chain's first run started")
-    ledger: dict[str, dict[str, Any]] = Field(description="step id -> StepOutcome after the rounds before first_round")
+    ledger: dict[str, dict[str, Any]] = Field(
+        description="step id -> StepOutcome after the rounds before first_round"
+    )
 
 
 def first_run_id(run_id: str) -> str:

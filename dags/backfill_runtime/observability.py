@@ -30,8 +30,13 @@ def _option(key: str, default: str = "") -> str:
     return _get(key, default)
 
 
-def task_logger(*, backfill_id: str | None, attempt: int | None = None, trace_id: str | None = None,
-                step: str | None = None) -> Any:  # fmt: skip
+def task_logger(
+    *,
+    backfill_id: str | None,
+    attempt: int | None = None,
+    trace_id: str | None = None,
+    step: str | None = None,
+) -> Any:
     """A JSON-lines logger for one task, its keys bound."""
     from aws_lambda_powertools import Logger
 
@@ -84,7 +89,9 @@ class NoMetrics:
 def metrics_sink(*, dimensions: Mapping[str, str] | None = None) -> Any:
     backend = _option("metrics", "emf").lower()
     if backend not in METRICS_BACKENDS:
-        log.error("[backfill] metrics: expected one of %s, got %r; metrics are off", METRICS_BACKENDS, backend)
+        log.error(
+            "[backfill] metrics: expected one of %s, got %r; metrics are off", METRICS_BACKENDS, backend
+        )
         return NoMetrics()
     if backend == "statsd":
         return StatsdSink()
@@ -115,7 +122,13 @@ def lineage_emitter(*, metrics: Any = None, logger: Any = None) -> LineageEmitte
 def backfill_facts(conf: RunConf, plan: Plan, *, namespace: str) -> BackfillFacts:
     """The facts of the run's conf and plan, the same the trigger sent at START."""
     return BackfillFacts(
-        backfill_id=conf.backfill_id, attempt=conf.attempt, namespace=namespace, config_uri=conf.config_uri,
-        dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds, submitter=plan.owner,
+        backfill_id=conf.backfill_id,
+        attempt=conf.attempt,
+        namespace=namespace,
+        config_uri=conf.config_uri,
+        dates=[day.isoformat() for day in plan.dates],
+        hours=plan.hours,
+        feeds=plan.feeds,
+        submitter=plan.owner,
         trace_id=conf.trace_id,
-    )  # fmt: skip
+    )

@@ -64,7 +64,9 @@ class DagShape:
     def from_config(cls) -> DagShape:
         runner = _get("spark_runner", "local")
         if runner not in SPARK_RUNNERS:
-            raise InvalidOptionError(f"[{SECTION}] spark_runner: expected one of {SPARK_RUNNERS}, got {runner!r}")
+            raise InvalidOptionError(
+                f"[{SECTION}] spark_runner: expected one of {SPARK_RUNNERS}, got {runner!r}"
+            )
         shape = cls(
             spark_runner=runner,  # type: ignore[arg-type]
             max_rounds=_int("max_rounds", 6, minimum=1),
@@ -86,7 +88,9 @@ class DagShape:
 def spark_command() -> list[str]:
     """The local runner's command; the job's arguments are appended. Default: this Python
     running the generic job module (pyspark starts its own local JVM)."""
-    return shlex.split(_get("spark_command", f"{shlex.quote(sys.executable)} -m spark_jobs.engine.backfill_job"))
+    return shlex.split(
+        _get("spark_command", f"{shlex.quote(sys.executable)} -m spark_jobs.engine.backfill_job")
+    )
 
 
 def warehouse_uri() -> str:

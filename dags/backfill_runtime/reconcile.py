@@ -44,7 +44,11 @@ class ReconciliationOptions:
 
     @classmethod
     def from_config(cls) -> ReconciliationOptions:
-        missing = [key for key in ("reconciliation_rules", "reconciliation_catalog", "config_bucket") if not _get(key, "")]
+        missing = [
+            key
+            for key in ("reconciliation_rules", "reconciliation_catalog", "config_bucket")
+            if not _get(key, "")
+        ]
         if missing:
             raise InvalidOptionError(f"[{SECTION}] reconciliation needs {', '.join(missing)}")
         default_command = f"{shlex.quote(sys.executable)} -m spark_jobs.engine.reconcile_job"
@@ -80,9 +84,22 @@ class ReconciliationOptions:
 
 def job_arguments(options: ReconciliationOptions, *, end: date, in_flight_plans: list[str]) -> list[str]:
     arguments = [
-        "--warehouse", options.warehouse, "--rules", options.rules, "--catalog", options.catalog,
-        "--report", options.report_uri(end), "--configs-out", options.staged_configs(end),
-        "--window-days", str(options.window_days), "--end", end.isoformat(), "--owner", options.owner,
+        "--warehouse",
+        options.warehouse,
+        "--rules",
+        options.rules,
+        "--catalog",
+        options.catalog,
+        "--report",
+        options.report_uri(end),
+        "--configs-out",
+        options.staged_configs(end),
+        "--window-days",
+        str(options.window_days),
+        "--end",
+        end.isoformat(),
+        "--owner",
+        options.owner,
     ]
     for uri in in_flight_plans:
         arguments += ["--in-flight-plan", uri]

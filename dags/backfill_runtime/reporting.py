@@ -63,7 +63,10 @@ def write_plan_picture(plan: Plan, plan_uri: str) -> str | None:
     except Exception as error:  # noqa: BLE001 - a picture is not worth a backfill
         log.warning("plan picture not written beside %s: %s", plan_uri, error)
         return None
-    environ = {**os.environ, PLAN_LINK_BASE_ENV: _option("plan_link_base") or os.environ.get(PLAN_LINK_BASE_ENV, "")}
+    environ = {
+        **os.environ,
+        PLAN_LINK_BASE_ENV: _option("plan_link_base") or os.environ.get(PLAN_LINK_BASE_ENV, ""),
+    }
     return plan_page_url(plan_uri, environ=environ)
 
 
@@ -102,18 +105,34 @@ class Reporting:
     def run_url(self, dag_id: str, run_id: str) -> str | None:
         if not self.airflow_ui_url:
             return None
-        return f"{self.airflow_ui_url.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+        return (
+            f"{self.airflow_ui_url.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+        )
 
     # -- the three moments ---------------------------------------------------------------
     def refused(
-        self, *, backfill_id: str | None, problems: list[str], run_url: str | None, result_uri: str | None = None
+        self,
+        *,
+        backfill_id: str | None,
+        problems: list[str],
+        run_url: str | None,
+        result_uri: str | None = None,
     ) -> None:
         """The run cannot start (bad conf, unreadable plan): record FAILED, tell Slack."""
         detail = "the DAG run was refused: " + "; ".join(problems)
         if backfill_id:
-            self._transition(backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]})
-        self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id or "unknown backfill", state="FAILED", detail=detail, run_url=run_url))
-        follow_result(result_uri, outcome="accepted", state=BackfillState.FAILED, reason=detail[:2000], retrying=None)
+            self._transition(
+                backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]}
+            )
+        self.notifier.slack(
+            backfill_id,
+            status_message(
+                backfill_id=backfill_id or "unknown backfill", state="FAILED", detail=detail, run_url=run_url
+            ),
+        )
+        follow_result(
+            result_uri, outcome="accepted", state=BackfillState.FAILED, reason=detail[:2000], retrying=None
+        )
 
     def started(
         self,
@@ -133,10 +152,19 @@ class Reporting:
         self._transition(backfill_id, BackfillState.RUNNING, detail=detail)
         plan_page = write_plan_picture(plan, plan_uri) if plan_uri else None
         if self._thread_exists(backfill_id):
-            message = status_message(backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url, plan_page=plan_page)
+            message = status_message(
+                backfill_id=backfill_id, state="RUNNING", detail=detail, run_url=run_url, plan_page=plan_page
+            )
         else:  # started outside the trigger function, or its message was lost: open the thread with the full picture
-            message = backfill_message(config=config, backfill_id=backfill_id, plan=plan, state="RUNNING", run_url=run_url,
-                                       plan_uri=plan_uri if plan_page else None, plan_page=plan_page)  # fmt: skip
+            message = backfill_message(
+                config=config,
+                backfill_id=backfill_id,
+                plan=plan,
+                state="RUNNING",
+                run_url=run_url,
+                plan_uri=plan_uri if plan_page else None,
+                plan_page=plan_page,
+            )
         self.notifier.slack(backfill_id, message, channel=config.notify.slack_channel)
         changes: dict[str, Any] = {"dag_run_url": run_url} if run_url else {}
         follow_result(
@@ -154,8 +182,12 @@ class Reporting:
 
         from backfill_orchestrator.claims import registry_for, release_and_start_queued
 
-        registry = registry_for(dynamodb_client=boto3.client("dynamodb"), table_name=table, status_store=self.store)
-        started = release_and_start_queued(registry, backfill_id, control_uri=control_uri, now=datetime.now(UTC))
+        registry = registry_for(
+            dynamodb_client=boto3.client("dynamodb"), table_name=table, status_store=self.store
+        )
+        started = release_and_start_queued(
+            registry, backfill_id, control_uri=control_uri, now=datetime.now(UTC)
+        )
         if started:
             log.info("released the claims of %s; starting %s", backfill_id, ", ".join(started))
         return started
@@ -177,39 +209,67 @@ class Reporting:
         if report.succeeded:
             detail = f"{summary}; report {report_uri}"
             self._transition(backfill_id, BackfillState.SUCCEEDED, detail=detail[:1000])
-            self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url), channel=channel)
+            self.notifier.slack(
+                backfill_id,
+                status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url),
+                channel=channel,
+            )
             self.notifier.resolve(backfill_id, enabled=paging)
             follow_result(
-                result_uri, state=BackfillState.SUCCEEDED, report_uri=report_uri, figures=figures,
-                failed_steps=None, reason=None,
-            )  # fmt: skip
+                result_uri,
+                state=BackfillState.SUCCEEDED,
+                report_uri=report_uri,
+                figures=figures,
+                failed_steps=None,
+                reason=None,
+            )
             return
         problems = report.problems
         failed = [p.step for p in problems if p.status is StepStatus.FAILED]
         blocked = [p.step for p in problems if p.status is StepStatus.BLOCKED]
         errors = [problem.model_dump(mode="json") for problem in problems[:MAX_LISTED_PROBLEMS]]
-        reason = f"{len(failed)} step(s) failed: {', '.join(failed)}" + (f"; {len(blocked)} not run" if blocked else "")
+        reason = f"{len(failed)} step(s) failed: {', '.join(failed)}" + (
+            f"; {len(blocked)} not run" if blocked else ""
+        )
         self._transition(
-            backfill_id, BackfillState.FAILED, detail=reason[:1000], attributes={"reason": reason[:1000], "errors": errors}
+            backfill_id,
+            BackfillState.FAILED,
+            detail=reason[:1000],
+            attributes={"reason": reason[:1000], "errors": errors},
         )
         lines = [f"{reason}. {summary}."]
         lines += [f"{p.step}: {p.message}" for p in problems[:10]]
-        self.notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state="FAILED", detail="\n".join(lines), run_url=run_url), channel=channel)
+        self.notifier.slack(
+            backfill_id,
+            status_message(backfill_id=backfill_id, state="FAILED", detail="\n".join(lines), run_url=run_url),
+            channel=channel,
+        )
         self.notifier.page(
             backfill_id,
             summary=f"Backfill {backfill_id} failed: {reason}"[:1000],
             enabled=paging,
             component="backfill-dag",
-            details={"failed_steps": failed, "blocked_steps": blocked, **figures.model_dump(), "report": report_uri},
+            details={
+                "failed_steps": failed,
+                "blocked_steps": blocked,
+                **figures.model_dump(),
+                "report": report_uri,
+            },
             links=[{"href": run_url, "text": "Airflow run"}] if run_url else None,
         )
         follow_result(
-            result_uri, state=BackfillState.FAILED, report_uri=report_uri, figures=figures,
-            failed_steps=problems[:MAX_LISTED_PROBLEMS], reason=reason[:2000],
-        )  # fmt: skip
+            result_uri,
+            state=BackfillState.FAILED,
+            report_uri=report_uri,
+            figures=figures,
+            failed_steps=problems[:MAX_LISTED_PROBLEMS],
+            reason=reason[:2000],
+        )
 
     # -- internals -----------------------------------------------------------------------
-    def _transition(self, backfill_id: str, state: BackfillState, *, detail: str, attributes: dict[str, Any] | None = None) -> None:
+    def _transition(
+        self, backfill_id: str, state: BackfillState, *, detail: str, attributes: dict[str, Any] | None = None
+    ) -> None:
         if self.store is None:
             return
         try:
@@ -254,7 +314,9 @@ def progress_of(ledger: Any, *, plan: Any = None, round_index: int, rounds: int)
     return progress
 
 
-def record_progress(backfill_id: str, ledger: Any, *, plan: Any = None, round_index: int, rounds: int) -> None:
+def record_progress(
+    backfill_id: str, ledger: Any, *, plan: Any = None, round_index: int, rounds: int
+) -> None:
     """`progress_of` on the status record, for `backfill watch`. Informational: a record that
     cannot be updated is logged, never fails the round."""
     table = _option("status_table")
@@ -264,6 +326,8 @@ def record_progress(backfill_id: str, ledger: Any, *, plan: Any = None, round_in
 
     progress = progress_of(ledger, plan=plan, round_index=round_index, rounds=rounds)
     try:
-        StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb")).annotate(backfill_id, {"progress": progress})
+        StatusStore(table_name=table, dynamodb_client=boto3.client("dynamodb")).annotate(
+            backfill_id, {"progress": progress}
+        )
     except Exception as error:  # progress is for people watching; the backfill goes on
         log.warning("progress of %s not recorded: %s", backfill_id, str(error)[:300])

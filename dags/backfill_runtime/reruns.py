@@ -62,9 +62,11 @@ def round_reruns(launch: RoundLaunch, *, backfill_id: str, dag_ids: Mapping[str,
     round's conf plus the step, a new run id for a date that has no run yet."""
     return [
         Rerun(
-            trigger_dag_id=dag_ids[step_id], trigger_run_id=new_run_id(backfill_id=backfill_id, day=day),
-            logical_date=day.isoformat(), conf={**launch.rerun_conf, "step": step_id},
-        )  # fmt: skip
+            trigger_dag_id=dag_ids[step_id],
+            trigger_run_id=new_run_id(backfill_id=backfill_id, day=day),
+            logical_date=day.isoformat(),
+            conf={**launch.rerun_conf, "step": step_id},
+        )
         for step_id, day in launch.rerun_requests()
     ]
 
@@ -115,7 +117,9 @@ class RerunBatch:
                 # Also before the first start: a retry of the batch (the prepare task's next try
                 # of its inline reruns) may begin after a cancel failed the backfill's run.
                 if waiting and len(in_flight) < self.concurrency and not self._owner_running():
-                    log.warning("the backfill's run is no longer running: %d waiting reruns not started", len(waiting))
+                    log.warning(
+                        "the backfill's run is no longer running: %d waiting reruns not started", len(waiting)
+                    )
                     waiting.clear()
                     continue
                 while waiting and len(in_flight) < self.concurrency:
@@ -155,7 +159,11 @@ class RerunBatch:
         run_id = run_id or rerun.trigger_run_id
         try:  # an existing run of that id (409) is cleared by reset_dag_run: rerun either way
             self.supervisor.trigger_dag_run(
-                dag_id=rerun.trigger_dag_id, run_id=run_id, logical_date=logical_date, conf=rerun.conf, reset_dag_run=True
+                dag_id=rerun.trigger_dag_id,
+                run_id=run_id,
+                logical_date=logical_date,
+                conf=rerun.conf,
+                reset_dag_run=True,
             )
         except TriggerRefusedError as error:
             log.error("%s: the trigger was refused: %s %s", rerun.label, error.error, error.detail)
@@ -170,7 +178,11 @@ class RerunBatch:
         for index in indexes:
             rerun = self.reruns[index]
             dates.setdefault(rerun.trigger_dag_id, set()).add(logical_date_of(rerun.logical_date[:10]))
-        return {dag_id for dag_id, days in dates.items() if self.supervisor.count_runs(dag_id, logical_dates=sorted(days)) == 0}
+        return {
+            dag_id
+            for dag_id, days in dates.items()
+            if self.supervisor.count_runs(dag_id, logical_dates=sorted(days)) == 0
+        }
 
     def _ended(self, in_flight: Mapping[int, str]) -> list[tuple[int, str]]:
         """The in-flight reruns that ended, and how. One count per DAG first (how many of its
@@ -223,4 +235,6 @@ class ChunkOutcomes:
 
         from backfill_orchestrator.documents import write_text
 
-        write_text(uri, json.dumps({"run_id": run_id, "outcomes": {str(k): v for k, v in sorted(outcomes.items())}}))
+        write_text(
+            uri, json.dumps({"run_id": run_id, "outcomes": {str(k): v for k, v in sorted(outcomes.items())}})
+        )

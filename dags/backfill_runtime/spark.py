@@ -45,7 +45,9 @@ def stop_gracefully(process: subprocess.Popen, *, grace: float) -> None:
         process.wait()
 
 
-def run_local(command: Sequence[str], arguments: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None) -> None:
+def run_local(
+    command: Sequence[str], arguments: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None
+) -> None:
     """Run the job as a child process, its output going to the task log; raise on failure."""
     argv = [*command, *arguments]
     log.info("running %s", " ".join(argv))
@@ -61,7 +63,9 @@ def run_local(command: Sequence[str], arguments: Sequence[str], *, timeout: floa
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        raise SparkStepsFailedError(f"the Spark job ran longer than {timeout:.0f} s and was stopped") from None
+        raise SparkStepsFailedError(
+            f"the Spark job ran longer than {timeout:.0f} s and was stopped"
+        ) from None
     finally:
         if process.poll() is None:  # the task was interrupted (a cancel): do not leave Spark running
             stop_gracefully(process, grace=STOP_GRACE_SECONDS)

@@ -55,17 +55,23 @@ class Ledger:
         rounds = {step_id: round_.index for round_ in plan_rounds(plan) for step_id in round_.step_ids}
         ledger = cls(
             {
-                step.id: StepOutcome(status=StepStatus.PENDING, kind=step.kind, round=rounds[step.id], dag_id=step.dag_id)
+                step.id: StepOutcome(
+                    status=StepStatus.PENDING, kind=step.kind, round=rounds[step.id], dag_id=step.dag_id
+                )
                 for step in plan.steps
             }
         )
         if done is not None:
             for step_id in done.steps_done:
                 if step_id in ledger.entries:
-                    ledger.mark(step_id, StepStatus.SUCCEEDED, detail=f"succeeded in an attempt before {done.attempt}")
+                    ledger.mark(
+                        step_id, StepStatus.SUCCEEDED, detail=f"succeeded in an attempt before {done.attempt}"
+                    )
             for step_id, days in done.dates_done.items():
                 if step_id in ledger.entries and ledger.status(step_id) is StepStatus.PENDING:
-                    ledger.mark(step_id, StepStatus.PENDING, dates={day.isoformat(): "success" for day in days})
+                    ledger.mark(
+                        step_id, StepStatus.PENDING, dates={day.isoformat(): "success" for day in days}
+                    )
         return ledger
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -76,7 +82,9 @@ class Ledger:
 
     def mark(self, step_id: str, status: StepStatus, *, detail: str | None = None, **extra: Any) -> None:
         current = self.entries[step_id].model_dump()
-        self.entries[step_id] = StepOutcome.model_validate({**current, "status": status, "detail": detail, **extra})
+        self.entries[step_id] = StepOutcome.model_validate(
+            {**current, "status": status, "detail": detail, **extra}
+        )
 
     def with_status(self, *statuses: StepStatus) -> list[str]:
         return [key for key, value in self.entries.items() if value.status in statuses]
@@ -150,7 +158,9 @@ class Ledger:
         """`ti_states`: map index -> the state of the mapped rerun task for `requests[index]`."""
         by_step: dict[str, dict[str, str]] = {}
         for index, request in enumerate(requests):
-            by_step.setdefault(request.step_id, {})[request.day.isoformat()] = ti_states.get(index) or "not run"
+            by_step.setdefault(request.step_id, {})[request.day.isoformat()] = (
+                ti_states.get(index) or "not run"
+            )
         for step_id, dates in by_step.items():
             earlier = {day.isoformat(): state for day, state in (self.entries[step_id].dates or {}).items()}
             dates = {**earlier, **dates}  # dates an earlier attempt finished stay done

@@ -61,9 +61,14 @@ class SupervisorClient:
             self.comms.send(SkipDownstreamTasks(tasks=tasks))
 
     def trigger_dag_run(
-        self, *, dag_id: str, run_id: str, logical_date: datetime | None, conf: Mapping[str, Any],
+        self,
+        *,
+        dag_id: str,
+        run_id: str,
+        logical_date: datetime | None,
+        conf: Mapping[str, Any],
         reset_dag_run: bool = False,
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Create the run (with `reset_dag_run`, a run of that id is cleared to run again).
         False: a run of that id exists already (Airflow's 409). Raises TriggerRefusedError for
         any other refusal. Without a logical date the run is due now."""
@@ -72,7 +77,11 @@ class SupervisorClient:
 
         answer = self.comms.send(
             TriggerDagRun(
-                dag_id=dag_id, run_id=run_id, logical_date=logical_date, conf=dict(conf), reset_dag_run=reset_dag_run
+                dag_id=dag_id,
+                run_id=run_id,
+                logical_date=logical_date,
+                conf=dict(conf),
+                reset_dag_run=reset_dag_run,
             )
         )
         if isinstance(answer, ErrorResponse):
@@ -82,13 +91,19 @@ class SupervisorClient:
         return True
 
     def count_runs(
-        self, dag_id: str, *, logical_dates: list[datetime] | None = None, run_ids: list[str] | None = None,
+        self,
+        dag_id: str,
+        *,
+        logical_dates: list[datetime] | None = None,
+        run_ids: list[str] | None = None,
         states: list[str] | None = None,
-    ) -> int:  # fmt: skip
+    ) -> int:
         """How many of `dag_id`'s runs are at `logical_dates`, or among `run_ids` (in `states`)."""
         from airflow.sdk.execution_time.comms import GetDRCount
 
-        return self.comms.send(GetDRCount(dag_id=dag_id, logical_dates=logical_dates, run_ids=run_ids, states=states)).count
+        return self.comms.send(
+            GetDRCount(dag_id=dag_id, logical_dates=logical_dates, run_ids=run_ids, states=states)
+        ).count
 
     def run_id_at(self, dag_id: str, logical_date: datetime) -> str | None:
         """The run id of `dag_id`'s run at exactly `logical_date`, or None (count by logical
@@ -97,7 +112,9 @@ class SupervisorClient:
 
         if self.count_runs(dag_id, logical_dates=[logical_date]) == 0:
             return None
-        answer = self.comms.send(GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1)))
+        answer = self.comms.send(
+            GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1))
+        )
         run = getattr(answer, "dag_run", None)
         if run is None or run.logical_date is None or run.logical_date != logical_date:
             return None

@@ -55,7 +55,15 @@ from pydantic import (
 
 from backfill_local.http_server import BackgroundHTTPServer
 
-V1_TRIGGER_KEYS = {"dag_run_id", "logical_date", "execution_date", "data_interval_start", "data_interval_end", "conf", "note"}
+V1_TRIGGER_KEYS = {
+    "dag_run_id",
+    "logical_date",
+    "execution_date",
+    "data_interval_start",
+    "data_interval_end",
+    "conf",
+    "note",
+}
 _RUNS = re.compile(r"^/api/(v[12])/dags/([^/]+)/dagRuns(?:/([^/]+))?$")
 ID_LEN = 250  # airflow.models.base.ID_LEN: the longest partition_key
 BUNDLE_NAME = "dags-folder"
@@ -115,7 +123,9 @@ def _validation_detail(error: ValidationError) -> list[dict[str, Any]]:
     for problem in error.errors(include_url=False):
         item = {**problem, "loc": ["body", *problem["loc"]]}
         if "ctx" in item:
-            item["ctx"] = {key: {} if isinstance(value, Exception) else value for key, value in item["ctx"].items()}
+            item["ctx"] = {
+                key: {} if isinstance(value, Exception) else value for key, value in item["ctx"].items()
+            }
         detail.append(item)
     return detail
 
@@ -192,18 +202,29 @@ class AirflowDouble:
 
     def trigger_posts(self, dag_id: str | None = None) -> list[dict[str, Any]]:
         return [
-            r for r in self.requests
+            r
+            for r in self.requests
             if r["method"] == "POST" and (dag_id is None or f"/dags/{dag_id}/" in r["path"] + "/")
-        ]  # fmt: skip
+        ]
 
     # -- request handling --------------------------------------------------------------
     def _issue_token(self, body: Any) -> tuple[int, Any]:
-        if not isinstance(body, dict) or body.get("username") != self.username or body.get("password") != self.password:
+        if (
+            not isinstance(body, dict)
+            or body.get("username") != self.username
+            or body.get("password") != self.password
+        ):
             return 401, {"detail": "Invalid credentials"}
         with self._lock:
             self.tokens_issued += 1
             now = int(time.time())
-            claims = {"sub": self.username, "iat": now, "nbf": now, "exp": now + self._expiration, "jti": secrets.token_hex(8)}
+            claims = {
+                "sub": self.username,
+                "iat": now,
+                "nbf": now,
+                "exp": now + self._expiration,
+                "jti": secrets.token_hex(8),
+            }
             token = jwt.encode(claims, self._jwt_secret, algorithm="HS256")
         return 201, {"access_token": token}
 
@@ -217,7 +238,7 @@ class AirflowDouble:
         if not auth.startswith("Bearer "):
             return 401, {"detail": "Not authenticated"}
         try:
-            jwt.decode(auth[len("Bearer "):], self._jwt_secret, algorithms=["HS256"])
+            jwt.decode(auth[len("Bearer ") :], self._jwt_secret, algorithms=["HS256"])
         except jwt.PyJWTError as error:
             return 401, {"detail": f"Invalid JWT: {type(error).__name__}"}
         return None
@@ -229,18 +250,46 @@ class AirflowDouble:
         problems: list[dict[str, Any]] = []
         for key in sorted(set(body) - V1_TRIGGER_KEYS):
             problems.append({"type": "extra_forbidden", "loc": ["body", key], "msg": "Unknown field."})
-        if "dag_run_id" in body and body["dag_run_id"] is not None and not isinstance(body["dag_run_id"], str):
-            problems.append({"type": "string_type", "loc": ["body", "dag_run_id"], "msg": "Input should be a valid string"})
+        if (
+            "dag_run_id" in body
+            and body["dag_run_id"] is not None
+            and not isinstance(body["dag_run_id"], str)
+        ):
+            problems.append(
+                {
+                    "type": "string_type",
+                    "loc": ["body", "dag_run_id"],
+                    "msg": "Input should be a valid string",
+                }
+            )
         if body.get("conf") is not None and not isinstance(body["conf"], dict):
-            problems.append({"type": "dict_type", "loc": ["body", "conf"], "msg": "Input should be a valid dictionary"})
+            problems.append(
+                {"type": "dict_type", "loc": ["body", "conf"], "msg": "Input should be a valid dictionary"}
+            )
         for key in ("logical_date", "execution_date", "data_interval_start", "data_interval_end"):
             if body.get(key) is not None and not _parse_datetime(body[key]):
-                problems.append({"type": "datetime_from_date_parsing", "loc": ["body", key], "msg": "Input should be a valid datetime"})
+                problems.append(
+                    {
+                        "type": "datetime_from_date_parsing",
+                        "loc": ["body", key],
+                        "msg": "Input should be a valid datetime",
+                    }
+                )
         if (body.get("data_interval_start") is None) != (body.get("data_interval_end") is None):
-            problems.append({"type": "value_error", "loc": ["body"], "msg": "Value error, Either both data_interval_start and data_interval_end must be provided or both must be None"})
+            problems.append(
+                {
+                    "type": "value_error",
+                    "loc": ["body"],
+                    "msg": "Value error, Either both data_interval_start and data_interval_end must be provided or both must be None",
+                }
+            )
         if not problems:
             return None
-        return 400, {"title": "Bad Request", "status": 400, "detail": str({p["loc"][-1]: [p["msg"]] for p in problems})}
+        return 400, {
+            "title": "Bad Request",
+            "status": 400,
+            "detail": str({p["loc"][-1]: [p["msg"]] for p in problems}),
+        }
 
     def _partition_problem(self, dag_id: str, partition_key: str | None) -> str | None:
         """`SerializedDAG.validate_partition_key`: its ValueErrors answer 400."""
@@ -272,7 +321,11 @@ class AirflowDouble:
         gets the exact interval [logical_date, logical_date], as NullTimetable infers it."""
         if dag_id not in self.dag_ids:
             if version == "v1":
-                return 404, {"title": "DAG not found", "status": 404, "detail": f"DAG with dag_id: '{dag_id}' not found"}
+                return 404, {
+                    "title": "DAG not found",
+                    "status": 404,
+                    "detail": f"DAG with dag_id: '{dag_id}' not found",
+                }
             return 404, {"detail": f"Dag with dag_id: '{dag_id}' not found"}
         problem = self._partition_problem(dag_id, body.partition_key)
         if problem is not None:
@@ -281,20 +334,28 @@ class AirflowDouble:
         with self._lock:
             taken = (dag_id, run["dag_run_id"]) in self.runs or (
                 run["logical_date"] is not None
-                and any(r["logical_date"] == run["logical_date"] for (d, _), r in self.runs.items() if d == dag_id)
+                and any(
+                    r["logical_date"] == run["logical_date"] for (d, _), r in self.runs.items() if d == dag_id
+                )
             )
             if not taken:
                 self.runs[(dag_id, run["dag_run_id"])] = run
         if taken and version == "v1":
-            return 409, {"title": "Conflict", "status": 409, "detail": f"DAGRun with DAG ID: '{dag_id}' and DAGRun ID: '{run['dag_run_id']}' already exists"}
+            return 409, {
+                "title": "Conflict",
+                "status": 409,
+                "detail": f"DAGRun with DAG ID: '{dag_id}' and DAGRun ID: '{run['dag_run_id']}' already exists",
+            }
         if taken:  # the unique constraints (dag_id, run_id), (dag_id, logical_date)
-            return 409, {"detail": {
-                "reason": "Unique constraint violation",
-                "statement": "hidden",
-                "orig_error": "hidden",
-                "message": "Serious error when handling your request. Check logs for more details - "
-                f"you will find it in api server when you look for ID {secrets.token_hex(4)}",
-            }}  # fmt: skip
+            return 409, {
+                "detail": {
+                    "reason": "Unique constraint violation",
+                    "statement": "hidden",
+                    "orig_error": "hidden",
+                    "message": "Serious error when handling your request. Check logs for more details - "
+                    f"you will find it in api server when you look for ID {secrets.token_hex(4)}",
+                }
+            }
         return 200, (_v1_view(run) if version == "v1" else run)
 
     def _new_run(self, dag_id: str, body: TriggerBody) -> dict[str, Any]:
@@ -337,10 +398,15 @@ class AirflowDouble:
         logical = _parse_aware(body.get("logical_date") or body.get("execution_date")) or datetime.now(UTC)
         interval = [_parse_aware(body.get(key)) for key in ("data_interval_start", "data_interval_end")]
         trigger = TriggerBody.model_construct(
-            dag_run_id=body.get("dag_run_id"), logical_date=logical, run_after=logical,
-            data_interval_start=interval[0], data_interval_end=interval[1],
-            conf=body.get("conf") or {}, note=body.get("note"), partition_key=None,
-        )  # fmt: skip
+            dag_run_id=body.get("dag_run_id"),
+            logical_date=logical,
+            run_after=logical,
+            data_interval_start=interval[0],
+            data_interval_end=interval[1],
+            conf=body.get("conf") or {},
+            note=body.get("note"),
+            partition_key=None,
+        )
         return self._trigger(dag_id, trigger, version="v1")
 
     def _get_run(self, version: str, dag_id: str, run_id: str) -> tuple[int, Any]:
@@ -348,7 +414,11 @@ class AirflowDouble:
             run = self.runs.get((dag_id, run_id))
         if run is None:
             if version == "v1":
-                return 404, {"title": "DAGRun not found", "status": 404, "detail": f"DAGRun with DAG ID: '{dag_id}' and DagRun ID: '{run_id}' not found"}
+                return 404, {
+                    "title": "DAGRun not found",
+                    "status": 404,
+                    "detail": f"DAGRun with DAG ID: '{dag_id}' and DagRun ID: '{run_id}' not found",
+                }
             return 404, {"detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"}
         return 200, (_v1_view(run) if version == "v1" else run)
 
@@ -361,7 +431,9 @@ class AirflowDouble:
         with self._lock:
             run = self.runs.get((dag_id, run_id))
             if run is None:
-                return 404, {"detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"}
+                return 404, {
+                    "detail": f"The DagRun with dag_id: `{dag_id}` and run_id: `{run_id}` was not found"
+                }
             if body.note is not None:
                 run["note"] = body.note or None
             if body.state is not None:
@@ -373,7 +445,11 @@ class AirflowDouble:
         """`GET .../dagRuns`: logical_date_gte/lte, state (repeated), limit, offset."""
         if dag_id not in self.dag_ids:
             return 404, {"detail": f"The Dag with ID: `{dag_id}` was not found"}
-        bounds = {key: _parse_aware(query[key][0]) for key in ("logical_date_gte", "logical_date_lte") if key in query}
+        bounds = {
+            key: _parse_aware(query[key][0])
+            for key in ("logical_date_gte", "logical_date_lte")
+            if key in query
+        }
         states = set(query.get("state", []))
         limit = int(query.get("limit", ["50"])[0])
         offset = int(query.get("offset", ["0"])[0])
@@ -390,7 +466,7 @@ class AirflowDouble:
                 continue
             chosen.append(run)
         chosen.sort(key=lambda run: run["dag_run_id"])
-        return 200, {"dag_runs": chosen[offset: offset + limit], "total_entries": len(chosen)}
+        return 200, {"dag_runs": chosen[offset : offset + limit], "total_entries": len(chosen)}
 
     def handle(self, method: str, raw_path: str, headers: Any, raw_body: bytes) -> tuple[int, Any]:
         path = urlparse(raw_path).path
@@ -440,7 +516,9 @@ class AirflowDouble:
                 status, answer = double.handle(method, self.path, self.headers, raw)
                 if urlparse(self.path).path != "/auth/token":
                     with double._lock:
-                        double.requests.append({"method": method, "path": self.path, "status": status, "body": _loads(raw)})
+                        double.requests.append(
+                            {"method": method, "path": self.path, "status": status, "body": _loads(raw)}
+                        )
                 payload = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -494,12 +572,20 @@ def _read_v2_body(headers: Any, raw_body: bytes) -> TriggerBody | _Refusal:
             try:
                 data = json.loads(raw_body)
             except json.JSONDecodeError as error:
-                problem = {"type": "json_invalid", "loc": ["body", error.pos], "msg": "JSON decode error", "input": {}, "ctx": {"error": error.msg}}
+                problem = {
+                    "type": "json_invalid",
+                    "loc": ["body", error.pos],
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": error.msg},
+                }
                 return _Refusal(422, {"detail": [problem]}, before_auth=True)
         else:
             data = raw_body.decode("utf-8", "replace")
     if data is None:
-        return _Refusal(422, {"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]})
+        return _Refusal(
+            422, {"detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]}
+        )
     try:
         return TriggerBody.model_validate(data)
     except ValidationError as error:
@@ -508,8 +594,20 @@ def _read_v2_body(headers: Any, raw_body: bytes) -> TriggerBody | _Refusal:
 
 def _v1_view(run: dict[str, Any]) -> dict[str, Any]:
     """A run in Airflow 2's `DAGRun` schema (/api/v1)."""
-    keys = ("dag_run_id", "dag_id", "logical_date", "start_date", "end_date", "data_interval_start",
-            "data_interval_end", "last_scheduling_decision", "run_type", "state", "conf", "note")  # fmt: skip
+    keys = (
+        "dag_run_id",
+        "dag_id",
+        "logical_date",
+        "start_date",
+        "end_date",
+        "data_interval_start",
+        "data_interval_end",
+        "last_scheduling_decision",
+        "run_type",
+        "state",
+        "conf",
+        "note",
+    )
     view = {key: run.get(key) for key in keys}
     view.update(execution_date=run.get("logical_date"), external_trigger=True)
     return view

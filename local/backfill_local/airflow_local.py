@@ -253,7 +253,10 @@ class LocalAirflow:
         """`airflow db migrate`, or a copy of the empty database it made for an earlier boot with
         the same Airflow install (the migration alone costs about 7 s of CPU per boot)."""
         database = self.home / "airflow.db" if self.home else None
-        default_conn = database is not None and self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{database}"
+        default_conn = (
+            database is not None
+            and self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{database}"
+        )
         cached = _migrated_database()
         if default_conn and cached is not None and cached.exists() and not database.exists():
             shutil.copyfile(cached, database)
@@ -270,7 +273,11 @@ class LocalAirflow:
         log_path = self.logs_dir / "db-migrate.log"
         with log_path.open("wb") as log:
             result = subprocess.run(
-                [*self._airflow(), "db", "migrate"], env=self.env, stdout=log, stderr=subprocess.STDOUT, check=False
+                [*self._airflow(), "db", "migrate"],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                check=False,
             )
         if result.returncode != 0:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
@@ -283,7 +290,12 @@ class LocalAirflow:
         log_path = self.logs_dir / f"{name}.log"
         log = log_path.open("wb")
         process = subprocess.Popen(
-            args, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            args,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         log.close()  # the child holds its own descriptor
         self._components.append(_Component(name, process, log_path))
@@ -344,7 +356,9 @@ class LocalAirflow:
             self._token = response.json()["access_token"]
         return self._token
 
-    def api(self, method: str, path: str, *, json_body: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+    def api(
+        self, method: str, path: str, *, json_body: Any = None, params: Mapping[str, Any] | None = None
+    ) -> Any:
         """Call `/api/v2<path>`; refreshes the token once on 401; raises AirflowApiError on >= 400."""
         if self._session is None:
             self._session = retrying_session()
@@ -381,7 +395,9 @@ class LocalAirflow:
             if wanted <= found.keys():
                 return found
             if time.monotonic() > deadline:
-                raise AirflowTimeout(f"DAGs not parsed after {timeout:.0f} s: {sorted(wanted - found.keys())}")
+                raise AirflowTimeout(
+                    f"DAGs not parsed after {timeout:.0f} s: {sorted(wanted - found.keys())}"
+                )
             time.sleep(2)
 
     def trigger(
@@ -413,7 +429,9 @@ class LocalAirflow:
             "task_instances"
         ]
 
-    def task_log(self, dag_id: str, run_id: str, task_id: str, *, map_index: int = -1, try_number: int = 1) -> str:
+    def task_log(
+        self, dag_id: str, run_id: str, task_id: str, *, map_index: int = -1, try_number: int = 1
+    ) -> str:
         """The task's log as text (for failure messages in tests and the demo)."""
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}"
         try:
@@ -480,14 +498,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m backfill_local.airflow_local", description="Run a local Airflow 3 until Ctrl-C."
     )
     parser.add_argument("--dags-folder", default="dags", type=Path)
-    parser.add_argument("--home", type=Path, default=None, help="AIRFLOW_HOME (default: a temporary directory)")
+    parser.add_argument(
+        "--home", type=Path, default=None, help="AIRFLOW_HOME (default: a temporary directory)"
+    )
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--parallelism", type=int, default=DEFAULT_PARALLELISM)
     args = parser.parse_args(argv)
     if not args.dags_folder.is_dir():
         print(f"airflow_local: {args.dags_folder}: no such directory", file=sys.stderr)
         return 2
-    airflow = LocalAirflow(dags_folder=args.dags_folder, home=args.home, port=args.port, parallelism=args.parallelism)
+    airflow = LocalAirflow(
+        dags_folder=args.dags_folder, home=args.home, port=args.port, parallelism=args.parallelism
+    )
     try:
         airflow.start()
     except AirflowBootError as error:

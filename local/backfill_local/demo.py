@@ -133,19 +133,27 @@ def prepare_aws(endpoint: str) -> dict[str, str]:
     session = boto3.session.Session(region_name=REGION)
     s3 = session.client("s3", endpoint_url=endpoint)
     s3.create_bucket(Bucket=BUCKET)
-    s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
+    s3.put_object(
+        Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes()
+    )
     dynamodb = session.client("dynamodb", endpoint_url=endpoint)
     create_table(dynamodb, "StatusTable", table_name=TABLE)
     create_table(dynamodb, "ClaimsTable", table_name=CLAIMS_TABLE)
     session.client("sqs", endpoint_url=endpoint).create_queue(QueueName="orders-ingest-local")
     secrets = session.client("secretsmanager", endpoint_url=endpoint)
-    user, password = os.environ.get("DEMO_AIRFLOW_USER", "admin"), os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin")
+    user, password = (
+        os.environ.get("DEMO_AIRFLOW_USER", "admin"),
+        os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin"),
+    )
     values = {
         "backfill/slack": {"bot_token": SLACK_TOKEN},
         "backfill/pagerduty": {"routing_key": PD_KEY},
         "backfill/airflow": {"username": user, "password": password},
     }
-    return {name: secrets.create_secret(Name=name, SecretString=json.dumps(v))["ARN"] for name, v in values.items()}
+    return {
+        name: secrets.create_secret(Name=name, SecretString=json.dumps(v))["ARN"]
+        for name, v in values.items()
+    }
 
 
 def print_received(kind: str, item: dict[str, Any]) -> None:
@@ -153,7 +161,10 @@ def print_received(kind: str, item: dict[str, Any]) -> None:
         where = f"thread {item['thread_ts']}" if item.get("thread_ts") else "new thread"
         print(f"   [slack {item.get('channel')} {where}] {item.get('text', '')[:200]}", flush=True)
     elif kind == "pagerduty":
-        print(f"   [pagerduty {item['event_action']} {item['dedup_key']}] {item.get('payload', {}).get('summary', '')}", flush=True)
+        print(
+            f"   [pagerduty {item['event_action']} {item['dedup_key']}] {item.get('payload', {}).get('summary', '')}",
+            flush=True,
+        )
     elif kind.endswith("rejected"):
         print(f"   [{kind}] {item}", flush=True)
 
@@ -170,8 +181,16 @@ def print_delivery(delivery: Any) -> None:
         print(f"   [trigger] {delivery.key}: FAILED {delivery.answer['error']}", flush=True)
 
 
-def airflow_settings(*, endpoint: str, warehouse: Path, work: Path, secret_arns: dict[str, str], slack: Any,
-                     pagerduty: Any, lineage_transport: str) -> dict[str, str]:
+def airflow_settings(
+    *,
+    endpoint: str,
+    warehouse: Path,
+    work: Path,
+    secret_arns: dict[str, str],
+    slack: Any,
+    pagerduty: Any,
+    lineage_transport: str,
+) -> dict[str, str]:
     """The `[backfill]` options of the local Airflow, and the tuning for a small machine."""
     from backfill_local.demo_spark import submit_args as spark_submit_args
 
@@ -226,18 +245,27 @@ def main() -> int:
             failures.append(f"{type(error).__name__}: {error}")
         stage("stopping every process the demo started")
     cpu = os.times()
-    cpu_seconds = sum(getattr(cpu, a) - getattr(cpu_before, a) for a in ("user", "system", "children_user", "children_system"))
+    cpu_seconds = sum(
+        getattr(cpu, a) - getattr(cpu_before, a)
+        for a in ("user", "system", "children_user", "children_system")
+    )
     if "first_verified" in figures:
-        print(f"   the first backfill was repaired and verified {figures['first_verified']:.0f} s after the demo began "
-              f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after its config was dropped)")
-    print(f"   CPU time of the demo and the processes it waited for: {cpu_seconds:.0f} s; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(
+            f"   the first backfill was repaired and verified {figures['first_verified']:.0f} s after the demo began "
+            f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after its config was dropped)"
+        )
+    print(
+        f"   CPU time of the demo and the processes it waited for: {cpu_seconds:.0f} s; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     stage(f"done after {CLOCK.elapsed():.0f} s")
     if failures:
         for failure in failures:
             print(f"FAILED: {failure}")
         return 1
-    print("demo passed: the backfill repaired the data to equal a clean run; the overlapping one waited, then ran")
+    print(
+        "demo passed: the backfill repaired the data to equal a clean run; the overlapping one waited, then ran"
+    )
     return 0
 
 
@@ -254,7 +282,12 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     stage("services: moto (S3, DynamoDB, SQS, Secrets Manager), Marquez double, Slack/PagerDuty receivers")
     endpoint = start_aws(stack)
     os.environ.update(
-        {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION, "AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo"}
+        {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "demo",
+            "AWS_SECRET_ACCESS_KEY": "demo",
+        }
     )
     secret_arns = prepare_aws(endpoint)
     marquez_url = os.environ.get("DEMO_MARQUEZ_URL")
@@ -263,7 +296,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     lineage_transport = json.dumps({"type": "http", "url": marquez_url})  # OpenLineage events of the backfill
     slack = stack.enter_context(SlackReceiver(token=SLACK_TOKEN, on_record=print_received))
     pagerduty = stack.enter_context(PagerDutyReceiver(routing_key=PD_KEY, on_record=print_received))
-    print(f"   AWS {endpoint}; Marquez {marquez_url}; Slack {slack.api_url}; PagerDuty {pagerduty.events_url}")
+    print(
+        f"   AWS {endpoint}; Marquez {marquez_url}; Slack {slack.api_url}; PagerDuty {pagerduty.events_url}"
+    )
 
     warehouse, reference = work / "warehouse", work / "reference"
     airflow_url = os.environ.get("DEMO_AIRFLOW_URL")
@@ -271,16 +306,23 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     if not airflow_url:
         stage("Airflow 3: api-server, scheduler, dag-processor on 127.0.0.1 (LocalExecutor)")
         airflow = LocalAirflow(
-            dags_folder=demo_dags_folder(REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]),
+            dags_folder=demo_dags_folder(
+                REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]
+            ),
             home=work / "airflow",
             # 5 rerun tasks wait on their DAG runs while 5 slots run those runs' tasks.
             parallelism=10,
             responsive=True,
             extra_env=airflow_settings(
-                endpoint=endpoint, warehouse=warehouse, work=work, secret_arns=secret_arns, slack=slack,
-                pagerduty=pagerduty, lineage_transport=lineage_transport,
+                endpoint=endpoint,
+                warehouse=warehouse,
+                work=work,
+                secret_arns=secret_arns,
+                slack=slack,
+                pagerduty=pagerduty,
+                lineage_transport=lineage_transport,
             ),
-        )  # fmt: skip
+        )
         stack.callback(airflow.stop)
         # Airflow boots while Spark prepares the data: the two are the slow parts.
         booting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airflow-boot")
@@ -288,7 +330,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         boot = booting.submit(_boot, airflow)
         stack.callback(lambda: print(f"   Airflow logs: {airflow.logs_dir} and {work / 'airflow' / 'logs'}"))
 
-    stage(f"sample data: generate {DATA_DAYS} days from {DATA_START}, run clean (the reference), break orders {BROKEN_DAYS}")
+    stage(
+        f"sample data: generate {DATA_DAYS} days from {DATA_START}, run clean (the reference), break orders {BROKEN_DAYS}"
+    )
     spark_log = work / "logs" / "demo_spark.log"
     spark_scope = ExitStack()
     stack.enter_context(spark_scope)
@@ -303,7 +347,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     if airflow is not None:
         boot.result()  # raises what booting raised
         airflow_url = airflow.url
-        print(f"   Airflow {airflow_url} booted in {airflow.boot_seconds:.0f} s, {airflow.memory_rss_bytes() / 2**20:.0f} MiB")
+        print(
+            f"   Airflow {airflow_url} booted in {airflow.boot_seconds:.0f} s, {airflow.memory_rss_bytes() / 2**20:.0f} MiB"
+        )
     else:
         airflow = LocalAirflow(
             dags_folder=REPO / "dags",
@@ -313,8 +359,16 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         )
 
     stage("S3 notifications of the config bucket (incoming/, control/) -> queue -> trigger handler")
-    os.environ.update(trigger_settings(airflow_url=airflow_url, marquez_url=marquez_url, secret_arns=secret_arns,
-                                       slack=slack, pagerduty=pagerduty, lineage_transport=lineage_transport))  # fmt: skip
+    os.environ.update(
+        trigger_settings(
+            airflow_url=airflow_url,
+            marquez_url=marquez_url,
+            secret_arns=secret_arns,
+            slack=slack,
+            pagerduty=pagerduty,
+            lineage_transport=lineage_transport,
+        )
+    )
     s3 = boto3.client("s3")
     after_first = work / "warehouse-after-first"
     second_id = _backfill_id(OVERLAPPING_CONFIG)
@@ -329,7 +383,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
 
     stack.enter_context(trigger_wiring())  # the handler's container, built from the environment just set
     pump = stack.enter_context(_event_pump(s3, on_event=before_handler))
-    print(f"   s3://{BUCKET}/incoming/ and /control/ -> sqs {pump.queue_name} -> trigger (CLAIMS_TABLE {CLAIMS_TABLE}, ON_OVERLAP=wait)")
+    print(
+        f"   s3://{BUCKET}/incoming/ and /control/ -> sqs {pump.queue_name} -> trigger (CLAIMS_TABLE {CLAIMS_TABLE}, ON_OVERLAP=wait)"
+    )
 
     from backfill_orchestrator.client import submit_backfill
     from backfill_orchestrator.status import StatusStore
@@ -365,8 +421,12 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         raise DemoFailure(f"the DAG run ended {state}, the record is {record.state}: {record.reason or ''}")
     result = read_result_file(s3, first.key)
     if result.state != "SUCCEEDED" or result.figures is None or result.plan is None:
-        raise DemoFailure(f"the result file beside the config says {result.state}, not SUCCEEDED with figures")
-    print(f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}")
+        raise DemoFailure(
+            f"the result file beside the config says {result.state}, not SUCCEEDED with figures"
+        )
+    print(
+        f"   result file beside the config: {result.state}, {result.figures.text(total_steps=result.plan.steps)}"
+    )
     stage("the backfill in the lineage graph, read back from Marquez")
     from backfill_local.lineage_report import LineageMissingError, backfill_lineage
 
@@ -378,7 +438,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
 
     # Its end released the claims and dropped `control/<second>/start-*.json`; that upload's
     # event starts the second backfill (the copy above was taken before it could write).
-    started = wait_for_state(store, second.backfill_id, {"TRIGGERED", "RUNNING", "SUCCEEDED", "FAILED"}, pump=pump)
+    started = wait_for_state(
+        store, second.backfill_id, {"TRIGGERED", "RUNNING", "SUCCEEDED", "FAILED"}, pump=pump
+    )
     stage("data check: the warehouse the first backfill left equals the clean run")
     if not after_first.exists():  # the copy is made before the `start` event reaches the trigger
         raise DemoFailure(f"{second.backfill_id} was started without a `start` document event")
@@ -387,10 +449,14 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
     figures["first_verified"] = CLOCK.elapsed()
     spark_scope.close()  # its memory and CPU are better spent on the second backfill's Spark job
-    stage(f"result after {figures['first_verified']:.0f} s: config dropped, warehouse repaired and verified "
-          f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after the upload)")
+    stage(
+        f"result after {figures['first_verified']:.0f} s: config dropped, warehouse repaired and verified "
+        f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after the upload)"
+    )
 
-    stage(f"the waiting backfill was started by {_start_document(pump, second.backfill_id)}: `backfill watch`")
+    stage(
+        f"the waiting backfill was started by {_start_document(pump, second.backfill_id)}: `backfill watch`"
+    )
     print(f"   {started.state}: DAG run {started.dag_run_id}")
     from backfill_orchestrator.client import watch_backfill
 
@@ -407,8 +473,15 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         raise DemoFailure(f"the trigger failed on some S3 events: {pump.failures}")
 
 
-def trigger_settings(*, airflow_url: str, marquez_url: str, secret_arns: dict[str, str], slack: Any, pagerduty: Any,
-                     lineage_transport: str) -> dict[str, str]:
+def trigger_settings(
+    *,
+    airflow_url: str,
+    marquez_url: str,
+    secret_arns: dict[str, str],
+    slack: Any,
+    pagerduty: Any,
+    lineage_transport: str,
+) -> dict[str, str]:
     """The trigger function's environment, as template.yaml sets it."""
     return {
         "CONFIG_BUCKET": BUCKET,
@@ -441,10 +514,15 @@ def _event_pump(s3: Any, *, on_event: Any) -> Any:
     # The bucket's s3:TestEvent (sent when notifications are configured) announces nothing.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     return S3EventPump(
-        s3_client=s3, sqs_client=boto3.client("sqs"), bucket=BUCKET, prefixes=["incoming/", "control/"],
-        handler=trigger_handler.handler, on_event=on_event, on_delivery=print_delivery,
+        s3_client=s3,
+        sqs_client=boto3.client("sqs"),
+        bucket=BUCKET,
+        prefixes=["incoming/", "control/"],
+        handler=trigger_handler.handler,
+        on_event=on_event,
+        on_delivery=print_delivery,
         principal_id=f"AWS:{boto3.client('sts').get_caller_identity()['UserId']}",  # who uploads, as S3 says
-    )  # fmt: skip
+    )
 
 
 def _backfill_id(config: dict[str, Any]) -> str:
@@ -464,7 +542,9 @@ def _start_document(pump: Any, backfill_id: str) -> str:
     return f"s3://{BUCKET}/{delivered[0].key}"
 
 
-def wait_for_state(store: Any, backfill_id: str, states: set[str], *, pump: Any, timeout: float = EVENT_TIMEOUT) -> Any:
+def wait_for_state(
+    store: Any, backfill_id: str, states: set[str], *, pump: Any, timeout: float = EVENT_TIMEOUT
+) -> Any:
     """The backfill's record once its state is one of `states` (the trigger runs in the pump)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -476,7 +556,9 @@ def wait_for_state(store: Any, backfill_id: str, states: set[str], *, pump: Any,
         if record is not None and str(record.state) in {"REJECTED", "FAILED", "CANCELLED"} - states:
             raise DemoFailure(f"{backfill_id} is {record.state}, not {sorted(states)}: {record.reason or ''}")
         if time.monotonic() > deadline:
-            raise DemoFailure(f"{backfill_id} not {sorted(states)} after {timeout:.0f} s: {record and record.as_dict()}")
+            raise DemoFailure(
+                f"{backfill_id} not {sorted(states)} after {timeout:.0f} s: {record and record.as_dict()}"
+            )
         time.sleep(0.5)
 
 
@@ -493,7 +575,11 @@ def read_result_file(s3: Any, key: str) -> Any:
     from backfill_orchestrator.trigger.storage import TriggerStorage
 
     storage = TriggerStorage(
-        s3_client=s3, bucket=BUCKET, incoming_prefix="incoming/", results_prefix="results/", backfills_prefix="backfills/"
+        s3_client=s3,
+        bucket=BUCKET,
+        incoming_prefix="incoming/",
+        results_prefix="results/",
+        backfills_prefix="backfills/",
     )
     result_key = storage.result_key(Upload(BUCKET, key))
     body = s3.get_object(Bucket=BUCKET, Key=result_key)["Body"].read()
@@ -521,7 +607,12 @@ def wait_for_dag_run(airflow: Any, run_id: str) -> str:
 def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, run_id: str | None) -> None:
     stage(f"timeline of {record.backfill_id}")
     events = list(timeline)
-    names = {"RECEIVED": "received", "PLANNED": "validated and planned", "TRIGGERED": "triggered", "QUEUED": "queued"}
+    names = {
+        "RECEIVED": "received",
+        "PLANNED": "validated and planned",
+        "TRIGGERED": "triggered",
+        "QUEUED": "queued",
+    }
     planned = any(entry["state"] == "PLANNED" for entry in record.history)
     for entry in record.history:
         name = names.get(entry["state"], entry["state"].lower())
@@ -537,7 +628,12 @@ def print_timeline(timeline: list[tuple[str, str]], record: Any, airflow: Any, r
                 continue
             label = ti.get("rendered_map_index") or ""
             events.append((ti["start_date"], f"step {ti['task_id']} {label} started".replace("  ", " ")))
-            events.append((ti["end_date"] or ti["start_date"], f"step {ti['task_id']} {label} {ti['state']}".replace("  ", " ")))
+            events.append(
+                (
+                    ti["end_date"] or ti["start_date"],
+                    f"step {ti['task_id']} {label} {ti['state']}".replace("  ", " "),
+                )
+            )
     for at, what in sorted(events, key=lambda item: _instant(item[0])):
         print(f"   {at[:19]}  {what[:220]}")
 

@@ -79,7 +79,9 @@ class DemoSpark:
         from spark_jobs.sample.tables import ORDERS
 
         scope = Scope(days=cli_args.day_list(days))
-        return break_partitions(spark=self.spark, warehouse=str(warehouse), table=ORDERS, scope=scope, mode="drop")
+        return break_partitions(
+            spark=self.spark, warehouse=str(warehouse), table=ORDERS, scope=scope, mode="drop"
+        )
 
     def differences(self, *, repaired: Path, reference: Path, report: Any = print) -> list[str]:
         """Differences between the processed layers (empty: equal), row by row as multisets:
@@ -95,9 +97,12 @@ class DemoSpark:
             got = read_table(spark=self.spark, warehouse=str(repaired), table=table)
             want = read_table(spark=self.spark, warehouse=str(reference), table=table)
             columns = want.columns
-            both = got.select(*columns, F.lit(1).alias("_got")).unionByName(want.select(*columns, F.lit(-1).alias("_got")))
+            both = got.select(*columns, F.lit(1).alias("_got")).unionByName(
+                want.select(*columns, F.lit(-1).alias("_got"))
+            )
             per_row = both.groupBy(*columns).agg(
-                F.sum("_got").alias("surplus"), F.sum(F.when(F.col("_got") < 0, 1).otherwise(0)).alias("clean")
+                F.sum("_got").alias("surplus"),
+                F.sum(F.when(F.col("_got") < 0, 1).otherwise(0)).alias("clean"),
             )
             totals = per_row.agg(
                 F.sum(F.greatest(-F.col("surplus"), F.lit(0))).alias("missing"),

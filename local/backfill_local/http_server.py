@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class BackgroundHTTPServer:
     """Serve `handler` on host:port (port 0: the OS picks) until `stop()`."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], *, host: str = "127.0.0.1", port: int = 0, name: str):
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], *, host: str = "127.0.0.1", port: int = 0, name: str
+    ):
         self._httpd = ThreadingHTTPServer((host, port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(

@@ -94,9 +94,22 @@ def local_fs_jar() -> Path | None:
         with _scratch(beside=jar) as scratch:
             classes = scratch / "classes"
             compiled = subprocess.run(
-                [javac, "--release", "17", "-nowarn", "-d", str(classes), "-cp", str(hadoop_api), *map(str, sources)],
-                capture_output=True, text=True, check=False, timeout=120,
-            )  # fmt: skip
+                [
+                    javac,
+                    "--release",
+                    "17",
+                    "-nowarn",
+                    "-d",
+                    str(classes),
+                    "-cp",
+                    str(hadoop_api),
+                    *map(str, sources),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=120,
+            )
             if compiled.returncode != 0:
                 raise OSError(f"javac exit {compiled.returncode}: {compiled.stderr[-1000:]}")
             with zipfile.ZipFile(scratch / jar.name, "w") as archive:  # a jar is a zip; no manifest needed

@@ -75,7 +75,13 @@ DEFAULT_RUNS_LIMIT = 100  # JobResource.listRuns: @DefaultValue("100") @Min(0) l
 PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 SEEDS = ("food_delivery",)
-_STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
+_STATES = {
+    "START": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETE": "COMPLETED",
+    "FAIL": "FAILED",
+    "ABORT": "ABORTED",
+}
 _DONE = {"COMPLETED", "FAILED", "ABORTED"}
 NODE_KINDS = ("dataset", "datasetField", "job", "run")  # NodeId.ID_PATTERN
 DEFAULT_SOURCE_NAME = "default"  # OpenLineageDao.DEFAULT_SOURCE_NAME
@@ -202,7 +208,14 @@ def check_event(event: Any) -> None:
     if not isinstance(event, dict):
         raise InvalidEventError("an event must be a JSON object")
     problems = []
-    for path in (("eventTime",), ("producer",), ("schemaURL",), ("run", "runId"), ("job", "namespace"), ("job", "name")):
+    for path in (
+        ("eventTime",),
+        ("producer",),
+        ("schemaURL",),
+        ("run", "runId"),
+        ("job", "namespace"),
+        ("job", "name"),
+    ):
         try:
             _required_text(event, *path)
         except InvalidEventError as error:
@@ -246,7 +259,9 @@ class LineageStore:
         run_facets = (event.get("run") or {}).get("facets") or {}
         job_facets = event["job"].get("facets") or {}
         parent = (run_facets.get("parent") or {}).get("job") if isinstance(run_facets, dict) else None
-        parent_name = parent.get("name") if isinstance(parent, dict) and isinstance(parent.get("name"), str) else None
+        parent_name = (
+            parent.get("name") if isinstance(parent, dict) and isinstance(parent.get("name"), str) else None
+        )
         if parent_name and not name.startswith(parent_name + "."):
             name = f"{parent_name}.{name}"
         with self._lock:
@@ -255,7 +270,7 @@ class LineageStore:
             key = self._run_job.get(run_id, (namespace, name))
             job = self._jobs.get(key)
             if job is None:
-                simple = name[len(parent_name) + 1:] if parent_name else name
+                simple = name[len(parent_name) + 1 :] if parent_name else name
                 job = self._jobs[key] = _Job(namespace, name, simple, parent_name, event_time, event_time)
             job.updated_at = event_time
             if parent_name:
@@ -309,7 +324,9 @@ class LineageStore:
                 if dataset is None:
                     dataset = self._datasets[key] = _Dataset(namespace, name, event_time, event_time)
                 dataset.updated_at = max(dataset.updated_at, event_time)
-                dataset.description = (facets.get("documentation") or {}).get("description") or dataset.description
+                dataset.description = (facets.get("documentation") or {}).get(
+                    "description"
+                ) or dataset.description
                 dataset.source_name = (facets.get("dataSource") or {}).get("name") or dataset.source_name
                 dataset.fields = (facets.get("schema") or {}).get("fields") or dataset.fields
                 change = (facets.get("lifecycleStateChange") or {}).get("lifecycleStateChange")
@@ -338,7 +355,9 @@ class LineageStore:
             jobs = [self._job_data(job) for key, job in sorted(self._jobs.items()) if key[0] == namespace]
         return {"jobs": jobs, "totalCount": len(jobs)}
 
-    def runs(self, namespace: str, name: str, *, limit: int = DEFAULT_RUNS_LIMIT, offset: int = 0) -> dict[str, Any]:
+    def runs(
+        self, namespace: str, name: str, *, limit: int = DEFAULT_RUNS_LIMIT, offset: int = 0
+    ) -> dict[str, Any]:
         """`GET /namespaces/<ns>/jobs/<name>/runs?limit=&offset=` (`JobResource.listRuns`,
         `RunDao.findAll`): ordered by startedAt, newest first, never-started runs last; 404 for
         an unknown job; `totalCount` counts every run of the job."""
@@ -348,15 +367,19 @@ class LineageStore:
             if job is None:
                 raise NodeNotFoundError(f"Job '{name}' not found.")
             runs = [self._runs[run_id] for run_id, owner in self._run_job.items() if owner == key]
-            runs.sort(key=lambda run: (run.started_at is not None, run.started_at or run.created_at), reverse=True)
-            answer = [self._run_data(job, run) for run in runs[offset:offset + limit]]
+            runs.sort(
+                key=lambda run: (run.started_at is not None, run.started_at or run.created_at), reverse=True
+            )
+            answer = [self._run_data(job, run) for run in runs[offset : offset + limit]]
         return {"runs": answer, "totalCount": len(runs)}
 
     def lineage(self, node_id: str, depth: int = DEFAULT_DEPTH) -> dict[str, Any]:
         """Marquez's `GET /lineage` (`OpenLineageResource.getLineage`, `LineageService.lineage`)."""
         kind = node_id.partition(":")[0] if ":" in node_id else ""
         if kind not in NODE_KINDS:
-            raise BadNodeIdError(f"node ID ({node_id}) must start with 'dataset', 'datasetField', 'job' or 'run'")
+            raise BadNodeIdError(
+                f"node ID ({node_id}) must start with 'dataset', 'datasetField', 'job' or 'run'"
+            )
         if kind not in ("job", "dataset"):
             raise UnmodelledNodeKindError(f"the Marquez double does not model {kind} node ids")
         try:
@@ -430,24 +453,40 @@ class LineageStore:
             job_id = _node_id("job", key)
             datasets.update(dict.fromkeys(job.inputs))
             datasets.update(dict.fromkeys(job.outputs))
-            nodes.append({
-                "id": job_id,
-                "type": "JOB",
-                "data": self._job_data(job),
-                "inEdges": sorted(({"origin": _node_id("dataset", d), "destination": job_id} for d in job.inputs), key=_edge_order),
-                "outEdges": sorted(({"origin": job_id, "destination": _node_id("dataset", d)} for d in job.outputs), key=_edge_order),
-            })
+            nodes.append(
+                {
+                    "id": job_id,
+                    "type": "JOB",
+                    "data": self._job_data(job),
+                    "inEdges": sorted(
+                        ({"origin": _node_id("dataset", d), "destination": job_id} for d in job.inputs),
+                        key=_edge_order,
+                    ),
+                    "outEdges": sorted(
+                        ({"origin": job_id, "destination": _node_id("dataset", d)} for d in job.outputs),
+                        key=_edge_order,
+                    ),
+                }
+            )
         for key in datasets:
             dataset_id = _node_id("dataset", key)
             writers = [j for j in self._writers.get(key, ()) if j in jobs]
             readers = [j for j in self._readers.get(key, ()) if j in jobs]
-            nodes.append({
-                "id": dataset_id,
-                "type": "DATASET",
-                "data": self._dataset_data(self._datasets[key]),
-                "inEdges": sorted(({"origin": _node_id("job", j), "destination": dataset_id} for j in writers), key=_edge_order),
-                "outEdges": sorted(({"origin": dataset_id, "destination": _node_id("job", j)} for j in readers), key=_edge_order),
-            })
+            nodes.append(
+                {
+                    "id": dataset_id,
+                    "type": "DATASET",
+                    "data": self._dataset_data(self._datasets[key]),
+                    "inEdges": sorted(
+                        ({"origin": _node_id("job", j), "destination": dataset_id} for j in writers),
+                        key=_edge_order,
+                    ),
+                    "outEdges": sorted(
+                        ({"origin": dataset_id, "destination": _node_id("job", j)} for j in readers),
+                        key=_edge_order,
+                    ),
+                }
+            )
         nodes.sort(key=lambda node: node["id"])
         return {"graph": nodes}
 
@@ -462,7 +501,9 @@ class LineageStore:
             "name": job.name,
             "simpleName": job.simple_name,
             "parentJobName": job.parent_job_name,
-            "parentJobUuid": _uuid("job", job.namespace, job.parent_job_name) if job.parent_job_name else None,
+            "parentJobUuid": _uuid("job", job.namespace, job.parent_job_name)
+            if job.parent_job_name
+            else None,
             "currentRunUuid": run.run_id if run is not None else None,
             "createdAt": _instant(job.created_at),
             "updatedAt": _instant(job.updated_at),
@@ -481,13 +522,22 @@ class LineageStore:
         duration = None
         if run.started_at is not None and run.ended_at is not None:
             duration = int((run.ended_at - run.started_at).total_seconds() * 1000)
-        version = _uuid("job-version", job.namespace, job.name, repr(sorted(run.inputs)), repr(sorted(run.outputs)))
+        version = _uuid(
+            "job-version", job.namespace, job.name, repr(sorted(run.inputs)), repr(sorted(run.outputs))
+        )
 
         def versions(datasets: dict[Key, None]) -> list[dict[str, Any]]:
             return [
-                {"datasetVersionId": {"namespace": ns, "name": name, "version": _uuid("dataset-version", run.run_id, ns, name)}, "facets": {}}
+                {
+                    "datasetVersionId": {
+                        "namespace": ns,
+                        "name": name,
+                        "version": _uuid("dataset-version", run.run_id, ns, name),
+                    },
+                    "facets": {},
+                }
                 for ns, name in datasets
-            ]  # fmt: skip
+            ]
 
         return {
             "id": run.run_id,
@@ -520,8 +570,14 @@ class LineageStore:
             "namespace": dataset.namespace,
             "sourceName": dataset.source_name or DEFAULT_SOURCE_NAME,
             "fields": [
-                {"name": f.get("name"), "type": f.get("type"), "tags": [], "description": f.get("description")}
-                for f in dataset.fields if isinstance(f, dict)
+                {
+                    "name": f.get("name"),
+                    "type": f.get("type"),
+                    "tags": [],
+                    "description": f.get("description"),
+                }
+                for f in dataset.fields
+                if isinstance(f, dict)
             ],
             "tags": [],
             "lastModifiedAt": _instant(dataset.last_modified_at),
@@ -607,7 +663,10 @@ def run_events(
             "nominalEndTime": nominal[1].isoformat(),
         }
     if parent:
-        facets["parent"] = {"run": {"runId": str(uuid.uuid4())}, "job": {"namespace": namespace, "name": parent}}
+        facets["parent"] = {
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": namespace, "name": parent},
+        }
     if airflow_dag_id:
         facets["airflow"] = {"dag": {"dag_id": airflow_dag_id}}
 
@@ -699,7 +758,9 @@ class MarquezDouble:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def fail_next(self, status: int, *, times: int = 1, retry_after: str | None = None, on: str = "lineage") -> None:
+    def fail_next(
+        self, status: int, *, times: int = 1, retry_after: str | None = None, on: str = "lineage"
+    ) -> None:
         with self._lock:
             self._faults[on].append(_Fault(status, times, retry_after))
 
@@ -707,7 +768,9 @@ class MarquezDouble:
         return [r for r in self.requests if r["path"] == LINEAGE_PATH and r["method"] == "GET"]
 
     def runs_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["path"].startswith(NAMESPACES_PATH) and r["path"].endswith("/runs")]
+        return [
+            r for r in self.requests if r["path"].startswith(NAMESPACES_PATH) and r["path"].endswith("/runs")
+        ]
 
     def _take_fault(self, on: str = "lineage") -> _Fault | None:
         with self._lock:
@@ -768,12 +831,14 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
             with double._lock:
-                double.requests.append({
-                    "method": self.command,
-                    "path": parts.path,
-                    "params": {k: v[0] for k, v in query.items()},
-                    "authorization": self.headers.get("Authorization"),
-                })
+                double.requests.append(
+                    {
+                        "method": self.command,
+                        "path": parts.path,
+                        "params": {k: v[0] for k, v in query.items()},
+                        "authorization": self.headers.get("Authorization"),
+                    }
+                )
             return parts.path, query
 
         def _fault(self, on: str) -> bool:
@@ -788,7 +853,7 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
             """/api/v1/namespaces/<ns>/jobs[/<job>/runs] (names URL-encoded, as Marquez's clients send)."""
             from urllib.parse import unquote
 
-            parts = path[len(NAMESPACES_PATH):].split("/")
+            parts = path[len(NAMESPACES_PATH) :].split("/")
             try:
                 if len(parts) == 2 and parts[1] == "jobs":
                     self._send(HTTPStatus.OK, double.store.jobs(unquote(parts[0])))
@@ -804,10 +869,13 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
                             return
                         if paging[name] < 0:  # @Min(0): Dropwizard's validation error shape
                             self._send(
-                                HTTPStatus.BAD_REQUEST, {"errors": [f"query param {name} must be greater than or equal to 0"]}
+                                HTTPStatus.BAD_REQUEST,
+                                {"errors": [f"query param {name} must be greater than or equal to 0"]},
                             )
                             return
-                    self._send(HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2]), **paging))
+                    self._send(
+                        HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2]), **paging)
+                    )
                 else:
                     self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
             except NodeNotFoundError as error:
@@ -884,7 +952,9 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="marquez_double", description="A Marquez lineage API double on 127.0.0.1")
+    parser = argparse.ArgumentParser(
+        prog="marquez_double", description="A Marquez lineage API double on 127.0.0.1"
+    )
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--seed", choices=SEEDS, help="load a sample lineage graph")
     parser.add_argument("--events", metavar="FILE", help="a JSON list of OpenLineage events to load")

@@ -30,12 +30,41 @@ from backfill_local.http_server import BackgroundHTTPServer
 from backfill_orchestrator.errors import UserError
 
 WEBHOOK_PATH = "/services/T0000LOCAL/B0000LOCAL/localwebhooksecret"
-BLOCK_TYPES = {"section", "header", "context", "actions", "divider", "image", "rich_text", "input", "file", "video"}
+BLOCK_TYPES = {
+    "section",
+    "header",
+    "context",
+    "actions",
+    "divider",
+    "image",
+    "rich_text",
+    "input",
+    "file",
+    "video",
+}
 TEXT_TYPES = {"plain_text", "mrkdwn"}
 PD_ACTIONS = {"trigger", "acknowledge", "resolve"}
 PD_SEVERITIES = {"critical", "error", "warning", "info"}
-PD_EVENT_KEYS = {"routing_key", "event_action", "dedup_key", "payload", "images", "links", "client", "client_url"}
-PD_PAYLOAD_KEYS = {"summary", "source", "severity", "timestamp", "component", "group", "class", "custom_details"}
+PD_EVENT_KEYS = {
+    "routing_key",
+    "event_action",
+    "dedup_key",
+    "payload",
+    "images",
+    "links",
+    "client",
+    "client_url",
+}
+PD_PAYLOAD_KEYS = {
+    "summary",
+    "source",
+    "severity",
+    "timestamp",
+    "component",
+    "group",
+    "class",
+    "custom_details",
+}
 
 
 class ShapeError(UserError, ValueError):
@@ -227,7 +256,7 @@ class SlackReceiver(_Server):
         if not auth.startswith("Bearer "):
             self._reject("api", "not_authed")
             return _json_answer(200, {"ok": False, "error": "not_authed"})
-        if auth[len("Bearer "):] != self.token:
+        if auth[len("Bearer ") :] != self.token:
             self._reject("api", "invalid_auth")
             return _json_answer(200, {"ok": False, "error": "invalid_auth"})
         if not headers.get("Content-Type", "").startswith("application/json"):
@@ -267,7 +296,9 @@ class SlackReceiver(_Server):
                 record = {
                     "via": "api",
                     "channel": channel_id,
-                    "channel_name": next(name for name, cid in self._channel_ids.items() if cid == channel_id),
+                    "channel_name": next(
+                        name for name, cid in self._channel_ids.items() if cid == channel_id
+                    ),
                     "ts": ts,
                     "thread_ts": thread_ts,
                     "text": message.get("text"),
@@ -278,7 +309,9 @@ class SlackReceiver(_Server):
             self._reject("api", error, str(thread_ts))
             return _json_answer(200, {"ok": False, "error": error})
         self._record("slack", record)
-        return _json_answer(200, {"ok": True, "channel": channel_id, "ts": ts, "message": {"text": record["text"]}})
+        return _json_answer(
+            200, {"ok": True, "channel": channel_id, "ts": ts, "message": {"text": record["text"]}}
+        )
 
     def _webhook(self, body: bytes) -> tuple[int, str, bytes, dict[str, str]]:
         try:
@@ -351,7 +384,9 @@ class PagerDutyReceiver(_Server):
     """PagerDuty's Events API v2. `events` holds accepted events; `incidents` maps
     dedup_key -> "triggered" | "acknowledged" | "resolved"."""
 
-    def __init__(self, *, routing_key: str = "R0UT1NGKEY0F32CHARACTERSLOCAL000", port: int = 0, on_record=None):
+    def __init__(
+        self, *, routing_key: str = "R0UT1NGKEY0F32CHARACTERSLOCAL000", port: int = 0, on_record=None
+    ):
         super().__init__(port=port, on_record=on_record)
         self.routing_key = routing_key
         self.events: list[dict[str, Any]] = []
@@ -375,7 +410,9 @@ class PagerDutyReceiver(_Server):
             with self._lock:
                 self.rejections.append(message)
             self._record("pagerduty-rejected", {"error": message})
-            return _json_answer(400, {"status": "invalid event", "message": "Event object is invalid", "errors": [message]})
+            return _json_answer(
+                400, {"status": "invalid event", "message": "Event object is invalid", "errors": [message]}
+            )
         with self._lock:
             dedup_key = event.get("dedup_key") or f"generated-{next(self._keys)}"
             action = event["event_action"]
@@ -393,7 +430,9 @@ class PagerDutyReceiver(_Server):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m backfill_local.receivers", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m backfill_local.receivers", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--slack-port", type=int, default=0)
     parser.add_argument("--pagerduty-port", type=int, default=0)
     parser.add_argument("--slack-token", default="xoxb-local-test-token")
@@ -405,7 +444,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with (
         SlackReceiver(token=args.slack_token, port=args.slack_port, on_record=show) as slack,
-        PagerDutyReceiver(routing_key=args.routing_key, port=args.pagerduty_port, on_record=show) as pagerduty,
+        PagerDutyReceiver(
+            routing_key=args.routing_key, port=args.pagerduty_port, on_record=show
+        ) as pagerduty,
     ):
         print(f"SLACK_API_URL={slack.api_url}", flush=True)
         print(f"SLACK_WEBHOOK_URL={slack.webhook_url}", flush=True)

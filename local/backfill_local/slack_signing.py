@@ -39,7 +39,12 @@ def block_actions_body(
         "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": "T0TEAM"},
         "api_app_id": "A0APP",
         "token": "deprecated-verification-token",
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel_id, "is_ephemeral": False},
+        "container": {
+            "type": "message",
+            "message_ts": message_ts,
+            "channel_id": channel_id,
+            "is_ephemeral": False,
+        },
         "trigger_id": "1234.5678.abcdef",
         "channel": {"id": channel_id, "name": "backfills"},
         "message": {
@@ -47,17 +52,26 @@ def block_actions_body(
             "ts": message_ts,
             "text": f"Backfill {backfill_id} needs approval",
             "blocks": [
-                {"type": "section", "block_id": "summary", "text": {"type": "mrkdwn", "text": f"*{backfill_id}* needs approval"}},
+                {
+                    "type": "section",
+                    "block_id": "summary",
+                    "text": {"type": "mrkdwn", "text": f"*{backfill_id}* needs approval"},
+                },
                 {"type": "actions", "block_id": f"control-{backfill_id}", "elements": []},
             ],
         },
         "response_url": response_url,
-        "actions": [{
-            "type": "button", "action_id": f"backfill_{action}", "block_id": f"control-{backfill_id}",
-            "text": {"type": "plain_text", "text": action.capitalize()}, "value": backfill_id,
-            "action_ts": f"{EXAMPLE_TIMESTAMP}.000200",
-        }],
-    }  # fmt: skip
+        "actions": [
+            {
+                "type": "button",
+                "action_id": f"backfill_{action}",
+                "block_id": f"control-{backfill_id}",
+                "text": {"type": "plain_text", "text": action.capitalize()},
+                "value": backfill_id,
+                "action_ts": f"{EXAMPLE_TIMESTAMP}.000200",
+            }
+        ],
+    }
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
 
 
@@ -66,7 +80,9 @@ def sign(body: str, *, secret: str, timestamp: int) -> str:
     return f"v0={digest}"
 
 
-def http_api_event(body: str, *, secret: str = TEST_SIGNING_SECRET, timestamp: int, signature: str | None = None) -> dict[str, Any]:
+def http_api_event(
+    body: str, *, secret: str = TEST_SIGNING_SECRET, timestamp: int, signature: str | None = None
+) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event carrying a signed Slack request."""
     return {
         "version": "2.0",
@@ -82,8 +98,13 @@ def http_api_event(body: str, *, secret: str = TEST_SIGNING_SECRET, timestamp: i
         "requestContext": {
             "apiId": "abcdef1234",
             "domainName": "abcdef1234.execute-api.us-east-1.amazonaws.com",
-            "http": {"method": "POST", "path": "/slack/interactivity", "protocol": "HTTP/1.1",
-                     "sourceIp": "203.0.113.10", "userAgent": "Slackbot 1.0 (+https://api.slack.com/robots)"},
+            "http": {
+                "method": "POST",
+                "path": "/slack/interactivity",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.10",
+                "userAgent": "Slackbot 1.0 (+https://api.slack.com/robots)",
+            },
             "requestId": "example-request-id",
             "routeKey": "POST /slack/interactivity",
             "stage": "$default",
@@ -92,12 +113,14 @@ def http_api_event(body: str, *, secret: str = TEST_SIGNING_SECRET, timestamp: i
         },
         "body": body,
         "isBase64Encoded": False,
-    }  # fmt: skip
+    }
 
 
 def example_event(*, timestamp: int = EXAMPLE_TIMESTAMP) -> dict[str, Any]:
     """events/slack-interaction-approve.json: U0BOB approves orders-outage-june-81a4673a."""
-    body = block_actions_body(action="approve", backfill_id="orders-outage-june-81a4673a", user_id="U0BOB", user_name="bob")
+    body = block_actions_body(
+        action="approve", backfill_id="orders-outage-june-81a4673a", user_id="U0BOB", user_name="bob"
+    )
     return http_api_event(body, timestamp=timestamp)
 
 
@@ -105,4 +128,9 @@ if __name__ == "__main__":
     import sys
     import time
 
-    print(json.dumps(example_event(timestamp=int(time.time()) if "--now" in sys.argv[1:] else EXAMPLE_TIMESTAMP), indent=2))
+    print(
+        json.dumps(
+            example_event(timestamp=int(time.time()) if "--now" in sys.argv[1:] else EXAMPLE_TIMESTAMP),
+            indent=2,
+        )
+    )

@@ -26,7 +26,10 @@ def _make_packages_importable() -> None:
     if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
         sys.path.pop(0)
     checkout = here.parent.parent  # spark_jobs/engine/ -> the repository root
-    for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
+    for package, root in (
+        ("spark_jobs", checkout),
+        ("backfill_orchestrator", checkout / "layers" / "shared"),
+    ):
         if importlib.util.find_spec(package) is None and root.is_dir():
             sys.path.insert(0, str(root))
 
@@ -87,12 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--plan", required=True, help="plan document: a path or s3://bucket/key")
     parser.add_argument("--warehouse", required=True, help="warehouse root: a directory or a URI (s3a://...)")
-    parser.add_argument("--report", help=f"where to write the run report (default: {REPORT_NAME} next to the plan)")
     parser.add_argument(
-        "--max-parallel", type=positive, default=None, help="most steps of one wave run at once (default: all)"
+        "--report", help=f"where to write the run report (default: {REPORT_NAME} next to the plan)"
     )
     parser.add_argument(
-        "--registry", default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY, metavar="MODULE:NAME",
+        "--max-parallel",
+        type=positive,
+        default=None,
+        help="most steps of one wave run at once (default: all)",
+    )
+    parser.add_argument(
+        "--registry",
+        default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
+        metavar="MODULE:NAME",
         help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
     )
     return parser
@@ -124,7 +134,11 @@ def stop_on_sigterm(spark: Any) -> threading.Event:
     stop = threading.Event()
 
     def cancel(why: str) -> None:
-        print(f"backfill_job: {why}: cancelling the running Spark jobs; no new step starts", file=sys.stderr, flush=True)
+        print(
+            f"backfill_job: {why}: cancelling the running Spark jobs; no new step starts",
+            file=sys.stderr,
+            flush=True,
+        )
         stop.set()
         spark.sparkContext.cancelAllJobs()
 
@@ -149,16 +163,26 @@ def _json_lines(report: RunReport) -> str:
     attempt, trace_id), so a log search follows one backfill into the Spark job."""
     attempt = os.environ.get(ATTEMPT_VARIABLE)
     common = {
-        "service": "backfill-spark", "backfill_id": report.backfill_id, "application_id": report.application_id,
+        "service": "backfill-spark",
+        "backfill_id": report.backfill_id,
+        "application_id": report.application_id,
         "attempt": int(attempt) if attempt and attempt.isdigit() else None,
         "trace_id": os.environ.get(TRACE_VARIABLE) or None,
-    }  # fmt: skip
+    }
     return "\n".join(
-        json.dumps({
-            "level": "INFO" if step.succeeded else "ERROR", "message": f"step {step.status}", **common,
-            "step": step.id, "status": step.status, "seconds": step.seconds, "rows_out": step.rows_out,
-            "partitions_written": step.partitions_written_count, "error": step.error,
-        })  # fmt: skip
+        json.dumps(
+            {
+                "level": "INFO" if step.succeeded else "ERROR",
+                "message": f"step {step.status}",
+                **common,
+                "step": step.id,
+                "status": step.status,
+                "seconds": step.seconds,
+                "rows_out": step.rows_out,
+                "partitions_written": step.partitions_written_count,
+                "error": step.error,
+            }
+        )
         for step in report.steps
     )
 
@@ -189,8 +213,13 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
         stop = stop_on_sigterm(spark)
         report = run_plan(
-            spark=spark, plan=plan, warehouse=warehouse, registry=registry,
-            max_parallel=args.max_parallel, plan_uri=args.plan, stop=stop,
+            spark=spark,
+            plan=plan,
+            warehouse=warehouse,
+            registry=registry,
+            max_parallel=args.max_parallel,
+            plan_uri=args.plan,
+            stop=stop,
         )
     print(_summary(report))
     print(_json_lines(report), flush=True)

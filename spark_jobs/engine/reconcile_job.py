@@ -27,7 +27,10 @@ def _make_packages_importable() -> None:
     if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
         sys.path.pop(0)
     checkout = here.parent.parent
-    for package, root in (("spark_jobs", checkout), ("backfill_orchestrator", checkout / "layers" / "shared")):
+    for package, root in (
+        ("spark_jobs", checkout),
+        ("backfill_orchestrator", checkout / "layers" / "shared"),
+    ):
         if importlib.util.find_spec(package) is None and root.is_dir():
             sys.path.insert(0, str(root))
 
@@ -70,14 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--rules", required=True, help="reconciliation rules: a path or s3://bucket/key")
     parser.add_argument("--catalog", required=True, help="the job catalog (which job writes which table)")
-    parser.add_argument("--report", required=True, help="where the mismatch report goes: a path or s3://bucket/key")
+    parser.add_argument(
+        "--report", required=True, help="where the mismatch report goes: a path or s3://bucket/key"
+    )
     parser.add_argument("--configs-out", required=True, help="folder or s3:// prefix for the configs")
     window = parser.add_mutually_exclusive_group(required=True)
     window.add_argument("--days", type=cli_args.day_list, help="e.g. 2021-05-01..2021-05-09")
     window.add_argument("--window-days", type=cli_args.positive, help="the N days ending on --end")
-    parser.add_argument("--end", type=cli_args.day, help="last day of --window-days (default: yesterday, UTC)")
+    parser.add_argument(
+        "--end", type=cli_args.day, help="last day of --window-days (default: yesterday, UTC)"
+    )
     parser.add_argument("--owner", default=os.environ.get("BACKFILL_OWNER", DEFAULT_OWNER))
-    parser.add_argument("--in-flight-plan", action="append", default=[], help="plan.json of a backfill in flight")
+    parser.add_argument(
+        "--in-flight-plan", action="append", default=[], help="plan.json of a backfill in flight"
+    )
     parser.add_argument("--registry", default=os.environ.get("BACKFILL_SPARK_REGISTRY", DEFAULT_REGISTRY))
     return parser
 
@@ -126,9 +135,14 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
     with spark_session("reconcile") as spark:
         try:
             for subject in checked:
-                outcomes.append(reconcile_table(spark=spark, warehouse=warehouse, subject=subject, scope=Scope(days=days)))
+                outcomes.append(
+                    reconcile_table(spark=spark, warehouse=warehouse, subject=subject, scope=Scope(days=days))
+                )
         except Exception as error:  # Spark's many error types all mean "could not compare"
-            print(f"reconcile_job: cannot compare {subject.rules.table}: {str(error).strip().splitlines()[0]}", file=sys.stderr)
+            print(
+                f"reconcile_job: cannot compare {subject.rules.table}: {str(error).strip().splitlines()[0]}",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
 
     nodes = {subject.rules.table: subject.node for subject in checked}
@@ -137,14 +151,19 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
     roles = explain(uncovered, nodes=nodes)
     roots = [mismatch for mismatch in uncovered if roles[mismatch] is None]
     for mismatch in sorted(found)[:SHOWN]:
-        state = f"in flight in {covered[mismatch]}" if mismatch in covered else (
-            f"explained by {roles[mismatch]}" if roles[mismatch] else "root")
+        state = (
+            f"in flight in {covered[mismatch]}"
+            if mismatch in covered
+            else (f"explained by {roles[mismatch]}" if roles[mismatch] else "root")
+        )
         print(f"mismatch {mismatch} [{state}]")
     if len(found) > SHOWN:
         print(f"... and {len(found) - SHOWN} more (see the report)")
 
     try:
-        configs = backfill_configs(roots, nodes=nodes, owner=args.owner, checked_on=today, report_uri=args.report)
+        configs = backfill_configs(
+            roots, nodes=nodes, owner=args.owner, checked_on=today, report_uri=args.report
+        )
     except InvalidConfigError as error:  # e.g. an --owner the config rules refuse
         print(f"reconcile_job: the configs would not be valid:\n{error}", file=sys.stderr)
         return EXIT_USAGE
@@ -153,21 +172,34 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None, today: dat
     try:
         for config, document in configs:
             uri = f"{prefix}/{config.name}.yaml"
-            text = render_yaml(document, header=f"Written by reconciliation on {today.isoformat()}; report: {args.report}")
+            text = render_yaml(
+                document, header=f"Written by reconciliation on {today.isoformat()}; report: {args.report}"
+            )
             write_bytes(uri, text.encode(), s3_client=s3_client, content_type="application/yaml")
             in_config = [m for m in roots if nodes[m.table].job in config.jobs]
-            written.append(WrittenConfig(
-                name=config.name, uri=uri, jobs=[job.name for job in config.jobs or ()], days=len(config.days),
-                hours=config.hours, feeds=config.feeds, mismatches=len(in_config),
-            ))
+            written.append(
+                WrittenConfig(
+                    name=config.name,
+                    uri=uri,
+                    jobs=[job.name for job in config.jobs or ()],
+                    days=len(config.days),
+                    hours=config.hours,
+                    feeds=config.feeds,
+                    mismatches=len(in_config),
+                )
+            )
             print(f"config {uri}: {', '.join(j.name for j in config.jobs or ())} for {len(config.days)} days")
         report = ReconciliationReport(
             checked_at=checked_at,
             warehouse=warehouse,
             days=list(days),
             tables=[
-                TableSummary(table=o.table, job=nodes[o.table].job.name, partitions_compared=o.partitions_compared,
-                             mismatches=len(o.mismatches))
+                TableSummary(
+                    table=o.table,
+                    job=nodes[o.table].job.name,
+                    partitions_compared=o.partitions_compared,
+                    mismatches=len(o.mismatches),
+                )
                 for o in outcomes
             ],
             mismatches_found=len(found),

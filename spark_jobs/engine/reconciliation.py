@@ -72,14 +72,21 @@ def subjects(
         transform = writers.get(table_rules.table)
         if transform is None:
             known = ", ".join(sorted(writers)) or "none"
-            issues.append(ConfigIssue(f"{where}.table", f"no registered transform writes {table_rules.table!r} (known: {known})"))
+            issues.append(
+                ConfigIssue(
+                    f"{where}.table", f"no registered transform writes {table_rules.table!r} (known: {known})"
+                )
+            )
             continue
         problems = _table_issues(table_rules, transform, where)
         job = jobs.get(transform.name)
         if job is None:
-            problems.append(ConfigIssue(
-                f"{where}.table", f"no spark job in the catalog runs transform {transform.name!r}, which writes {table_rules.table}"
-            ))
+            problems.append(
+                ConfigIssue(
+                    f"{where}.table",
+                    f"no spark job in the catalog runs transform {transform.name!r}, which writes {table_rules.table}",
+                )
+            )
         issues += problems
         if not problems and job is not None:
             upstream = {spec.table.name: spec.lookback_days for spec in transform.inputs.values()}
@@ -94,13 +101,18 @@ def _table_issues(rules: TableRules, transform: Transform, where: str) -> list[C
     issues = []
     reads = sorted(spec.table.name for spec in transform.inputs.values())
     if sorted(rules.upstream) != reads:
-        issues.append(ConfigIssue(
-            f"{where}.upstream", f"transform {transform.name} reads {', '.join(reads)}, not {', '.join(sorted(rules.upstream))}"
-        ))
+        issues.append(
+            ConfigIssue(
+                f"{where}.upstream",
+                f"transform {transform.name} reads {', '.join(reads)}, not {', '.join(sorted(rules.upstream))}",
+            )
+        )
     table = transform.output
     for position, column in enumerate(rules.grain):
         if column not in table.partition_columns:
-            issues.append(ConfigIssue(f"{where}.grain[{position}]", f"{table.name} is not partitioned by {column}"))
+            issues.append(
+                ConfigIssue(f"{where}.grain[{position}]", f"{table.name} is not partitioned by {column}")
+            )
     types = {field.name: field.dataType for field in table.schema}
     for check_index, check in enumerate(rules.checks):
         at = f"{where}.checks[{check_index}]"
@@ -108,12 +120,17 @@ def _table_issues(rules: TableRules, transform: Transform, where: str) -> list[C
             if check.column not in types:
                 issues.append(ConfigIssue(f"{at}.column", f"no column {check.column!r} in {table.name}"))
             elif not isinstance(types[check.column], NumericType):
-                issues.append(ConfigIssue(
-                    f"{at}.column", f"{check.column} is {types[check.column].simpleString()}, not a number"
-                ))
+                issues.append(
+                    ConfigIssue(
+                        f"{at}.column",
+                        f"{check.column} is {types[check.column].simpleString()}, not a number",
+                    )
+                )
         for position, column in enumerate(check.columns or ()):
             if column not in types:
-                issues.append(ConfigIssue(f"{at}.columns[{position}]", f"no column {column!r} in {table.name}"))
+                issues.append(
+                    ConfigIssue(f"{at}.columns[{position}]", f"no column {column!r} in {table.name}")
+                )
     return issues
 
 
@@ -124,7 +141,9 @@ def _aggregate(check: Check) -> Column:
         return F.count_distinct(*[F.col(column) for column in check.columns or ()])
     if check.measure == "sum":
         return F.sum(F.col(check.column or ""))
-    return F.sum(F.pmod(F.xxhash64(*[F.col(column) for column in check.columns or ()]), F.lit(CHECKSUM_MODULUS)))
+    return F.sum(
+        F.pmod(F.xxhash64(*[F.col(column) for column in check.columns or ()]), F.lit(CHECKSUM_MODULUS))
+    )
 
 
 def _measured(frame: DataFrame, rules: TableRules, side: str) -> DataFrame:
@@ -163,11 +182,13 @@ def reconcile_table(*, spark: SparkSession, warehouse: str, subject: Subject, sc
             if not check.tolerance.allows(expected=expected, actual=actual):
                 diffs.append(MeasureDiff(check=check.label, expected=expected, actual=actual))
         if diffs:
-            mismatches.append(Mismatch(
-                table=rules.table,
-                day=row["day"],
-                hour=row["hour"] if "hour" in grain else None,
-                feed=row["feed"] if "feed" in grain else None,
-                diffs=tuple(diffs),
-            ))
+            mismatches.append(
+                Mismatch(
+                    table=rules.table,
+                    day=row["day"],
+                    hour=row["hour"] if "hour" in grain else None,
+                    feed=row["feed"] if "feed" in grain else None,
+                    diffs=tuple(diffs),
+                )
+            )
     return TableOutcome(table=rules.table, partitions_compared=len(rows), mismatches=sorted(mismatches))

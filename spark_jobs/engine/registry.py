@@ -57,7 +57,9 @@ class Registry:
         self, *, name: str, inputs: Mapping[str, Input], output: Table
     ) -> Callable[[TransformFunction], TransformFunction]:
         def decorate(function: TransformFunction) -> TransformFunction:
-            self.add(Transform(name=name, inputs=MappingProxyType(dict(inputs)), output=output, function=function))
+            self.add(
+                Transform(name=name, inputs=MappingProxyType(dict(inputs)), output=output, function=function)
+            )
             return function
 
         return decorate
@@ -97,7 +99,9 @@ def load_registry(reference: str) -> Registry:
     it was not asked to run."""
     module, colon, name = reference.partition(":")
     if not (module and colon and name):
-        raise RegistryNotFoundError(f"{reference!r}: expected module:NAME, e.g. spark_jobs.sample.transforms:FOOD_DELIVERY")
+        raise RegistryNotFoundError(
+            f"{reference!r}: expected module:NAME, e.g. spark_jobs.sample.transforms:FOOD_DELIVERY"
+        )
     try:
         found = pkgutil.resolve_name(reference)
     except ImportError as error:
@@ -107,5 +111,7 @@ def load_registry(reference: str) -> Registry:
     except ValueError:
         raise RegistryNotFoundError(f"{reference!r}: not a module:NAME reference") from None
     if not isinstance(found, Registry):
-        raise RegistryNotFoundError(f"{reference}: names an object of type {type(found).__name__}, not a Registry")
+        raise RegistryNotFoundError(
+            f"{reference}: names an object of type {type(found).__name__}, not a Registry"
+        )
     return found

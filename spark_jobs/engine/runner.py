@@ -78,7 +78,10 @@ def input_frames(
     output_scope = scope.restricted_to(transform.output.partition_columns)
     return {
         name: read_table(
-            spark=spark, warehouse=warehouse, table=spec.table, scope=output_scope.looking_back(spec.lookback_days)
+            spark=spark,
+            warehouse=warehouse,
+            table=spec.table,
+            scope=output_scope.looking_back(spec.lookback_days),
         )
         for name, spec in transform.inputs.items()
     }
@@ -93,7 +96,9 @@ def describe_error(error: BaseException) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, registry: Registry) -> StepResult:
+def run_step(
+    *, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, registry: Registry
+) -> StepResult:
     """One step, start to finish; every failure becomes a failed result, never an exception,
     so that siblings on other threads carry on."""
     started = time.monotonic()
@@ -105,7 +110,9 @@ def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, 
         # Cached: counting the rows in and computing the result then read the files once.
         frames = {
             name: frame.persist(StorageLevel.MEMORY_AND_DISK)
-            for name, frame in input_frames(spark=spark, warehouse=warehouse, transform=transform, scope=scope).items()
+            for name, frame in input_frames(
+                spark=spark, warehouse=warehouse, transform=transform, scope=scope
+            ).items()
         }
         rows_in = {name: frame.count() for name, frame in frames.items()}
         output = conform(transform.apply(frames), transform.output)
@@ -114,8 +121,12 @@ def run_step(*, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, 
         )
     except Exception as error:  # a step's failure is data for the report, not a crash of the job
         return StepResult(
-            id=step.id, transform=step.transform or "", wave=wave, status=StepStatus.FAILED,
-            seconds=round(time.monotonic() - started, 3), error=describe_error(error),
+            id=step.id,
+            transform=step.transform or "",
+            wave=wave,
+            status=StepStatus.FAILED,
+            seconds=round(time.monotonic() - started, 3),
+            error=describe_error(error),
         )
     finally:
         for frame in frames.values():
@@ -166,17 +177,28 @@ def run_plan(
         if stop is not None and stop.is_set():
             for step in (s for s in wave.steps if s.kind == "spark"):
                 results[step.id] = StepResult(
-                    id=step.id, transform=step.transform or "", wave=wave.index, status=StepStatus.BLOCKED,
-                    seconds=0.0, blocked_by=["cancelled"], error="not run: the backfill was cancelled",
+                    id=step.id,
+                    transform=step.transform or "",
+                    wave=wave.index,
+                    status=StepStatus.BLOCKED,
+                    seconds=0.0,
+                    blocked_by=["cancelled"],
+                    error="not run: the backfill was cancelled",
                 )
             continue
         for step in (s for s in wave.steps if s.kind == "spark"):
             # Upstream steps of other kinds are not in `results`: the DAG ran them before us.
-            blocked_by = [parent for parent in step.upstream if parent in results and not results[parent].succeeded]
+            blocked_by = [
+                parent for parent in step.upstream if parent in results and not results[parent].succeeded
+            ]
             if blocked_by:
                 results[step.id] = StepResult(
-                    id=step.id, transform=step.transform or "", wave=wave.index, status=StepStatus.BLOCKED,
-                    seconds=0.0, blocked_by=blocked_by,
+                    id=step.id,
+                    transform=step.transform or "",
+                    wave=wave.index,
+                    status=StepStatus.BLOCKED,
+                    seconds=0.0,
+                    blocked_by=blocked_by,
                 )
             else:
                 ready.append(step)

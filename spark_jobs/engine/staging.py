@@ -25,7 +25,9 @@ from typing import Protocol
 from spark_jobs.engine.scope import DAY
 
 STAGING_PREFIX = ".spark-staging-"
-STALE_AFTER_SECONDS = 6 * 3600  # the DAG's default [backfill] spark_timeout_seconds: every job is stopped by then
+STALE_AFTER_SECONDS = (
+    6 * 3600
+)  # the DAG's default [backfill] spark_timeout_seconds: every job is stopped by then
 
 
 class StagingFilesystem(Protocol):
@@ -46,7 +48,7 @@ def staging_days(files: Collection[str]) -> set[date] | None:
     for uri in files:
         segments = uri.split("/")
         after = next((i for i, s in enumerate(segments) if s.startswith(STAGING_PREFIX)), -1) + 1
-        found = [s[len(DAY) + 1:] for s in segments[after:] if s.startswith(f"{DAY}=")]
+        found = [s[len(DAY) + 1 :] for s in segments[after:] if s.startswith(f"{DAY}=")]
         try:
             days.add(date.fromisoformat(found[-1]))
         except (IndexError, ValueError):
@@ -55,7 +57,11 @@ def staging_days(files: Collection[str]) -> set[date] | None:
 
 
 def removal_reason(
-    *, filesystem: StagingFilesystem, directory: str, days: Collection[date] | None, now_ms: int,
+    *,
+    filesystem: StagingFilesystem,
+    directory: str,
+    days: Collection[date] | None,
+    now_ms: int,
     stale_after_seconds: float = STALE_AFTER_SECONDS,
 ) -> str | None:
     """Why `directory` (a staging directory) is a dead write's, or None to keep it.
@@ -65,7 +71,9 @@ def removal_reason(
     files = filesystem.files(directory)
     staged = staging_days([uri for uri, _ in files])
     if files and staged is not None and (days is None or staged <= set(days)):
-        return f"output only for days this write replaces ({', '.join(sorted(d.isoformat() for d in staged))})"
+        return (
+            f"output only for days this write replaces ({', '.join(sorted(d.isoformat() for d in staged))})"
+        )
     if not files:  # set up, no file yet: the day directories its tasks made say whose it is
         named = staging_days([uri for uri in filesystem.directories(directory) if f"/{DAY}=" in uri])
         if named and (days is None or named <= set(days)):
@@ -77,14 +85,23 @@ def removal_reason(
 
 
 def remove_dead_staging(
-    *, filesystem: StagingFilesystem, table_uri: str, days: Collection[date] | None, now_ms: int,
+    *,
+    filesystem: StagingFilesystem,
+    table_uri: str,
+    days: Collection[date] | None,
+    now_ms: int,
     stale_after_seconds: float = STALE_AFTER_SECONDS,
 ) -> dict[str, str]:
     """Delete the table's staging directories left by dead writes; returns them with why."""
     removed = {}
     for directory in filesystem.glob_directories(f"{table_uri.rstrip('/')}/{STAGING_PREFIX}*"):
-        reason = removal_reason(filesystem=filesystem, directory=directory, days=days, now_ms=now_ms,
-                                stale_after_seconds=stale_after_seconds)  # fmt: skip
+        reason = removal_reason(
+            filesystem=filesystem,
+            directory=directory,
+            days=days,
+            now_ms=now_ms,
+            stale_after_seconds=stale_after_seconds,
+        )
         if reason is not None:
             filesystem.delete(directory)
             removed[directory] = reason

@@ -16,6 +16,7 @@ from backfill_orchestrator.errors import UserError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+
 class WarehouseNotFoundError(UserError, ValueError):
     """A local warehouse directory that does not exist."""
 
@@ -31,6 +32,7 @@ def resolve_warehouse(warehouse: str) -> str:
 
 
 # -- table directories, through the cluster's Hadoop FileSystem ------------------------------
+
 
 class HadoopFs:
     """The few FileSystem calls the job needs, on any URI the cluster understands."""

@@ -65,7 +65,9 @@ def read_table(*, spark: SparkSession, warehouse: str, table: Table, scope: Scop
     if scope.days is None:
         frame = reader.load(uri)
     else:
-        day_directories = filesystem.glob_directories(f"{uri}/{_days_pattern(scope.days)}") if scope.days else []
+        day_directories = (
+            filesystem.glob_directories(f"{uri}/{_days_pattern(scope.days)}") if scope.days else []
+        )
         if not day_directories:
             return empty
         frame = reader.option("basePath", uri).load(day_directories)
@@ -77,7 +79,9 @@ def _days_pattern(days: tuple[date, ...]) -> str:
     return f"{DAY}={{{','.join(day.isoformat() for day in days)}}}"
 
 
-def list_partitions(*, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL) -> list[Partition]:
+def list_partitions(
+    *, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL
+) -> list[Partition]:
     """The table's partition directories within `scope`, found by listing (not by reading)."""
     if not table.partition_columns:
         raise UnpartitionedTableError(f"{table.name} is not partitioned")
@@ -93,7 +97,7 @@ def list_partitions(*, spark: SparkSession, warehouse: str, table: Table, scope:
     pattern = table.uri(warehouse) + "/" + "/".join(segments)
     found: list[Partition] = []
     for directory in HadoopFs(spark).glob_directories(pattern):
-        parts = directory.rstrip("/").split("/")[-len(table.partition_columns):]
+        parts = directory.rstrip("/").split("/")[-len(table.partition_columns) :]
         partition = tuple(
             (column, _parse(column, unquote(part.split("=", 1)[1])))
             for column, part in zip(table.partition_columns, parts, strict=True)
@@ -182,14 +186,25 @@ def _wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> 
         time.sleep(0.1)
 
 
-def _remove_dead_staging(*, spark: SparkSession, table: Table, uri: str, days: tuple[date, ...] | None) -> None:
+def _remove_dead_staging(
+    *, spark: SparkSession, table: Table, uri: str, days: tuple[date, ...] | None
+) -> None:
     """Litter of killed writes goes before this write adds its own staging (staging.py says
     which); best effort: a failure to tidy never fails the step."""
     try:
-        removed = remove_dead_staging(filesystem=HadoopFs(spark), table_uri=uri, days=days, now_ms=time.time_ns() // 1_000_000)
+        removed = remove_dead_staging(
+            filesystem=HadoopFs(spark), table_uri=uri, days=days, now_ms=time.time_ns() // 1_000_000
+        )
     except Exception as error:  # noqa: BLE001 - a directory vanishing mid-listing, a store refusing a delete
-        print(f"backfill_job: {table.name}: stale Spark staging not removed: {str(error).strip().splitlines()[0]}",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"backfill_job: {table.name}: stale Spark staging not removed: {str(error).strip().splitlines()[0]}",
+            file=sys.stderr,
+            flush=True,
+        )
         return
     for directory, reason in removed.items():
-        print(f"backfill_job: {table.name}: removed {directory}, a killed write's staging ({reason})", file=sys.stderr, flush=True)
+        print(
+            f"backfill_job: {table.name}: removed {directory}, a killed write's staging ({reason})",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -64,10 +64,14 @@ def raw_orders(spark: SparkSession, settings: GeneratorSettings) -> DataFrame:
     most = settings.orders_per_hour // 2 + settings.orders_per_hour  # the busiest hour's orders
     slots = settings.days * 24 * len(feeds)
     slot, k = F.floor(F.col("id") / most), F.pmod(F.col("id"), F.lit(most))
-    in_this_slot = F.lit(settings.orders_per_hour // 2) + _random(seed, "volume", settings.orders_per_hour + 1, slot)
+    in_this_slot = F.lit(settings.orders_per_hour // 2) + _random(
+        seed, "volume", settings.orders_per_hour + 1, slot
+    )
     day_index = F.floor(slot / (24 * len(feeds))).cast("int")
     hour = F.pmod(F.floor(slot / len(feeds)), F.lit(24)).cast("int")
-    feed = F.element_at(F.array(*[F.lit(f) for f in feeds]), (F.pmod(slot, F.lit(len(feeds))) + 1).cast("int"))
+    feed = F.element_at(
+        F.array(*[F.lit(f) for f in feeds]), (F.pmod(slot, F.lit(len(feeds))) + 1).cast("int")
+    )
     base = (
         spark.range(slots * most)
         .where(k < in_this_slot)
@@ -79,23 +83,34 @@ def raw_orders(spark: SparkSession, settings: GeneratorSettings) -> DataFrame:
             feed.alias("feed"),
         )
     )
-    placed = F.unix_timestamp(F.col("day").cast("timestamp")) + F.col("hour") * 3600 + _random(seed, "second", 3600, "id")
+    placed = (
+        F.unix_timestamp(F.col("day").cast("timestamp"))
+        + F.col("hour") * 3600
+        + _random(seed, "second", 3600, "id")
+    )
     dispatched = placed + 300 + _random(seed, "dispatch", 1200, "id")
     delivered = dispatched + 600 + _random(seed, "deliver", 3000, "id")
     cancelled = _random(seed, "cancel", 100, "id") < 3
     has_discount = _random(seed, "discounted", 10, "id") < 2
     comment_index = _random(seed, "comment", len(_COMMENTS) * 4, "id")
     return base.select(
-        F.concat_ws("-", "feed", F.date_format("day", "yyyyMMdd"), F.lpad(F.col("hour").cast("string"), 2, "0"),
-                    F.lpad(F.col("k").cast("string"), 5, "0")).alias("order_id"),
+        F.concat_ws(
+            "-",
+            "feed",
+            F.date_format("day", "yyyyMMdd"),
+            F.lpad(F.col("hour").cast("string"), 2, "0"),
+            F.lpad(F.col("k").cast("string"), 5, "0"),
+        ).alias("order_id"),
         _iso(placed).alias("placed_on"),
         (_random(seed, "customer", 5000, "id") + 1).alias("customer_id"),
         (_random(seed, "item", MENU_ITEM_COUNT, "id") + 1).alias("menu_item_id"),
         (_random(seed, "quantity", 4, "id") + 1).cast("int").alias("quantity"),
         F.when(has_discount, _random(seed, "discount", 20, "id") + 1).alias("discount_id"),
         # Most orders carry no comment; some carry padding or an empty string, as feeds do.
-        F.when(comment_index < len(_COMMENTS), F.element_at(
-            F.array(*[F.lit(c) for c in _COMMENTS]), (comment_index + 1).cast("int"))).alias("comment"),
+        F.when(
+            comment_index < len(_COMMENTS),
+            F.element_at(F.array(*[F.lit(c) for c in _COMMENTS]), (comment_index + 1).cast("int")),
+        ).alias("comment"),
         (_random(seed, "driver", 300, "id") + 1).alias("driver_id"),
         _iso(dispatched).alias("dispatched_on"),
         F.when(~cancelled, _iso(delivered)).alias("delivered_on"),
@@ -134,12 +149,26 @@ def generate(*, spark: SparkSession, warehouse: str, settings: GeneratorSettings
 def _late_orders(existing: DataFrame, seed: int) -> DataFrame:
     """A few more orders for each existing partition, as if a feed delivered them late."""
     slots = existing.select("day", "hour", "feed").distinct()
-    late = slots.crossJoin(F.broadcast(existing.sparkSession.range(LATE_ORDERS_PER_PARTITION).withColumnRenamed("id", "k")))
-    key = F.concat_ws("/", F.col("day").cast("string"), F.col("hour").cast("string"), "feed", F.col("k").cast("string"))
-    placed = F.unix_timestamp(F.col("day").cast("timestamp")) + F.col("hour") * 3600 + _random(seed, "late", 3600, key)
+    late = slots.crossJoin(
+        F.broadcast(existing.sparkSession.range(LATE_ORDERS_PER_PARTITION).withColumnRenamed("id", "k"))
+    )
+    key = F.concat_ws(
+        "/", F.col("day").cast("string"), F.col("hour").cast("string"), "feed", F.col("k").cast("string")
+    )
+    placed = (
+        F.unix_timestamp(F.col("day").cast("timestamp"))
+        + F.col("hour") * 3600
+        + _random(seed, "late", 3600, key)
+    )
     return late.select(
-        F.concat_ws("-", "feed", F.date_format("day", "yyyyMMdd"), F.lpad(F.col("hour").cast("string"), 2, "0"),
-                    F.lit("late"), F.col("k").cast("string")).alias("order_id"),
+        F.concat_ws(
+            "-",
+            "feed",
+            F.date_format("day", "yyyyMMdd"),
+            F.lpad(F.col("hour").cast("string"), 2, "0"),
+            F.lit("late"),
+            F.col("k").cast("string"),
+        ).alias("order_id"),
         _iso(placed).alias("placed_on"),
         (_random(seed, "late-customer", 5000, key) + 1).alias("customer_id"),
         (_random(seed, "late-item", MENU_ITEM_COUNT, key) + 1).alias("menu_item_id"),

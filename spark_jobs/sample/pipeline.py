@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--warehouse", required=True)
     gen.add_argument("--start", required=True, type=cli_args.day, help="first day, YYYY-MM-DD")
     gen.add_argument("--days", required=True, type=cli_args.positive, help="number of days")
-    gen.add_argument("--orders-per-hour", type=cli_args.positive, default=20, help="per feed, on average (20)")
+    gen.add_argument(
+        "--orders-per-hour", type=cli_args.positive, default=20, help="per feed, on average (20)"
+    )
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--feeds", type=cli_args.feed_list, default=FEEDS, help=f"default {','.join(FEEDS)}")
 
@@ -52,12 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
         "raw layer: drop partitions or add late-arriving orders to them (the processed layer falls behind).",
     )
     brk.add_argument("--warehouse", required=True)
-    brk.add_argument("--days", required=True, type=cli_args.day_list, help="e.g. 2021-06-04,2021-06-10..2021-06-12")
+    brk.add_argument(
+        "--days", required=True, type=cli_args.day_list, help="e.g. 2021-06-04,2021-06-10..2021-06-12"
+    )
     brk.add_argument("--hours", type=cli_args.hour_list, help="default: every hour")
     brk.add_argument("--feeds", type=cli_args.feed_list, help="default: every feed")
     brk.add_argument("--layer", choices=("processed", "raw"), default="processed")
     brk.add_argument("--table", choices=sorted(_PROCESSED), default="orders", help="processed table (orders)")
-    brk.add_argument("--mode", choices=("drop", "corrupt", "late"), help="default: drop (processed), late (raw)")
+    brk.add_argument(
+        "--mode", choices=("drop", "corrupt", "late"), help="default: drop (processed), late (raw)"
+    )
 
     clean = commands.add_parser("run-clean", help="run the whole pipeline over every day (the reference)")
     clean.add_argument("--warehouse", required=True)
@@ -90,18 +96,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     with spark_session(f"sample-pipeline-{args.command}") as spark:
         if args.command == "generate":
             settings = GeneratorSettings(
-                start=args.start, days=args.days, orders_per_hour=args.orders_per_hour, seed=args.seed, feeds=args.feeds
+                start=args.start,
+                days=args.days,
+                orders_per_hour=args.orders_per_hour,
+                seed=args.seed,
+                feeds=args.feeds,
             )
             rows = generate(spark=spark, warehouse=warehouse, settings=settings)
-            print(f"generated {rows} raw orders: {args.days} days from {args.start}, feeds {','.join(args.feeds)}")
+            print(
+                f"generated {rows} raw orders: {args.days} days from {args.start}, feeds {','.join(args.feeds)}"
+            )
         elif args.command == "run-clean":
-            for table, rows in run_everything(spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY).items():
+            for table, rows in run_everything(
+                spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY
+            ).items():
                 print(f"{table}: {rows} rows")
         else:
             table = RAW_ORDERS if args.layer == "raw" else _PROCESSED[args.table]
             scope = Scope(days=args.days, hours=args.hours, feeds=args.feeds)
             try:
-                paths = break_partitions(spark=spark, warehouse=warehouse, table=table, scope=scope, mode=mode)
+                paths = break_partitions(
+                    spark=spark, warehouse=warehouse, table=table, scope=scope, mode=mode
+                )
             except (NothingToBreakError, UnsupportedBreakError) as error:
                 print(f"sample_pipeline: {error}", file=sys.stderr)
                 return EXIT_USAGE

@@ -31,18 +31,21 @@ RAW_ORDERS = Table(
     name="raw_orders",
     location="raw/orders",
     format="json",
-    schema=StructType(_fields(
-        ("order_id", StringType()),
-        ("placed_on", StringType()),  # ISO-8601 UTC, as the feeds send it
-        ("customer_id", LongType()),
-        ("menu_item_id", LongType()),
-        ("quantity", IntegerType()),
-        ("discount_id", LongType()),
-        ("comment", StringType()),
-        ("driver_id", LongType()),
-        ("dispatched_on", StringType()),
-        ("delivered_on", StringType()),
-    ) + _DAY_HOUR_FEED),
+    schema=StructType(
+        _fields(
+            ("order_id", StringType()),
+            ("placed_on", StringType()),  # ISO-8601 UTC, as the feeds send it
+            ("customer_id", LongType()),
+            ("menu_item_id", LongType()),
+            ("quantity", IntegerType()),
+            ("discount_id", LongType()),
+            ("comment", StringType()),
+            ("driver_id", LongType()),
+            ("dispatched_on", StringType()),
+            ("delivered_on", StringType()),
+        )
+        + _DAY_HOUR_FEED
+    ),
     partition_columns=(DAY, HOUR, FEED),
 )
 
@@ -50,32 +53,37 @@ MENU_ITEMS = Table(
     name="menu_items",
     location="raw/menu_items",
     format="json",
-    schema=StructType(_fields(
-        ("id", LongType()),
-        ("name", StringType()),
-        ("price_cents", LongType()),
-        ("category_id", LongType()),
-        ("menu_id", LongType()),
-        ("restaurant_id", LongType()),
-    )),
+    schema=StructType(
+        _fields(
+            ("id", LongType()),
+            ("name", StringType()),
+            ("price_cents", LongType()),
+            ("category_id", LongType()),
+            ("menu_id", LongType()),
+            ("restaurant_id", LongType()),
+        )
+    ),
 )
 
 ORDERS = Table(
     name="orders",
     location="processed/orders",
     format="parquet",
-    schema=StructType(_fields(
-        ("order_id", StringType()),
-        ("placed_on", TimestampType()),
-        ("customer_id", LongType()),
-        ("menu_item_id", LongType()),
-        ("quantity", IntegerType()),
-        ("discount_id", LongType()),
-        ("comment", StringType()),
-        ("driver_id", LongType()),
-        ("dispatched_on", TimestampType()),
-        ("delivered_on", TimestampType()),
-    ) + _DAY_HOUR_FEED),
+    schema=StructType(
+        _fields(
+            ("order_id", StringType()),
+            ("placed_on", TimestampType()),
+            ("customer_id", LongType()),
+            ("menu_item_id", LongType()),
+            ("quantity", IntegerType()),
+            ("discount_id", LongType()),
+            ("comment", StringType()),
+            ("driver_id", LongType()),
+            ("dispatched_on", TimestampType()),
+            ("delivered_on", TimestampType()),
+        )
+        + _DAY_HOUR_FEED
+    ),
     partition_columns=(DAY, HOUR, FEED),
 )
 
@@ -83,21 +91,24 @@ ORDERS_7_DAYS = Table(
     name="orders_7_days",
     location="processed/orders_7_days",
     format="parquet",
-    schema=StructType(_fields(
-        ("order_id", StringType()),
-        ("placed_on", TimestampType()),
-        ("discount_id", LongType()),
-        ("restaurant_id", LongType()),
-        ("menu_id", LongType()),
-        ("menu_item_id", LongType()),
-        ("category_id", LongType()),
-        ("customer_id", LongType()),
-        ("driver_id", LongType()),
-        ("quantity", IntegerType()),
-        ("price_cents", LongType()),
-        ("dispatched_on", TimestampType()),
-        ("delivered_on", TimestampType()),
-    ) + _DAY_FEED),
+    schema=StructType(
+        _fields(
+            ("order_id", StringType()),
+            ("placed_on", TimestampType()),
+            ("discount_id", LongType()),
+            ("restaurant_id", LongType()),
+            ("menu_id", LongType()),
+            ("menu_item_id", LongType()),
+            ("category_id", LongType()),
+            ("customer_id", LongType()),
+            ("driver_id", LongType()),
+            ("quantity", IntegerType()),
+            ("price_cents", LongType()),
+            ("dispatched_on", TimestampType()),
+            ("delivered_on", TimestampType()),
+        )
+        + _DAY_FEED
+    ),
     partition_columns=(DAY, FEED),
 )
 
@@ -105,20 +116,23 @@ DELIVERY_7_DAYS = Table(
     name="delivery_7_days",
     location="processed/delivery_7_days",
     format="parquet",
-    schema=StructType(_fields(
-        ("order_id", StringType()),
-        ("order_placed_on", TimestampType()),
-        ("order_dispatched_on", TimestampType()),
-        ("order_delivered_on", TimestampType()),
-        ("delivery_seconds", LongType()),
-        ("customer_id", LongType()),
-        ("restaurant_id", LongType()),
-        ("menu_id", LongType()),
-        ("menu_item_id", LongType()),
-        ("category_id", LongType()),
-        ("discount_id", LongType()),
-        ("driver_id", LongType()),
-    ) + _DAY_FEED),
+    schema=StructType(
+        _fields(
+            ("order_id", StringType()),
+            ("order_placed_on", TimestampType()),
+            ("order_dispatched_on", TimestampType()),
+            ("order_delivered_on", TimestampType()),
+            ("delivery_seconds", LongType()),
+            ("customer_id", LongType()),
+            ("restaurant_id", LongType()),
+            ("menu_id", LongType()),
+            ("menu_item_id", LongType()),
+            ("category_id", LongType()),
+            ("discount_id", LongType()),
+            ("driver_id", LongType()),
+        )
+        + _DAY_FEED
+    ),
     partition_columns=(DAY, FEED),
 )
 
@@ -126,16 +140,19 @@ TOP_DELIVERY_TIMES = Table(
     name="top_delivery_times",
     location="processed/top_delivery_times",
     format="parquet",
-    schema=StructType(_fields(
-        ("rank", IntegerType()),
-        ("order_id", StringType()),
-        ("order_placed_on", TimestampType()),
-        ("order_delivered_on", TimestampType()),
-        ("order_delivery_seconds", LongType()),
-        ("customer_id", LongType()),
-        ("restaurant_id", LongType()),
-        ("driver_id", LongType()),
-    ) + _DAY_FEED),
+    schema=StructType(
+        _fields(
+            ("rank", IntegerType()),
+            ("order_id", StringType()),
+            ("order_placed_on", TimestampType()),
+            ("order_delivered_on", TimestampType()),
+            ("order_delivery_seconds", LongType()),
+            ("customer_id", LongType()),
+            ("restaurant_id", LongType()),
+            ("driver_id", LongType()),
+        )
+        + _DAY_FEED
+    ),
     partition_columns=(DAY, FEED),
 )
 

@@ -106,12 +106,16 @@ def etl_delivery_7_days(*, orders_7_days: DataFrame) -> DataFrame:
 
 
 @FOOD_DELIVERY.register(
-    name="delivery_times_7_days", inputs={"delivery_7_days": Input(DELIVERY_7_DAYS)}, output=TOP_DELIVERY_TIMES
+    name="delivery_times_7_days",
+    inputs={"delivery_7_days": Input(DELIVERY_7_DAYS)},
+    output=TOP_DELIVERY_TIMES,
 )
 def delivery_times_7_days(*, delivery_7_days: DataFrame) -> DataFrame:
     """The slowest deliveries of each 7-day window per feed. Ties break on order_id so that a
     rerun ranks exactly as the first run did."""
-    slowest_first = Window.partitionBy("day", "feed").orderBy(F.col("delivery_seconds").desc(), F.col("order_id"))
+    slowest_first = Window.partitionBy("day", "feed").orderBy(
+        F.col("delivery_seconds").desc(), F.col("order_id")
+    )
     ranked = delivery_7_days.withColumn("rank", F.row_number().over(slowest_first))
     return ranked.where(F.col("rank") <= TOP_DELIVERIES).select(
         "rank",

@@ -98,7 +98,9 @@ def receivers() -> Iterator[tuple[Any, Any]]:
         yield slack, pagerduty
 
 
-def airflow_extra_env(*, aws: AwsLocal, slack: Any, pagerduty: Any, warehouse: Path, outputs: Path) -> dict[str, str]:
+def airflow_extra_env(
+    *, aws: AwsLocal, slack: Any, pagerduty: Any, warehouse: Path, outputs: Path
+) -> dict[str, str]:
     return {
         # every DAG file is in place before the boot: each is parsed once, not every 10 s
         **PARSE_ONCE_SETTINGS,
@@ -182,14 +184,21 @@ def store_backfill(
         store.transition(bid, BackfillState.TRIGGERED, detail="test trigger")
     result_key = f"results/{bid}.json.result.json"
     result = ResultFile(
-        source=f"s3://{BUCKET}/{config_key}", outcome="accepted", backfill_id=bid, state=BackfillState.TRIGGERED,
-        status_id=bid, status_command=f"backfill status {bid}", written_at=datetime.now(UTC),
-    )  # fmt: skip
+        source=f"s3://{BUCKET}/{config_key}",
+        outcome="accepted",
+        backfill_id=bid,
+        state=BackfillState.TRIGGERED,
+        status_id=bid,
+        status_command=f"backfill status {bid}",
+        written_at=datetime.now(UTC),
+    )
     s3.put_object(Bucket=BUCKET, Key=result_key, Body=result.to_json().encode())
     conf = RunConf(
-        backfill_id=bid, config_uri=s3_version_uri(BUCKET, config_key, version), plan_uri=f"s3://{BUCKET}/{plan_key}",
+        backfill_id=bid,
+        config_uri=s3_version_uri(BUCKET, config_key, version),
+        plan_uri=f"s3://{BUCKET}/{plan_key}",
         result_uri=f"s3://{BUCKET}/{result_key}",
-    ).to_conf()  # fmt: skip
+    ).to_conf()
     return StoredBackfill(bid, conf, plan)
 
 

@@ -34,7 +34,9 @@ def main() -> int:
         print(f"fake_spark_job: {error}", file=sys.stderr)
         return 2
     fail_file = Path(args.warehouse) / "fail.json"
-    failing = set(json.loads(fail_file.read_text()).get(plan.backfill_id, [])) if fail_file.exists() else set()
+    failing = (
+        set(json.loads(fail_file.read_text()).get(plan.backfill_id, [])) if fail_file.exists() else set()
+    )
     started = datetime.now(UTC).isoformat()
     results, bad = [], set()
     for wave in plan.waves:
@@ -51,22 +53,46 @@ def main() -> int:
             ok = status is StepStatus.SUCCEEDED
             if not ok:
                 bad.add(step.id)
-            results.append(StepResult(
-                id=step.id, transform=step.transform or "", wave=wave.index, status=status,
-                seconds=0.1, rows_in=10, rows_out=10 if ok else 0,
-                partitions_written=[f"day={d}" for d in step.dates] if ok else [],
-                error=error, blocked_by=blockers,
-            ))
+            results.append(
+                StepResult(
+                    id=step.id,
+                    transform=step.transform or "",
+                    wave=wave.index,
+                    status=status,
+                    seconds=0.1,
+                    rows_in=10,
+                    rows_out=10 if ok else 0,
+                    partitions_written=[f"day={d}" for d in step.dates] if ok else [],
+                    error=error,
+                    blocked_by=blockers,
+                )
+            )
     time.sleep(0.5)
     finished = datetime.now(UTC).isoformat()
     if not args.warehouse.startswith("s3://"):  # the remote runners' tests use an s3:// warehouse
         warehouse = Path(args.warehouse)
         warehouse.mkdir(parents=True, exist_ok=True)
         with (warehouse / "submissions.jsonl").open("a") as log:
-            log.write(json.dumps({"plan": args.plan, "steps": [r.id for r in results], "started_at": started, "finished_at": finished}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "plan": args.plan,
+                        "steps": [r.id for r in results],
+                        "started_at": started,
+                        "finished_at": finished,
+                    }
+                )
+                + "\n"
+            )
     report = RunReport(
-        backfill_id=plan.backfill_id, plan=args.plan, warehouse=args.warehouse, application_id="fake-spark-job",
-        started_at=started, finished_at=finished, seconds=0.5, steps=results,
+        backfill_id=plan.backfill_id,
+        plan=args.plan,
+        warehouse=args.warehouse,
+        application_id="fake-spark-job",
+        started_at=started,
+        finished_at=finished,
+        seconds=0.5,
+        steps=results,
         external_steps=[step.id for step in plan.steps if step.kind != "spark"],
     )
     write_text(args.report, report.to_json())

@@ -30,14 +30,22 @@ RUN_TIMEOUT = 420
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]) -> Iterator[dict[str, Any]]:
+def env(
+    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
+) -> Iterator[dict[str, Any]]:
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("backfill-dag")
     warehouse, outputs = tmp / "warehouse", tmp / "outputs"
     extra = airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=outputs)
     with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
         airflow.wait_for_dags(["backfill", "orders_popular_day_of_week", "email_discounts", "always_fails"])
-        yield {"airflow": airflow, "warehouse": warehouse, "outputs": outputs, "slack": slack, "pagerduty": pagerduty}
+        yield {
+            "airflow": airflow,
+            "warehouse": warehouse,
+            "outputs": outputs,
+            "slack": slack,
+            "pagerduty": pagerduty,
+        }
 
 
 def run_backfill(airflow: LocalAirflow, conf: dict[str, Any], run_id: str) -> str:
@@ -59,7 +67,15 @@ def explain(airflow: LocalAirflow, run_id: str) -> str:
     for ti in airflow.task_instances("backfill", run_id):
         if ti["state"] in ("failed", "up_for_retry"):
             lines.append(f"--- {ti['task_id']} [{ti['map_index']}]")
-            lines.append(airflow.task_log("backfill", run_id, ti["task_id"], map_index=ti["map_index"], try_number=max(1, ti["try_number"]))[-3000:])
+            lines.append(
+                airflow.task_log(
+                    "backfill",
+                    run_id,
+                    ti["task_id"],
+                    map_index=ti["map_index"],
+                    try_number=max(1, ti["try_number"]),
+                )[-3000:]
+            )
     return "\n".join(lines)
 
 
@@ -91,7 +107,9 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
     airflow.trigger(
         "orders_popular_day_of_week", run_id="existing_0604", conf={}, logical_date="2021-06-04T00:00:00Z"
     )
-    assert airflow.wait_for_run("orders_popular_day_of_week", "existing_0604", timeout=RUN_TIMEOUT) == "success"
+    assert (
+        airflow.wait_for_run("orders_popular_day_of_week", "existing_0604", timeout=RUN_TIMEOUT) == "success"
+    )
 
     state = run_backfill(airflow, backfill.conf, backfill.backfill_id)
     assert state == "success", explain(airflow, backfill.backfill_id)
@@ -116,7 +134,10 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["status"] == "succeeded"
     assert report["counts"] == {"pending": 0, "succeeded": 5, "failed": 0, "blocked": 0}
-    assert report["steps"]["orders_popular_day_of_week"]["dates"] == {"2021-06-04": "success", "2021-06-05": "success"}
+    assert report["steps"]["orders_popular_day_of_week"]["dates"] == {
+        "2021-06-04": "success",
+        "2021-06-05": "success",
+    }
     # The result file beside the dropped config followed the backfill to its end.
     result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
     assert result.state == "SUCCEEDED" and result.report_uri.endswith("/backfill_report.json")
@@ -132,10 +153,16 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
     texts = [m["text"] for m in slack.messages if backfill.backfill_id in m["text"]]
     assert any("RUNNING" in t for t in texts) and any("SUCCEEDED" in t for t in texts), texts
     assert all(m.get("thread_ts") for m in slack.messages[1:] if backfill.backfill_id in m["text"])
-    assert not [e for e in env["pagerduty"].events if e["dedup_key"] == backfill.backfill_id and e["event_action"] == "trigger"]
+    assert not [
+        e
+        for e in env["pagerduty"].events
+        if e["dedup_key"] == backfill.backfill_id and e["event_action"] == "trigger"
+    ]
 
 
-def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_and_a_failed_record(env, aws) -> None:
+def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_and_a_failed_record(
+    env, aws
+) -> None:
     airflow: LocalAirflow = env["airflow"]
     days = ["2021-06-04"]
     waves = [
@@ -145,11 +172,15 @@ def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_a
             step("always_fails", "airflow_dag", dates=days),  # its DAG run fails
         ],
         [
-            step("etl_orders_7_days", "spark", dates=days, upstream=["etl_orders"]),  # same submission, skipped
+            step(
+                "etl_orders_7_days", "spark", dates=days, upstream=["etl_orders"]
+            ),  # same submission, skipped
             step("email_discounts", "airflow_dag", dates=days, upstream=["etl_menus"]),  # runs
         ],
         [
-            step("orders_popular_day_of_week", "airflow_dag", dates=days, upstream=["etl_orders_7_days"]),  # blocked
+            step(
+                "orders_popular_day_of_week", "airflow_dag", dates=days, upstream=["etl_orders_7_days"]
+            ),  # blocked
             step("etl_after_failure", "spark", dates=days, upstream=["always_fails"]),  # blocked
         ],
     ]
@@ -173,7 +204,8 @@ def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_a
     }, explain(airflow, backfill.backfill_id)
     assert marker(env["outputs"], "email_discounts", "2021-06-04")["backfill_id"] == backfill.backfill_id
     assert not (env["outputs"] / "orders_popular_day_of_week" / "2021-06-04.json").exists() or (
-        marker(env["outputs"], "orders_popular_day_of_week", "2021-06-04")["backfill_id"] != backfill.backfill_id
+        marker(env["outputs"], "orders_popular_day_of_week", "2021-06-04")["backfill_id"]
+        != backfill.backfill_id
     )
     # Round 0's submission (tried twice: exit 1 is retried once here); the blocked spark step of
     # round 1 is never submitted.
@@ -185,21 +217,30 @@ def test_a_failed_step_stops_its_dependants_only_and_fails_the_run_with_a_page_a
     result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
     assert result.state == "FAILED" and result.figures.steps_failed == 2
     assert {(p.step, p.status) for p in result.failed_steps} == {
-        ("etl_orders", "failed"), ("always_fails", "failed"), ("etl_orders_7_days", "blocked"),
-        ("orders_popular_day_of_week", "blocked"), ("etl_after_failure", "blocked"),
-    }  # fmt: skip
+        ("etl_orders", "failed"),
+        ("always_fails", "failed"),
+        ("etl_orders_7_days", "blocked"),
+        ("orders_popular_day_of_week", "blocked"),
+        ("etl_after_failure", "blocked"),
+    }
 
     record = status_store(aws).get(backfill.backfill_id)
     assert record.state == BackfillState.FAILED
     assert {e["step"] for e in record.errors} == {
-        "etl_orders", "always_fails", "etl_orders_7_days", "orders_popular_day_of_week", "etl_after_failure",
-    }  # fmt: skip
+        "etl_orders",
+        "always_fails",
+        "etl_orders_7_days",
+        "orders_popular_day_of_week",
+        "etl_after_failure",
+    }
     assert record.pagerduty_open is True
     pages = [e for e in env["pagerduty"].events if e["dedup_key"] == backfill.backfill_id]
     assert [e["event_action"] for e in pages] == ["trigger"]
     assert "etl_orders" in pages[0]["payload"]["summary"] and "always_fails" in pages[0]["payload"]["summary"]
     assert env["pagerduty"].incidents[backfill.backfill_id] == "triggered"
-    failed_posts = [m for m in env["slack"].messages if backfill.backfill_id in m["text"] and "FAILED" in m["text"]]
+    failed_posts = [
+        m for m in env["slack"].messages if backfill.backfill_id in m["text"] and "FAILED" in m["text"]
+    ]
     assert failed_posts, env["slack"].messages
 
 
@@ -211,7 +252,11 @@ def test_missing_or_invalid_conf_fails_at_once_with_a_slack_post_and_runs_nothin
     states = task_states(airflow, "bad_conf_run")
     assert states["start"] == "failed"
     assert states["finish"] == "failed"
-    assert all(state in ("skipped", "upstream_failed", None) for key, state in states.items() if key.startswith("round_"))
+    assert all(
+        state in ("skipped", "upstream_failed", None)
+        for key, state in states.items()
+        if key.startswith("round_")
+    )
     log = airflow.task_log("backfill", "bad_conf_run", "start")
     assert "config_uri: field required" in log and "plan_uri: field required" in log
     assert "plan_url: unknown key; did you mean 'plan_uri'?" in log

@@ -44,13 +44,21 @@ PROFILES_KEY = "deploy/spark/profiles.yaml"
 ACCOUNT_REGION = ("123456789012", AWS_ENV["AWS_DEFAULT_REGION"])
 PROFILES = {
     "profiles": {
-        "small": {"runner": "databricks", "spark_version": "15.4.x-scala2.12", "node_type_id": "i3.xlarge", "num_workers": 3},
+        "small": {
+            "runner": "databricks",
+            "spark_version": "15.4.x-scala2.12",
+            "node_type_id": "i3.xlarge",
+            "num_workers": 3,
+        },
         "medium": {
-            "runner": "emr_serverless", "driver": {"cores": 2, "memory_gb": 8}, "executor": {"cores": 4, "memory_gb": 16},
+            "runner": "emr_serverless",
+            "driver": {"cores": 2, "memory_gb": 8},
+            "executor": {"cores": 4, "memory_gb": 16},
             "max_capacity": {"cpu": 42, "memory_gb": 200},
         },
         "large": {
-            "runner": "emr", "release_label": "emr-7.5.0",
+            "runner": "emr",
+            "release_label": "emr-7.5.0",
             "instance_groups": [
                 {"role": "MASTER", "instance_type": "m6g.xlarge", "count": 1},
                 {"role": "CORE", "instance_type": "r6g.2xlarge", "count": 3},
@@ -58,7 +66,7 @@ PROFILES = {
             "managed_scaling": {"minimum": 4, "maximum": 12},
         },
     }
-}  # fmt: skip
+}
 
 
 def _fake_job(arguments: list[str], endpoint: str) -> int:
@@ -117,7 +125,9 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]) -> Iterator[dict[str, Any]]:
+def env(
+    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
+) -> Iterator[dict[str, Any]]:
     import moto.emrserverless.models as serverless_models
 
     slack, pagerduty = receivers
@@ -135,7 +145,9 @@ def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tupl
         thread = threading.Thread(target=cluster.loop, daemon=True)
         thread.start()
         extra = {
-            **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=outputs),
+            **airflow_extra_env(
+                aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=outputs
+            ),
             "AIRFLOW__BACKFILL__WAREHOUSE_URI": f"s3://{BUCKET}/warehouse/",  # remote runners write s3://
             "AIRFLOW__BACKFILL__SPARK_PROFILES_URI": f"s3://{BUCKET}/{PROFILES_KEY}",
             "AIRFLOW__BACKFILL__SPARK_ENTRY_POINT": f"s3://{BUCKET}/artifacts/backfill_job.py",
@@ -149,7 +161,12 @@ def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tupl
         try:
             with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
                 airflow.wait_for_dags(["backfill", "orders_popular_day_of_week"])
-                yield {"airflow": airflow, "databricks": databricks, "cluster": cluster, "application_id": application_id}
+                yield {
+                    "airflow": airflow,
+                    "databricks": databricks,
+                    "cluster": cluster,
+                    "application_id": application_id,
+                }
         finally:
             cluster.stop.set()
             thread.join(timeout=10)
@@ -164,14 +181,18 @@ def _backfill(aws: AwsLocal, *, name: str, profile: str) -> Any:
     ]
     backfill = store_backfill(aws, name=name, waves=waves, days=days)
     plan = backfill.plan.model_copy(update={"spark_profile": profile})
-    aws.client("s3").put_object(Bucket=BUCKET, Key=f"backfills/{backfill.backfill_id}/plan.json", Body=plan.to_json().encode())
+    aws.client("s3").put_object(
+        Bucket=BUCKET, Key=f"backfills/{backfill.backfill_id}/plan.json", Body=plan.to_json().encode()
+    )
     return backfill
 
 
 def _succeeded(env: dict[str, Any], aws: AwsLocal, backfill: Any) -> dict[str, Any]:
     airflow: LocalAirflow = env["airflow"]
     state = run_backfill(airflow, backfill.conf, backfill.backfill_id)
-    assert state == "success", explain(airflow, backfill.backfill_id) + "\n" + "\n".join(env["cluster"].errors)
+    assert state == "success", (
+        explain(airflow, backfill.backfill_id) + "\n" + "\n".join(env["cluster"].errors)
+    )
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["counts"] == {"pending": 0, "succeeded": 2, "failed": 0, "blocked": 0}
     assert status_store(aws).get(backfill.backfill_id).state == BackfillState.SUCCEEDED
@@ -186,9 +207,16 @@ def test_emr_serverless_runs_a_whole_backfill(env: dict[str, Any], aws: AwsLocal
     history = json.dumps(status_store(aws).get(backfill.backfill_id).history)
     assert "Spark profile medium on emr_serverless (driver 2 vCPU/8 GB" in history
     account, region = ACCOUNT_REGION
-    (run,) = [r for r in emrserverless_backends[account][region].job_runs[env["application_id"]] if backfill.backfill_id in r.name]
+    (run,) = [
+        r
+        for r in emrserverless_backends[account][region].job_runs[env["application_id"]]
+        if backfill.backfill_id in r.name
+    ]
     properties = run.configuration_overrides["applicationConfiguration"][0]["properties"]
-    assert properties["spark.executor.cores"] == "4" and properties["spark.dynamicAllocation.maxExecutors"] == "10"
+    assert (
+        properties["spark.executor.cores"] == "4"
+        and properties["spark.dynamicAllocation.maxExecutors"] == "10"
+    )
     assert run.job_driver["sparkSubmit"]["entryPointArguments"][3] == f"s3://{BUCKET}/warehouse/"
 
 
@@ -198,7 +226,9 @@ def test_emr_runs_a_whole_backfill_on_its_own_cluster(env: dict[str, Any], aws: 
     backfill = _backfill(aws, name="emr-run", profile="large")
     _succeeded(env, aws, backfill)
     account, region = ACCOUNT_REGION
-    (cluster,) = [c for c in emr_backends[account][region].clusters.values() if backfill.backfill_id in c.name]
+    (cluster,) = [
+        c for c in emr_backends[account][region].clusters.values() if backfill.backfill_id in c.name
+    ]
     assert cluster.state == "TERMINATED"  # created for the round, terminated after it
     assert sorted(group.num_instances for group in cluster.instance_groups) == [1, 3]
 

@@ -35,10 +35,16 @@ for name, options in json.loads(sys.argv[1]).items():
     }}
 print(json.dumps(results))
 """
-REMOTE = {"AIRFLOW__BACKFILL__MAX_ROUNDS": "1", "AIRFLOW__BACKFILL__SPARK_PROFILES_URI": "s3://deploy/spark/profiles.yaml"}
+REMOTE = {
+    "AIRFLOW__BACKFILL__MAX_ROUNDS": "1",
+    "AIRFLOW__BACKFILL__SPARK_PROFILES_URI": "s3://deploy/spark/profiles.yaml",
+}
 CASES = {
     "local": {"AIRFLOW__BACKFILL__MAX_ROUNDS": "2"},
-    **{runner: {**REMOTE, "AIRFLOW__BACKFILL__SPARK_RUNNER": runner} for runner in ("emr_serverless", "emr", "databricks")},
+    **{
+        runner: {**REMOTE, "AIRFLOW__BACKFILL__SPARK_RUNNER": runner}
+        for runner in ("emr_serverless", "emr", "databricks")
+    },
     "unknown-runner": {"AIRFLOW__BACKFILL__SPARK_RUNNER": "kubernetes"},
     "remote-without-profiles": {"AIRFLOW__BACKFILL__SPARK_RUNNER": "emr_serverless"},
 }
@@ -54,9 +60,12 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     }
     result = subprocess.run(
-        [sys.executable, "-c", PARSE.format(dags=str(DAGS)), json.dumps(CASES)], env=env, capture_output=True,
-        text=True, timeout=240,
-    )  # fmt: skip
+        [sys.executable, "-c", PARSE.format(dags=str(DAGS)), json.dumps(CASES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -78,8 +87,11 @@ def test_local_runner_shape(parsed: dict[str, dict]) -> None:
     }
     # next_run waits for every round, not only the last slot (start skips unused slots)
     assert parsed["upstream"]["next_run"] == [
-        "round_0.dag_runs", "round_0.spark", "round_1.dag_runs", "round_1.spark",
-    ]  # fmt: skip
+        "round_0.dag_runs",
+        "round_0.spark",
+        "round_1.dag_runs",
+        "round_1.spark",
+    ]
     assert parsed["upstream"]["finish"] == ["next_run"]
 
 
@@ -93,6 +105,9 @@ def test_a_remote_runner_is_configuration_not_code(parsed: dict[str, dict], runn
 
 def test_a_bad_option_is_an_import_error_naming_it(parsed: dict[str, dict]) -> None:
     (error,) = [v for k, v in parsed["unknown-runner"]["errors"].items() if k.endswith("backfill_dag.py")]
-    assert "spark_runner: expected one of ('local', 'emr_serverless', 'emr', 'databricks'), got 'kubernetes'" in error
+    assert (
+        "spark_runner: expected one of ('local', 'emr_serverless', 'emr', 'databricks'), got 'kubernetes'"
+        in error
+    )
     (error,) = parsed["remote-without-profiles"]["errors"].values()
     assert "spark_runner = emr_serverless needs spark_profiles_uri" in error

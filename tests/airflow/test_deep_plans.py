@@ -34,11 +34,15 @@ TARGETS = ["noop_target_a", "noop_target_b", "noop_target_c"]
 
 
 @pytest.fixture(scope="module")
-def deep_env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]) -> Iterator[dict[str, Any]]:
+def deep_env(
+    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
+) -> Iterator[dict[str, Any]]:
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("deep-plans")
     extra = {
-        **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=tmp / "warehouse", outputs=tmp / "outputs"),
+        **airflow_extra_env(
+            aws=aws, slack=slack, pagerduty=pagerduty, warehouse=tmp / "warehouse", outputs=tmp / "outputs"
+        ),
         "AIRFLOW__BACKFILL__MAX_ROUNDS": str(SLOTS),
         "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "256",
         "AIRFLOW__BACKFILL__RERUNS_PER_TASK": str(PER_TASK),
@@ -61,7 +65,9 @@ def wait_for_end(aws: AwsLocal, backfill_id: str, *, timeout: float) -> Any:
         record = store.get(backfill_id)
         if record.state in (BackfillState.SUCCEEDED, BackfillState.FAILED, BackfillState.CANCELLED):
             return record
-        assert time.monotonic() < deadline, f"{backfill_id} still {record.state} after {timeout:.0f} s: {record.progress}"
+        assert time.monotonic() < deadline, (
+            f"{backfill_id} still {record.state} after {timeout:.0f} s: {record.progress}"
+        )
         time.sleep(2)
 
 
@@ -87,11 +93,16 @@ def test_a_chain_of_30_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env
     print(f"TIMING 30-round chain: {time.monotonic() - began:.0f} s")
     bid = backfill.backfill_id
     chain = [bid, f"{bid}__cont1", f"{bid}__cont2"]
-    assert record.state == BackfillState.SUCCEEDED, (record.reason, task_states(airflow, record.dag_run_id or bid))
+    assert record.state == BackfillState.SUCCEEDED, (
+        record.reason,
+        task_states(airflow, record.dag_run_id or bid),
+    )
     assert record.dag_run_id == chain[-1]  # the record followed the chain: a cancel finds the live run
     assert record.progress["wave"] == 30 and record.progress["waves"] == 30
 
-    runs = {run["dag_run_id"]: run for run in airflow.dag_runs("backfill") if run["dag_run_id"].startswith(bid)}
+    runs = {
+        run["dag_run_id"]: run for run in airflow.dag_runs("backfill") if run["dag_run_id"].startswith(bid)
+    }
     assert sorted(runs) == chain and airflow.wait_for_run("backfill", chain[-1], timeout=120) == "success"
     assert runs[f"{bid}__cont1"]["conf"]["first_round"] == SLOTS
     for run_id in chain[:-1]:  # an earlier run continued and left the reporting to the last one
@@ -126,10 +137,16 @@ def test_a_round_of_more_than_1024_reruns_is_split_into_chunks_and_succeeds(deep
     states = task_states(airflow, bid)
     chunks = sorted(key for key in states if key.startswith("round_0.dag_runs["))
     assert len(chunks) == -(-1035 // PER_TASK) and all(states[key] == "success" for key in chunks), states
-    window = {"limit": 1, "logical_date_gte": f"{days[0]}T00:00:00Z", "logical_date_lte": f"{days[-1]}T00:00:00Z"}
+    window = {
+        "limit": 1,
+        "logical_date_gte": f"{days[0]}T00:00:00Z",
+        "logical_date_lte": f"{days[-1]}T00:00:00Z",
+    }
     for dag_id in TARGETS:  # (the API lists at most 100 runs a page: count them)
         runs = airflow.api("GET", f"/dags/{dag_id}/dagRuns", params=window)["total_entries"]
-        succeeded = airflow.api("GET", f"/dags/{dag_id}/dagRuns", params={**window, "state": "success"})["total_entries"]
+        succeeded = airflow.api("GET", f"/dags/{dag_id}/dagRuns", params={**window, "state": "success"})[
+            "total_entries"
+        ]
         assert runs == succeeded == 345, (dag_id, runs, succeeded)
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["counts"]["succeeded"] == 3

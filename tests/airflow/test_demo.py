@@ -28,9 +28,13 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     for name in ("DEMO_AWS_ENDPOINT_URL", "DEMO_MARQUEZ_URL", "DEMO_AIRFLOW_URL", "AWS_ENDPOINT_URL"):
         env.pop(name, None)
     demo = subprocess.Popen(
-        [sys.executable, "-m", "backfill_local.demo"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "backfill_local.demo"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         output, _ = demo.communicate(timeout=1700)
     except subprocess.TimeoutExpired:
@@ -53,7 +57,9 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     ):
         assert expected in output, (expected, output[-4000:])
     # The data check found every processed table equal to the clean run.
-    assert output.count("missing 0, unexpected 0") == output.count("rows in the clean run") == 4, output[-4000:]
+    assert output.count("missing 0, unexpected 0") == output.count("rows in the clean run") == 4, output[
+        -4000:
+    ]
 
     first = timeline(output, "orders-outage-june-")
     # no PLANNED on the way: the timeline's TRIGGERED line says it validated and planned it
@@ -62,11 +68,18 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     first_id = re.search(r"== timeline of (orders-outage-june-\w+)", output).group(1)
     # The second one waited for the first, was started by the `start` document its end dropped, and ran.
     second = timeline(output, "orders-recheck-")
-    assert_in_order(second, ["uploaded", f"queued: waiting for {first_id}", "triggered", "step round_0.spark", "succeeded"])
+    assert_in_order(
+        second,
+        ["uploaded", f"queued: waiting for {first_id}", "triggered", "step round_0.spark", "succeeded"],
+    )
     second_id = re.search(r"== timeline of (orders-recheck-\w+)", output).group(1)
-    assert re.search(rf"\[trigger\] control/{second_id}/start-\S+\.json: accepted TRIGGERED", output), output[-4000:]
+    assert re.search(rf"\[trigger\] control/{second_id}/start-\S+\.json: accepted TRIGGERED", output), output[
+        -4000:
+    ]
     listing = output[output.index("== backfill list") :]
-    assert re.search(rf"{second_id}\s+SUCCEEDED", listing) and re.search(rf"{first_id}\s+SUCCEEDED", listing), listing
+    assert re.search(rf"{second_id}\s+SUCCEEDED", listing) and re.search(
+        rf"{first_id}\s+SUCCEEDED", listing
+    ), listing
     assert leftover_processes(tmp_path) == []
 
 
@@ -111,7 +124,12 @@ def s3_and_sqs() -> Iterator[tuple[Any, Any]]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    kwargs = {"endpoint_url": endpoint, "region_name": "us-east-1", "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    kwargs = {
+        "endpoint_url": endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "x",
+        "aws_secret_access_key": "x",
+    }
     try:
         s3 = boto3.client("s3", **kwargs)
         s3.create_bucket(Bucket="demo-events")
@@ -128,7 +146,9 @@ def wait_until(condition: Any, timeout: float = 20.0) -> None:
         time.sleep(0.1)
 
 
-def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(s3_and_sqs: tuple[Any, Any]) -> None:
+def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(
+    s3_and_sqs: tuple[Any, Any],
+) -> None:
     from backfill_local.s3_events import S3EventPump
 
     s3, sqs = s3_and_sqs
@@ -140,7 +160,11 @@ def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(s3_an
         return {"results": []}
 
     with S3EventPump(
-        s3_client=s3, sqs_client=sqs, bucket="demo-events", prefixes=["incoming/", "control/"], handler=handler,
+        s3_client=s3,
+        sqs_client=sqs,
+        bucket="demo-events",
+        prefixes=["incoming/", "control/"],
+        handler=handler,
         principal_id="AWS:AROADEMO:jane.doe",
     ) as pump:
         s3.put_object(Bucket="demo-events", Key="incoming/orders fix.json", Body=b"{}")
@@ -148,11 +172,16 @@ def test_uploads_under_the_watched_prefixes_reach_the_handler_as_s3_events(s3_an
         s3.put_object(Bucket="demo-events", Key="control/orders-fix-1/start-1.json", Body=b"{}")
         wait_until(lambda: len(pump.deliveries) == 2)
         time.sleep(1.5)  # nothing else arrives (results/ is not watched)
-    assert sorted(d.key for d in pump.deliveries) == ["control/orders-fix-1/start-1.json", "incoming/orders fix.json"]
+    assert sorted(d.key for d in pump.deliveries) == [
+        "control/orders-fix-1/start-1.json",
+        "incoming/orders fix.json",
+    ]
     records = [r for e in events for r in e.get("Records", [])]
     assert {r["eventName"] for r in records} == {"ObjectCreated:Put"}
     assert {r["s3"]["bucket"]["name"] for r in records} == {"demo-events"}
-    assert {r["userIdentity"]["principalId"] for r in records} == {"AWS:AROADEMO:jane.doe"}  # as real S3 names the uploader
+    assert {r["userIdentity"]["principalId"] for r in records} == {
+        "AWS:AROADEMO:jane.doe"
+    }  # as real S3 names the uploader
     assert pump.failures == []
 
 
@@ -163,16 +192,23 @@ def test_a_failing_delivery_is_redelivered_then_reported(s3_and_sqs: tuple[Any, 
     calls: list[str] = []
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        keys = [unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", [])]  # URL-encoded, as S3 sends them
+        keys = [
+            unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", [])
+        ]  # URL-encoded, as S3 sends them
         calls.extend(keys)
         if any("broken" in key for key in keys):
             raise RuntimeError("trigger down")
         return {"results": []}
 
     with S3EventPump(
-        s3_client=s3, sqs_client=sqs, bucket="demo-events", prefixes=["incoming/"], handler=handler,
-        visibility_timeout=1, max_receives=2,
-    ) as pump:  # fmt: skip
+        s3_client=s3,
+        sqs_client=sqs,
+        bucket="demo-events",
+        prefixes=["incoming/"],
+        handler=handler,
+        visibility_timeout=1,
+        max_receives=2,
+    ) as pump:
         s3.put_object(Bucket="demo-events", Key="incoming/broken.json", Body=b"{}")
         wait_until(lambda: pump.failures)
     assert calls == ["incoming/broken.json", "incoming/broken.json"]
@@ -183,8 +219,14 @@ def test_a_failing_delivery_is_redelivered_then_reported(s3_and_sqs: tuple[Any, 
 def test_the_demo_dags_folder_has_only_the_dags_it_runs(tmp_path: Path) -> None:
     from backfill_local.airflow_local import demo_dags_folder
 
-    folder = demo_dags_folder(REPO / "dags", tmp_path / "dags", dag_files=["backfill_dag.py", "food_delivery"])
+    folder = demo_dags_folder(
+        REPO / "dags", tmp_path / "dags", dag_files=["backfill_dag.py", "food_delivery"]
+    )
     top = sorted(p.name for p in folder.iterdir())
-    assert "reconciliation_dag.py" not in top and {"backfill_dag.py", "food_delivery", "backfill_runtime"} <= set(top)
+    assert "reconciliation_dag.py" not in top and {
+        "backfill_dag.py",
+        "food_delivery",
+        "backfill_runtime",
+    } <= set(top)
     assert (folder / ".airflowignore").exists() and (folder / "backfill_runtime" / "reruns.py").exists()
     assert not list(folder.rglob("__pycache__"))

@@ -69,22 +69,34 @@ def test_continuation_ids_are_stable_per_chain_position_so_the_trigger_is_idempo
     assert continuation_run_id(BID, first_round=6, slots=6) == f"{BID}__cont1"
     # the continuation's own continuation: numbered from the first run, not nested
     assert continuation_run_id(f"{BID}__cont1", first_round=12, slots=6) == f"{BID}__cont2"
-    assert continuation_run_id(f"{BID}__attempt2__cont3", first_round=24, slots=6) == f"{BID}__attempt2__cont4"
+    assert (
+        continuation_run_id(f"{BID}__attempt2__cont3", first_round=24, slots=6) == f"{BID}__attempt2__cont4"
+    )
     assert first_run_id(f"{BID}__attempt2__cont3") == f"{BID}__attempt2"
-    assert carried_uri("s3://b/backfills/x/plan.json", f"{BID}__cont1") == f"s3://b/backfills/x/continuations/{BID}__cont1.json"
+    assert (
+        carried_uri("s3://b/backfills/x/plan.json", f"{BID}__cont1")
+        == f"s3://b/backfills/x/continuations/{BID}__cont1.json"
+    )
 
 
 def test_the_carried_ledger_round_trips_and_a_continuation_conf_needs_both_fields() -> None:
     plan = make_plan(chain(3))
     ledger = Ledger.for_plan(plan)
     ledger.mark("d0", StepStatus.SUCCEEDED, dates={"2021-06-04": "success"})
-    carried = Carried(backfill_id=BID, first_round=1, started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=ledger.to_dict())
+    carried = Carried(
+        backfill_id=BID, first_round=1, started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=ledger.to_dict()
+    )
     back = Carried.from_json(carried.to_json())
-    assert Ledger(back.ledger).status("d0") is StepStatus.SUCCEEDED and Ledger(back.ledger).status("d1") is StepStatus.PENDING
+    assert (
+        Ledger(back.ledger).status("d0") is StepStatus.SUCCEEDED
+        and Ledger(back.ledger).status("d1") is StepStatus.PENDING
+    )
     base = {"backfill_id": BID, "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/plan.json"}
     conf = RunConf.from_conf({**base, "first_round": 6, "ledger_uri": "s3://b/continuations/x.json"})
     assert conf.first_round == 6 and RunConf.from_conf(conf.to_conf()) == conf
-    assert RunConf.from_conf(base).first_round is None and "first_round" not in RunConf.from_conf(base).to_conf()
+    assert (
+        RunConf.from_conf(base).first_round is None and "first_round" not in RunConf.from_conf(base).to_conf()
+    )
     with pytest.raises(InvalidDocumentError, match="first_round and ledger_uri go together"):
         RunConf.from_conf({**base, "first_round": 6})
 
@@ -123,14 +135,26 @@ class FakeSupervisor:
         if isinstance(msg, GetDRCount):  # by logical dates, or by run ids and states
             if msg.logical_dates:
                 wanted = set(msg.logical_dates)
-                return DRCount(count=sum(1 for (d, _), r in self.runs.items() if d == msg.dag_id and r.logical_date in wanted))
+                return DRCount(
+                    count=sum(
+                        1 for (d, _), r in self.runs.items() if d == msg.dag_id and r.logical_date in wanted
+                    )
+                )
             for run_id in msg.run_ids or []:  # a count polls too: time passes for the runs
                 self._advance(self.runs[(msg.dag_id, run_id)], msg.dag_id)
-            return DRCount(count=sum(
-                1 for run_id in msg.run_ids or [] if self.runs[(msg.dag_id, run_id)].state in (msg.states or [])
-            ))  # fmt: skip
+            return DRCount(
+                count=sum(
+                    1
+                    for run_id in msg.run_ids or []
+                    if self.runs[(msg.dag_id, run_id)].state in (msg.states or [])
+                )
+            )
         if isinstance(msg, GetPreviousDagRun):
-            before = [(r.logical_date, rid) for (d, rid), r in self.runs.items() if d == msg.dag_id and r.logical_date < msg.logical_date]
+            before = [
+                (r.logical_date, rid)
+                for (d, rid), r in self.runs.items()
+                if d == msg.dag_id and r.logical_date < msg.logical_date
+            ]
             if not before:
                 return SimpleNamespace(dag_run=None)
             logical_date, run_id = max(before)
@@ -143,10 +167,14 @@ class FakeSupervisor:
                 self.runs[key].state, self.runs[key].polls = "queued", 0
                 self.runs[key].starts += 1
             else:
-                if any(d == msg.dag_id and r.logical_date == msg.logical_date for (d, _), r in self.runs.items()):
+                if any(
+                    d == msg.dag_id and r.logical_date == msg.logical_date for (d, _), r in self.runs.items()
+                ):
                     raise AssertionError(f"duplicate run of {msg.dag_id} at {msg.logical_date}")
                 self.runs[key] = FakeRun(logical_date=msg.logical_date)
-            self.max_live = max(self.max_live, sum(r.state in ("queued", "running") for r in self.runs.values()))
+            self.max_live = max(
+                self.max_live, sum(r.state in ("queued", "running") for r in self.runs.values())
+            )
             return OKResponse(ok=True)
         if isinstance(msg, GetDagRunState):
             return SimpleNamespace(state=self.runs[(msg.dag_id, msg.run_id)].state)
@@ -163,7 +191,12 @@ class FakeSupervisor:
 
 def reruns(dag_id: str, days: list[str]) -> list[Rerun]:
     return [
-        Rerun(trigger_dag_id=dag_id, trigger_run_id=f"backfill__{BID}__{d}", logical_date=d, conf={"backfill_id": BID})
+        Rerun(
+            trigger_dag_id=dag_id,
+            trigger_run_id=f"backfill__{BID}__{d}",
+            logical_date=d,
+            conf={"backfill_id": BID},
+        )
         for d in days
     ]
 
@@ -173,12 +206,18 @@ DAYS = [f"2021-06-{d:02d}" for d in range(1, 31)]
 
 def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existing_run() -> None:
     supervisor = FakeSupervisor()
-    supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(datetime(2021, 6, 3, tzinfo=UTC), state="success")
+    supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(
+        datetime(2021, 6, 3, tzinfo=UTC), state="success"
+    )
     checkpoints: list[dict[int, str]] = []
     batch = RerunBatch(
-        reruns("orders", DAYS), supervisor=SupervisorClient(supervisor), concurrency=4, poke_seconds=0,
-        checkpoint=checkpoints.append, sleep=lambda _: None,
-    )  # fmt: skip
+        reruns("orders", DAYS),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=4,
+        poke_seconds=0,
+        checkpoint=checkpoints.append,
+        sleep=lambda _: None,
+    )
     outcomes = batch.run()
     assert outcomes == dict.fromkeys(range(30), "success")
     assert supervisor.max_live <= 4
@@ -197,12 +236,26 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
     supervisor = FakeSupervisor(failing={("orders", "2021-06-05")})
     work = reruns("orders", DAYS[:8])
     written: list[dict[int, str]] = []
-    first = RerunBatch(work, supervisor=SupervisorClient(supervisor), concurrency=3, poke_seconds=0, sleep=lambda _: None, checkpoint=written.append).run()
+    first = RerunBatch(
+        work,
+        supervisor=SupervisorClient(supervisor),
+        concurrency=3,
+        poke_seconds=0,
+        sleep=lambda _: None,
+        checkpoint=written.append,
+    ).run()
     assert first[4] == "failed" and all(first[i] == "success" for i in range(8) if i != 4)
     assert written == [first]  # what the retry and the ledger read
     supervisor.failing.clear()
     before = {key: run.starts for key, run in supervisor.runs.items()}
-    second = RerunBatch(work, supervisor=SupervisorClient(supervisor), concurrency=3, poke_seconds=0, outcomes=first, sleep=lambda _: None).run()
+    second = RerunBatch(
+        work,
+        supervisor=SupervisorClient(supervisor),
+        concurrency=3,
+        poke_seconds=0,
+        outcomes=first,
+        sleep=lambda _: None,
+    ).run()
     assert second == dict.fromkeys(range(8), "success")
     rerun_again = [key for key, run in supervisor.runs.items() if run.starts != before[key]]
     assert rerun_again == [("orders", f"backfill__{BID}__2021-06-05")]
@@ -210,7 +263,13 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
 
 def test_a_dag_with_no_run_at_any_date_skips_the_per_date_lookups() -> None:
     supervisor = FakeSupervisor()
-    RerunBatch(reruns("fresh", DAYS), supervisor=SupervisorClient(supervisor), concurrency=30, poke_seconds=0, sleep=lambda _: None).run()
+    RerunBatch(
+        reruns("fresh", DAYS),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=30,
+        poke_seconds=0,
+        sleep=lambda _: None,
+    ).run()
     assert supervisor.sent.count("GetPreviousDagRun") == 0
     assert supervisor.sent[:2] == ["GetDRCount", "TriggerDagRun"]  # one count for the 30 dates, then triggers
     assert len(supervisor.runs) == 30
@@ -223,7 +282,13 @@ def test_a_refused_trigger_is_that_date_failing_not_the_batch() -> None:
                 return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
             return super().send(msg)
 
-    outcomes = RerunBatch(reruns("orders", DAYS[:3]), supervisor=SupervisorClient(Refusing()), concurrency=2, poke_seconds=0, sleep=lambda _: None).run()
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:3]),
+        supervisor=SupervisorClient(Refusing()),
+        concurrency=2,
+        poke_seconds=0,
+        sleep=lambda _: None,
+    ).run()
     assert outcomes == {0: "success", 1: "failed", 2: "success"}
 
 
@@ -246,9 +311,13 @@ def test_a_batch_whose_own_run_was_failed_by_a_cancel_starts_no_more_reruns() ->
             supervisor.runs[("backfill", BID)].state = "failed"
 
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:6]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=sleep,
+        reruns("orders", DAYS[:6]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=2,
+        poke_seconds=0,
+        sleep=sleep,
         owner=("backfill", BID),
-    ).run()  # fmt: skip
+    ).run()
     started = {rid for (dag, rid) in supervisor.runs if dag == "orders"}
     assert started == {f"backfill__{BID}__{d}" for d in DAYS[:2]}, started  # the four waiting never started
     assert sorted(outcomes) == [0, 1]
@@ -260,9 +329,14 @@ def test_a_retry_of_a_batch_after_the_cancel_reruns_nothing() -> None:
     supervisor = FakeSupervisor()
     supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="failed")
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:4]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=lambda _: None,
-        outcomes={0: "failed", 1: "failed"}, owner=("backfill", BID),
-    ).run()  # fmt: skip
+        reruns("orders", DAYS[:4]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=2,
+        poke_seconds=0,
+        sleep=lambda _: None,
+        outcomes={0: "failed", 1: "failed"},
+        owner=("backfill", BID),
+    ).run()
     assert not [rid for (dag, rid) in supervisor.runs if dag == "orders"]
     assert outcomes == {}
 
@@ -271,9 +345,13 @@ def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
     supervisor = FakeSupervisor()
     supervisor.runs[("backfill", BID)] = FakeRun(datetime(2021, 7, 1, tzinfo=UTC), state="running")
     outcomes = RerunBatch(
-        reruns("orders", DAYS[:6]), supervisor=SupervisorClient(supervisor), concurrency=2, poke_seconds=0, sleep=lambda _: None,
+        reruns("orders", DAYS[:6]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=2,
+        poke_seconds=0,
+        sleep=lambda _: None,
         owner=("backfill", BID),
-    ).run()  # fmt: skip
+    ).run()
     assert outcomes == dict.fromkeys(range(6), "success")
 
 
@@ -283,15 +361,22 @@ def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused()
     client = SupervisorClient(supervisor)
     when = datetime(2021, 6, 4, tzinfo=UTC)
     assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is True
-    assert client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is False  # 409
-    assert client.run_id_at("backfill", when) == "r__cont1" and client.run_id_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
+    assert (
+        client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is False
+    )  # 409
+    assert (
+        client.run_id_at("backfill", when) == "r__cont1"
+        and client.run_id_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
+    )
 
     class Refusing(FakeSupervisor):
         def send(self, msg: Any) -> Any:
             return ErrorResponse(error=ErrorType.GENERIC_ERROR, detail={"reason": "dag paused"})
 
     with pytest.raises(TriggerRefusedError, match="dag paused"):
-        SupervisorClient(Refusing()).trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=None, conf={})
+        SupervisorClient(Refusing()).trigger_dag_run(
+            dag_id="backfill", run_id="r__cont1", logical_date=None, conf={}
+        )
     client.skip_tasks([])
     client.skip_tasks(iter(["round_3.spark", "round_3.prepare"]))
     assert supervisor.sent.count("SkipDownstreamTasks") == 1  # nothing to skip sends nothing
@@ -299,13 +384,17 @@ def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused()
 
 def test_a_rounds_reruns_come_back_from_its_launch_in_chunk_order() -> None:
     launch = RoundLaunch(
-        index=4, slot=1, reruns={"d1": ["2021-06-04", "2021-06-05"], "d2": ["2021-06-04"]},
+        index=4,
+        slot=1,
+        reruns={"d1": ["2021-06-04", "2021-06-05"], "d2": ["2021-06-04"]},
         rerun_conf={"backfill_id": BID, "trace_id": "t-1"},
-    )  # fmt: skip
+    )
     reruns = round_reruns(launch, backfill_id=BID, dag_ids={"d1": "orders_dag", "d2": "emails_dag"})
     assert [(r.trigger_dag_id, r.logical_date, r.conf["step"]) for r in reruns] == [
-        ("orders_dag", "2021-06-04", "d1"), ("orders_dag", "2021-06-05", "d1"), ("emails_dag", "2021-06-04", "d2"),
-    ]  # fmt: skip
+        ("orders_dag", "2021-06-04", "d1"),
+        ("orders_dag", "2021-06-05", "d1"),
+        ("emails_dag", "2021-06-04", "d2"),
+    ]
     assert reruns[0].trigger_run_id == f"backfill__{BID}__2021-06-04"
     assert reruns[2].conf == {"backfill_id": BID, "trace_id": "t-1", "step": "d2"}
 
@@ -320,8 +409,15 @@ def test_a_state_over_its_bound_is_never_written(monkeypatch: pytest.MonkeyPatch
 
     plan = make_plan(chain(3))
     conf = RunConf(backfill_id=BID, config_uri="s3://b/c.yaml", plan_uri="s3://b/plan.json")
-    state = RunState(conf=conf, plan_sha256="0" * 64, rounds=3, first_round=0, end_round=3,
-                     started_at=datetime(2021, 6, 14, tzinfo=UTC), ledger=Ledger.for_plan(plan).entries)  # fmt: skip
+    state = RunState(
+        conf=conf,
+        plan_sha256="0" * 64,
+        rounds=3,
+        first_round=0,
+        end_round=3,
+        started_at=datetime(2021, 6, 14, tzinfo=UTC),
+        ledger=Ledger.for_plan(plan).entries,
+    )
     pushed: list[Any] = []
     ti = SimpleNamespace(xcom_push=lambda key, value: pushed.append((key, value)))
     backfill_dag._push_state(ti, state)

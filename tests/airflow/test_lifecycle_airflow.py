@@ -123,13 +123,23 @@ class Platform:
         if on_overlap not in self._wirings:
             settings = DeploymentSettings.from_env({**self.env, "ON_OVERLAP": on_overlap})
             self._wirings[on_overlap] = TriggerWiring(
-                settings, s3_client=self.aws.client("s3"), dynamodb_client=self.aws.client("dynamodb"),
+                settings,
+                s3_client=self.aws.client("s3"),
+                dynamodb_client=self.aws.client("dynamodb"),
                 secrets_client=self.aws.client("secretsmanager"),
-            )  # fmt: skip
+            )
         head = self.aws.client("s3").head_object(Bucket=BUCKET, Key=key)
-        event = s3_event(key, size=head["ContentLength"], version_id=None, etag=head["ETag"],
-                         sequencer=f"{next(self._sequence):016X}", bucket=BUCKET)  # fmt: skip
-        service = self._wirings[on_overlap].service(metrics=EphemeralMetrics(namespace="LifecycleTest"), logger=log)
+        event = s3_event(
+            key,
+            size=head["ContentLength"],
+            version_id=None,
+            etag=head["ETag"],
+            sequencer=f"{next(self._sequence):016X}",
+            bucket=BUCKET,
+        )
+        service = self._wirings[on_overlap].service(
+            metrics=EphemeralMetrics(namespace="LifecycleTest"), logger=log
+        )
         (result,) = service.handle_event(event, lease_seconds=120)
         return result
 
@@ -139,12 +149,20 @@ class Platform:
         return self.invoke(key, on_overlap=on_overlap)
 
     def control(self, backfill_id: str, action: str, *, reason: str = "test") -> tuple[Any, dict[str, Any]]:
-        document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
-                    "requested_by": "@oncall", "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
+        document = {
+            "control_version": 1,
+            "action": action,
+            "backfill_id": backfill_id,
+            "reason": reason,
+            "requested_by": "@oncall",
+            "requested_at": datetime.now(UTC).isoformat(),
+        }
         key = f"control/{backfill_id}/{action}-{datetime.now(UTC):%Y%m%dT%H%M%S%f}.json"
         self.aws.client("s3").put_object(Bucket=BUCKET, Key=key, Body=json.dumps(document).encode())
         result = self.invoke(key)
-        body = self.aws.client("s3").get_object(Bucket=BUCKET, Key=f"results/{key}.result.json")["Body"].read()
+        body = (
+            self.aws.client("s3").get_object(Bucket=BUCKET, Key=f"results/{key}.result.json")["Body"].read()
+        )
         return result, json.loads(body)
 
     # reading state
@@ -154,14 +172,21 @@ class Platform:
         return record
 
     def wait_for_state(self, backfill_id: str, *states: BackfillState, timeout: float = 240) -> StatusRecord:
-        return wait_until(lambda: (r := self.record(backfill_id)).state in states and r, timeout=timeout,
-                          what=lambda: f"{backfill_id} in {states}: {self.record(backfill_id).state}")  # fmt: skip
+        return wait_until(
+            lambda: (r := self.record(backfill_id)).state in states and r,
+            timeout=timeout,
+            what=lambda: f"{backfill_id} in {states}: {self.record(backfill_id).state}",
+        )
 
     def claims(self) -> dict[str, list[str]]:
         from backfill_orchestrator.claims import registry_for
 
-        return registry_for(dynamodb_client=self.aws.client("dynamodb"), table_name=CLAIMS,
-                            status_store=status_store(self.aws), s3_client=self.aws.client("s3")).holders()  # fmt: skip
+        return registry_for(
+            dynamodb_client=self.aws.client("dynamodb"),
+            table_name=CLAIMS,
+            status_store=status_store(self.aws),
+            s3_client=self.aws.client("s3"),
+        ).holders()
 
     def spark_pid(self, backfill_id: str) -> int | None:
         if not self.pids.exists():
@@ -173,7 +198,9 @@ class Platform:
         return self.airflow.run_state(dag_id, run_id)
 
 
-def wait_until(check: Callable[[], Any], *, timeout: float, what: Callable[[], str] | str, poll: float = POLL) -> Any:
+def wait_until(
+    check: Callable[[], Any], *, timeout: float, what: Callable[[], str] | str, poll: float = POLL
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -184,13 +211,24 @@ def wait_until(check: Callable[[], Any], *, timeout: float, what: Callable[[], s
         time.sleep(poll)
 
 
-def config(name: str, jobs: list[str], dates: list[str], *, downstream: dict[str, Any] | None = None,
-           profile: str | None = None) -> dict[str, Any]:  # fmt: skip
+def config(
+    name: str,
+    jobs: list[str],
+    dates: list[str],
+    *,
+    downstream: dict[str, Any] | None = None,
+    profile: str | None = None,
+) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "version": 1, "name": name, "owner": "@jane", "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": job} for job in jobs], "dates": dates,
-        "downstream": downstream or {"enabled": False}, "notify": {"slack_channel": "#backfills"},
-    }  # fmt: skip
+        "version": 1,
+        "name": name,
+        "owner": "@jane",
+        "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": job} for job in jobs],
+        "dates": dates,
+        "downstream": downstream or {"enabled": False},
+        "notify": {"slack_channel": "#backfills"},
+    }
     if profile:
         document["spark"] = {"profile": profile}
     return document
@@ -212,11 +250,14 @@ def spark() -> Iterator[Any]:
 
     existing = SparkSession.getActiveSession()
     session = (
-        SparkSession.builder.master("local[2]").appName("lifecycle-airflow-tests")
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
+        SparkSession.builder.master("local[2]")
+        .appName("lifecycle-airflow-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
         .getOrCreate()
-    )  # fmt: skip
+    )
     session.sparkContext.setLogLevel("ERROR")
     configure(session)
     yield session
@@ -225,7 +266,9 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any], spark: Any) -> Iterator[Platform]:
+def platform(
+    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any], spark: Any
+) -> Iterator[Platform]:
     from backfill_local.marquez_double import MarquezDouble
     from spark_jobs.engine.runner import run_everything
     from spark_jobs.sample.data import GeneratorSettings, generate
@@ -234,10 +277,18 @@ def platform(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers:
 
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("lifecycle")
-    warehouse, reference, outputs, pids = tmp / "warehouse", tmp / "reference", tmp / "outputs", tmp / "spark-pids.jsonl"
+    warehouse, reference, outputs, pids = (
+        tmp / "warehouse",
+        tmp / "reference",
+        tmp / "outputs",
+        tmp / "spark-pids.jsonl",
+    )
     dispatcher = tmp / "spark_dispatch.py"
-    dispatcher.write_text(DISPATCHER.format(pids=str(pids), repo=str(REPO), layer=str(REPO / "layers" / "shared"),
-                                            fake=str(FAKE_SPARK_JOB)))  # fmt: skip
+    dispatcher.write_text(
+        DISPATCHER.format(
+            pids=str(pids), repo=str(REPO), layer=str(REPO / "layers" / "shared"), fake=str(FAKE_SPARK_JOB)
+        )
+    )
     folder = dags_folder(tmp)
     for job in GATED_JOBS:
         (folder / f"{job}.py").write_text(GATED_DAG.format(dag_id=job))
@@ -254,27 +305,53 @@ def platform(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers:
         boot = booting.submit(lambda: (airflow.start(), airflow.wait_for_dags(["backfill", *GATED_JOBS])))
         try:
             # while Airflow boots: the warehouse (raw data and its clean run: the reference) and AWS
-            generate(spark=spark, warehouse=str(reference),
-                     settings=GeneratorSettings(start=DATA_START, days=DATA_DAYS, orders_per_hour=ORDERS_PER_HOUR))  # fmt: skip
+            generate(
+                spark=spark,
+                warehouse=str(reference),
+                settings=GeneratorSettings(start=DATA_START, days=DATA_DAYS, orders_per_hour=ORDERS_PER_HOUR),
+            )
             run_everything(spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY)
             shutil.copytree(reference, warehouse)
             create_table(aws.client("dynamodb"), "ClaimsTable", table_name=CLAIMS)
             s3 = aws.client("s3")
-            s3.put_object(Bucket=BUCKET, Key="catalog/catalog.yaml", Body=(REPO / "examples" / "catalog.yaml").read_bytes())
+            s3.put_object(
+                Bucket=BUCKET,
+                Key="catalog/catalog.yaml",
+                Body=(REPO / "examples" / "catalog.yaml").read_bytes(),
+            )
             aws.client("secretsmanager").create_secret(
-                Name="backfill/airflow", SecretString=json.dumps({"username": airflow.user, "password": airflow.password})
+                Name="backfill/airflow",
+                SecretString=json.dumps({"username": airflow.user, "password": airflow.password}),
             )
             marquez.store.ingest_all(gated_events("gated_report"))  # late_report comes later (resubmission)
             boot.result()
             env = {
-                "CONFIG_BUCKET": BUCKET, "STATUS_TABLE": TABLE, "CLAIMS_TABLE": CLAIMS, "MARQUEZ_URL": marquez.url,
-                "AIRFLOW_URL": airflow.url, "AIRFLOW_SECRET_ID": "backfill/airflow", "BACKFILL_DAG_ID": "backfill",
-                "BACKFILL_MAX_ROUNDS": "1", "SLACK_API_URL": slack.api_url, "SLACK_SECRET_ID": "backfill/slack",
-                "SLACK_CHANNEL": "#backfills", "PAGERDUTY_EVENTS_URL": pagerduty.events_url,
-                "PAGERDUTY_SECRET_ID": "backfill/pagerduty", "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
-            }  # fmt: skip
-            yield Platform(aws=aws, airflow=airflow, marquez=marquez, warehouse=warehouse, reference=reference,
-                           outputs=outputs, pids=pids, spark=spark, env=env)  # fmt: skip
+                "CONFIG_BUCKET": BUCKET,
+                "STATUS_TABLE": TABLE,
+                "CLAIMS_TABLE": CLAIMS,
+                "MARQUEZ_URL": marquez.url,
+                "AIRFLOW_URL": airflow.url,
+                "AIRFLOW_SECRET_ID": "backfill/airflow",
+                "BACKFILL_DAG_ID": "backfill",
+                "BACKFILL_MAX_ROUNDS": "1",
+                "SLACK_API_URL": slack.api_url,
+                "SLACK_SECRET_ID": "backfill/slack",
+                "SLACK_CHANNEL": "#backfills",
+                "PAGERDUTY_EVENTS_URL": pagerduty.events_url,
+                "PAGERDUTY_SECRET_ID": "backfill/pagerduty",
+                "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
+            }
+            yield Platform(
+                aws=aws,
+                airflow=airflow,
+                marquez=marquez,
+                warehouse=warehouse,
+                reference=reference,
+                outputs=outputs,
+                pids=pids,
+                spark=spark,
+                env=env,
+            )
         finally:
             airflow.stop()
 
@@ -311,8 +388,11 @@ def alive(processes: list[Any]) -> list[Any]:
 def table_files(root: Path, location: str) -> dict[str, int]:
     """Data files of one table (what readers see: nothing hidden): relative path -> mtime (ns)."""
     base = root / location
-    return {str(p.relative_to(base)): p.stat().st_mtime_ns for p in base.rglob("*")
-            if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)}  # fmt: skip
+    return {
+        str(p.relative_to(base)): p.stat().st_mtime_ns
+        for p in base.rglob("*")
+        if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)
+    }
 
 
 def assert_tables_equal(platform: Platform, tables: Any = None) -> None:
@@ -322,19 +402,26 @@ def assert_tables_equal(platform: Platform, tables: Any = None) -> None:
 
 
 # -- a. cancel during a Spark step -------------------------------------------------------------
-def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_intact(platform: Platform) -> None:
+def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_intact(
+    platform: Platform,
+) -> None:
     from spark_jobs.sample.tables import PROCESSED_TABLES
 
     began = time.monotonic()
     orders = platform.warehouse / "processed" / "orders"
     before = table_files(platform.warehouse, "processed/orders")
-    result = platform.submit(config("cancel-spark", ["etl_orders"], ["2021-06-02", "2021-06-03", "2021-06-04"], profile="small"))
+    result = platform.submit(
+        config("cancel-spark", ["etl_orders"], ["2021-06-02", "2021-06-03", "2021-06-04"], profile="small")
+    )
     assert result.disposition == "accepted", result
     backfill_id = result.backfill_id
     assert platform.claims()["active"] == [backfill_id]
     # the job is writing etl_orders' partitions (Spark's staging output is there)
-    wait_until(lambda: any(orders.rglob(".spark-staging*")) or any(orders.rglob("_temporary")), timeout=300,
-               what=lambda: f"the Spark job writing; record {platform.record(backfill_id).state}")  # fmt: skip
+    wait_until(
+        lambda: any(orders.rglob(".spark-staging*")) or any(orders.rglob("_temporary")),
+        timeout=300,
+        what=lambda: f"the Spark job writing; record {platform.record(backfill_id).state}",
+    )
     pid = platform.spark_pid(backfill_id)
     assert pid is not None
     processes = process_tree(pid)  # the job, its JVM and Python workers
@@ -343,7 +430,9 @@ def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_int
     cancelled_at = time.monotonic()
     outcome, written = platform.control(backfill_id, "cancel", reason="wrong dates")
     assert outcome.disposition == "accepted" and written["outcome"] == "done", written
-    wait_until(lambda: not alive(processes), timeout=60, what=lambda: f"Spark processes gone: {alive(processes)}")
+    wait_until(
+        lambda: not alive(processes), timeout=60, what=lambda: f"Spark processes gone: {alive(processes)}"
+    )
     gone_after = time.monotonic() - cancelled_at
 
     record = platform.record(backfill_id)
@@ -354,14 +443,20 @@ def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_int
     # with its old files untouched or only new ones, and the rows of the clean run (a rewrite of
     # a clean day gives the same rows). Airflow stops the task's whole process group, the JVM
     # included, so a hidden `.spark-staging-*` directory may stay behind until the next write.
-    assert not [p for p in orders.rglob("_temporary") if not p.relative_to(orders).parts[0].startswith(".spark-staging")]
+    assert not [
+        p
+        for p in orders.rglob("_temporary")
+        if not p.relative_to(orders).parts[0].startswith(".spark-staging")
+    ]
     after = table_files(platform.warehouse, "processed/orders")
     partitions = lambda files: {path.rsplit("/", 1)[0] for path in files}  # noqa: E731
     assert partitions(after) == partitions(before)
     for partition in partitions(before):
         old = {path: mtime for path, mtime in before.items() if path.startswith(partition + "/")}
         new = {path: mtime for path, mtime in after.items() if path.startswith(partition + "/")}
-        assert new == old or not set(new) & set(old), f"{partition} half-written: {sorted(old)} -> {sorted(new)}"
+        assert new == old or not set(new) & set(old), (
+            f"{partition} half-written: {sorted(old)} -> {sorted(new)}"
+        )
     assert_tables_equal(platform, [t for t in PROCESSED_TABLES if t.name == "orders"])
     # the retry's write of the table removes the killed write's staging (spark_jobs/engine/staging.py)
     outcome, written = platform.control(backfill_id, "retry", reason="dates fixed")
@@ -369,12 +464,16 @@ def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_int
     record = platform.wait_for_state(backfill_id, BackfillState.SUCCEEDED, BackfillState.FAILED, timeout=600)
     assert record.state is BackfillState.SUCCEEDED, explain(platform, record.dag_run_id)
     assert not any(orders.rglob(".spark-staging*")) and not any(orders.rglob("_temporary"))
-    print(f"\nTIMING cancel-spark: Spark gone {gone_after:.1f} s after the cancel; case {time.monotonic() - began:.0f} s")
+    print(
+        f"\nTIMING cancel-spark: Spark gone {gone_after:.1f} s after the cancel; case {time.monotonic() - began:.0f} s"
+    )
     assert gone_after < 30, f"the Spark job took {gone_after:.0f} s to stop"
 
 
 # -- b. cancel during DAG reruns ---------------------------------------------------------------
-def test_cancel_during_dag_reruns_fails_the_running_ones_and_never_starts_the_queued(platform: Platform) -> None:
+def test_cancel_during_dag_reruns_fails_the_running_ones_and_never_starts_the_queued(
+    platform: Platform,
+) -> None:
     began = time.monotonic()
     days = ["2021-06-01", "2021-06-02", "2021-06-03", "2021-06-04"]
     gated = platform.outputs / "gated_report"
@@ -386,8 +485,11 @@ def test_cancel_during_dag_reruns_fails_the_running_ones_and_never_starts_the_qu
         assert result.disposition == "accepted", result
         backfill_id = result.backfill_id
         # [backfill] max_parallel_dag_runs = 2: two reruns run (and hold), two wait their turn
-        wait_until(lambda: len(list(gated.glob("*.pid"))) == 2, timeout=240,
-                   what=lambda: f"two reruns running: {sorted(p.name for p in gated.glob('*'))}")  # fmt: skip
+        wait_until(
+            lambda: len(list(gated.glob("*.pid"))) == 2,
+            timeout=240,
+            what=lambda: f"two reruns running: {sorted(p.name for p in gated.glob('*'))}",
+        )
         running = {p.stem: int(p.read_text()) for p in gated.glob("*.pid")}
         processes = [proc for pid in running.values() for proc in process_tree(pid)]
         cancelled_at = time.monotonic()
@@ -395,7 +497,9 @@ def test_cancel_during_dag_reruns_fails_the_running_ones_and_never_starts_the_qu
         assert outcome.disposition == "accepted" and written["outcome"] == "done", written
         for day in running:
             assert f"gated_report/backfill__{backfill_id}__{day}" in written["reason"], written["reason"]
-        wait_until(lambda: not alive(processes), timeout=60, what=lambda: f"rerun tasks gone: {alive(processes)}")
+        wait_until(
+            lambda: not alive(processes), timeout=60, what=lambda: f"rerun tasks gone: {alive(processes)}"
+        )
         gone_after = time.monotonic() - cancelled_at
 
         record = platform.record(backfill_id)
@@ -405,20 +509,27 @@ def test_cancel_during_dag_reruns_fails_the_running_ones_and_never_starts_the_qu
         assert {day: runs[day]["state"] for day in running} == dict.fromkeys(running, "failed")
         # the backfill run's rerun tasks have all ended; the two that waited never started a run
         wait_until(
-            lambda: all(ti["state"] not in ("running", "queued", "scheduled", "up_for_retry")
-                        for ti in platform.airflow.task_instances("backfill", record.dag_run_id)),
-            timeout=60, what="the backfill run's tasks ended",
-        )  # fmt: skip
+            lambda: all(
+                ti["state"] not in ("running", "queued", "scheduled", "up_for_retry")
+                for ti in platform.airflow.task_instances("backfill", record.dag_run_id)
+            ),
+            timeout=60,
+            what="the backfill run's tasks ended",
+        )
         waiting = sorted(set(days) - set(running))
         assert not [day for day in waiting if day in runs], runs.keys()
         assert not [day for day in days if (gated / f"{day}.done").exists()]  # none got to finish its work
     finally:
         hold.unlink(missing_ok=True)
-    print(f"\nTIMING cancel-reruns: rerun tasks gone {gone_after:.1f} s after the cancel; case {time.monotonic() - began:.0f} s")
+    print(
+        f"\nTIMING cancel-reruns: rerun tasks gone {gone_after:.1f} s after the cancel; case {time.monotonic() - began:.0f} s"
+    )
 
 
 # -- c. retry failed work after an injected step failure ---------------------------------------
-def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_clean_run(platform: Platform) -> None:
+def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_clean_run(
+    platform: Platform,
+) -> None:
     from spark_jobs.sample.tables import PROCESSED_TABLES
 
     from .conftest import read_s3_json
@@ -436,20 +547,30 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
     bad.write_text('{"id": 1, "name": \n')
     # the smallest plan with a step that succeeds, one that fails and one it blocks:
     # etl_orders (1 day) -> etl_orders_7_days (7 days) -> etl_delivery_7_days (7 days)
-    excluded = [{"namespace": "food_delivery", "name": n}
-                for n in ("delivery_times_7_days", "orders_popular_day_of_week", "email_discounts")]  # fmt: skip
-    document = config("retry-failed", ["etl_orders"], ["2021-06-01"], downstream={"exclude": excluded}, profile="large")
+    excluded = [
+        {"namespace": "food_delivery", "name": n}
+        for n in ("delivery_times_7_days", "orders_popular_day_of_week", "email_discounts")
+    ]
+    document = config(
+        "retry-failed", ["etl_orders"], ["2021-06-01"], downstream={"exclude": excluded}, profile="large"
+    )
     try:
         result = platform.submit(document)
         assert result.disposition == "accepted", result
         backfill_id = result.backfill_id
-        record = platform.wait_for_state(backfill_id, BackfillState.FAILED, BackfillState.SUCCEEDED, timeout=600)
+        record = platform.wait_for_state(
+            backfill_id, BackfillState.FAILED, BackfillState.SUCCEEDED, timeout=600
+        )
         assert record.state is BackfillState.FAILED, explain(platform, record.dag_run_id)
     finally:
         bad.unlink(missing_ok=True)  # the cause is fixed
     report_uri = record.plan_uri.replace("plan.json", "backfill_report.json")
     first = {step: entry["status"] for step, entry in read_s3_json(platform.aws, report_uri)["steps"].items()}
-    assert first == {"etl_orders": "succeeded", "etl_orders_7_days": "failed", "etl_delivery_7_days": "blocked"}, first
+    assert first == {
+        "etl_orders": "succeeded",
+        "etl_orders_7_days": "failed",
+        "etl_delivery_7_days": "blocked",
+    }, first
     orders_after_first = table_files(warehouse, "processed/orders")
     first_seconds = time.monotonic() - began
 
@@ -460,11 +581,17 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
     assert record.run_attempt == 2 and record.dag_run_id == f"{backfill_id}__attempt2"
     # attempt 2 submitted only the failed and blocked steps; etl_orders' files were not touched
     sub_plan = read_s3_json(platform.aws, record.plan_uri.replace("plan.json", "rounds/0/plan.json"))
-    assert sorted(s["id"] for w in sub_plan["waves"] for s in w["steps"]) == ["etl_delivery_7_days", "etl_orders_7_days"]
+    assert sorted(s["id"] for w in sub_plan["waves"] for s in w["steps"]) == [
+        "etl_delivery_7_days",
+        "etl_orders_7_days",
+    ]
     assert table_files(warehouse, "processed/orders") == orders_after_first
     second = read_s3_json(platform.aws, report_uri)
     assert second["status"] == "succeeded" and "attempt before 2" in second["steps"]["etl_orders"]["detail"]
-    assert record.progress["steps_done"] == 3 and record.progress["dates_done"] == record.progress["dates_total"] == 15
+    assert (
+        record.progress["steps_done"] == 3
+        and record.progress["dates_done"] == record.progress["dates_total"] == 15
+    )
     assert backfill_id not in platform.claims()["active"]
     # the repaired warehouse equals the clean run, row for row, in every processed table
     assert_tables_equal(platform, PROCESSED_TABLES)
@@ -472,7 +599,9 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
 
 
 # -- d. two overlapping backfills: wait, and refuse --------------------------------------------
-def test_an_overlapping_backfill_waits_and_starts_when_the_first_ends_or_is_refused(platform: Platform) -> None:
+def test_an_overlapping_backfill_waits_and_starts_when_the_first_ends_or_is_refused(
+    platform: Platform,
+) -> None:
     began = time.monotonic()
     days = ["2021-06-05"]
     first = platform.submit(config("overlap-first", ["etl_orders"], days))
@@ -481,7 +610,9 @@ def test_an_overlapping_backfill_waits_and_starts_when_the_first_ends_or_is_refu
     assert second.disposition == "queued" and first.backfill_id in platform.record(second.backfill_id).reason
     refused = platform.submit(config("overlap-refused", ["etl_orders"], days), on_overlap="refuse")
     assert refused.disposition == "rejected", refused
-    result_body = platform.aws.client("s3").get_object(Bucket=BUCKET, Key="results/overlap-refused.json.result.json")["Body"]
+    result_body = platform.aws.client("s3").get_object(
+        Bucket=BUCKET, Key="results/overlap-refused.json.result.json"
+    )["Body"]
     error = json.loads(result_body.read())["errors"][0]
     assert error["location"] == "dates" and first.backfill_id in error["message"], error
     claims = platform.claims()
@@ -495,7 +626,9 @@ def test_an_overlapping_backfill_waits_and_starts_when_the_first_ends_or_is_refu
     s3 = platform.aws.client("s3")
 
     def start_document() -> str | None:
-        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"control/{second.backfill_id}/start-").get("Contents", [])
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"control/{second.backfill_id}/start-").get(
+            "Contents", []
+        )
         return listed[0]["Key"] if listed else None
 
     key = wait_until(start_document, timeout=60, what="the start document")
@@ -508,7 +641,10 @@ def test_an_overlapping_backfill_waits_and_starts_when_the_first_ends_or_is_refu
     assert record.progress["dates_done"] == record.progress["dates_total"] == 1
     # the second's Spark work ran after the first's had finished
     sent = [json.loads(line) for line in (platform.warehouse / "submissions.jsonl").read_text().splitlines()]
-    ran = {bid: next(e for e in sent if f"/{bid}/" in e["plan"]) for bid in (first.backfill_id, second.backfill_id)}
+    ran = {
+        bid: next(e for e in sent if f"/{bid}/" in e["plan"])
+        for bid in (first.backfill_id, second.backfill_id)
+    }
     assert ran[first.backfill_id]["finished_at"] < ran[second.backfill_id]["started_at"]
     claims = platform.claims()
     assert not {first.backfill_id, second.backfill_id} & {*claims["active"], *claims["queued"]}
@@ -523,8 +659,11 @@ def test_resubmitting_a_rejected_config_once_its_cause_is_fixed_runs_it(platform
     document = config("late-report", ["late_report"], ["2021-06-05"])
     rejected = platform.submit(document)
     assert rejected.disposition == "rejected", rejected
-    result = json.loads(platform.aws.client("s3").get_object(
-        Bucket=BUCKET, Key="results/late-report.json.result.json")["Body"].read())  # fmt: skip
+    result = json.loads(
+        platform.aws.client("s3")
+        .get_object(Bucket=BUCKET, Key="results/late-report.json.result.json")["Body"]
+        .read()
+    )
     assert "late_report" in json.dumps(result["errors"]), result
     # the cause is fixed elsewhere: the job's lineage reaches Marquez
     for event in gated_events("late_report"):
@@ -535,6 +674,10 @@ def test_resubmitting_a_rejected_config_once_its_cause_is_fixed_runs_it(platform
     record = platform.wait_for_state(again.backfill_id, BackfillState.SUCCEEDED, BackfillState.FAILED)
     assert record.state is BackfillState.SUCCEEDED, explain(platform, record.dag_run_id)
     states = [h["state"] for h in record.history]
-    assert states[:4] == ["RECEIVED", "PLANNED", "REJECTED", "RECEIVED"] or states[:3] == ["RECEIVED", "REJECTED", "RECEIVED"], states
+    assert states[:4] == ["RECEIVED", "PLANNED", "REJECTED", "RECEIVED"] or states[:3] == [
+        "RECEIVED",
+        "REJECTED",
+        "RECEIVED",
+    ], states
     assert (platform.outputs / "late_report" / "2021-06-05.done").exists()
     print(f"\nTIMING resubmit: case {time.monotonic() - began:.0f} s")

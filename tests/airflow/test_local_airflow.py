@@ -24,7 +24,9 @@ def test_boots_serves_tokens_parses_our_dags_and_stops_cleanly(tmp_path: Path) -
         assert token.count(".") == 2  # a JWT
 
         # Wrong password: refused, so the token above proves the configured user works.
-        answer = requests.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "nope"}, timeout=10)
+        answer = requests.post(
+            f"{airflow.url}/auth/token", json={"username": "admin", "password": "nope"}, timeout=10
+        )
         assert answer.status_code in (401, 403)
         assert requests.get(f"{airflow.url}/api/v2/dags", timeout=10).status_code in (401, 403)
 
@@ -33,7 +35,9 @@ def test_boots_serves_tokens_parses_our_dags_and_stops_cleanly(tmp_path: Path) -
         assert not any(dag_id.startswith("example_") for dag_id in dags)  # no example DAGs
         assert dags["backfill"]["is_paused"] is False
         tasks = airflow.api("GET", "/dags/backfill/tasks")["tasks"]
-        assert {"start", "round_0.prepare", "round_0.spark", "round_0.dag_runs", "finish"} <= {t["task_id"] for t in tasks}
+        assert {"start", "round_0.prepare", "round_0.spark", "round_0.dag_runs", "finish"} <= {
+            t["task_id"] for t in tasks
+        }
 
         pids = airflow.pids()
         rss = airflow.memory_rss_bytes()

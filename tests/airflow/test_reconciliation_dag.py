@@ -32,24 +32,39 @@ print(json.dumps({{
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_dag_parses_daily_with_its_tasks(tmp_path: Path) -> None:
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
-    result = subprocess.run([sys.executable, "-c", PARSE.format(dags=str(DAGS))], env=env, capture_output=True,
-                            text=True, timeout=240)
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", PARSE.format(dags=str(DAGS))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
     assert parsed["errors"] == {}
     assert parsed["schedule"] == "0 0 * * *" and parsed["paused"] is True
     assert parsed["tasks"] == {
-        "in_flight": [], "reconcile": ["in_flight"], "submit": ["reconcile"], "summarise": ["reconcile", "submit"],
+        "in_flight": [],
+        "reconcile": ["in_flight"],
+        "submit": ["reconcile"],
+        "summarise": ["reconcile", "submit"],
     }
 
 
 @pytest.fixture
 def options(monkeypatch: pytest.MonkeyPatch):
     for key, value in {
-        "RECONCILIATION_RULES": "s3://configs/reconciliation.yaml", "RECONCILIATION_CATALOG": "s3://configs/catalog.yaml",
-        "CONFIG_BUCKET": "configs", "WAREHOUSE_URI": "s3a://lake", "RECONCILIATION_WINDOW_DAYS": "5",
+        "RECONCILIATION_RULES": "s3://configs/reconciliation.yaml",
+        "RECONCILIATION_CATALOG": "s3://configs/catalog.yaml",
+        "CONFIG_BUCKET": "configs",
+        "WAREHOUSE_URI": "s3a://lake",
+        "RECONCILIATION_WINDOW_DAYS": "5",
         "RECONCILIATION_COMMAND": "spark-submit --master yarn reconcile_job.py",
     }.items():
         monkeypatch.setenv(f"AIRFLOW__BACKFILL__{key}", value)
@@ -63,15 +78,25 @@ def test_options_become_the_job_arguments_and_the_upload_places(options) -> None
 
     assert options.aws_conn_id == "aws_reconciliation" and options.owner == "@data-platform"
     assert options.command == ["spark-submit", "--master", "yarn", "reconcile_job.py"]
-    arguments = job_arguments(options, end=date(2026, 1, 1), in_flight_plans=["s3://configs/backfills/a/plan.json"])
+    arguments = job_arguments(
+        options, end=date(2026, 1, 1), in_flight_plans=["s3://configs/backfills/a/plan.json"]
+    )
     pairs = dict(zip(arguments[0::2], arguments[1::2], strict=True))
     assert pairs == {
-        "--warehouse": "s3a://lake", "--rules": "s3://configs/reconciliation.yaml",
-        "--catalog": "s3://configs/catalog.yaml", "--report": "s3://configs/reconciliation/2026-01-01/report.json",
-        "--configs-out": "s3://configs/reconciliation/2026-01-01/configs", "--window-days": "5",
-        "--end": "2026-01-01", "--owner": "@data-platform", "--in-flight-plan": "s3://configs/backfills/a/plan.json",
+        "--warehouse": "s3a://lake",
+        "--rules": "s3://configs/reconciliation.yaml",
+        "--catalog": "s3://configs/catalog.yaml",
+        "--report": "s3://configs/reconciliation/2026-01-01/report.json",
+        "--configs-out": "s3://configs/reconciliation/2026-01-01/configs",
+        "--window-days": "5",
+        "--end": "2026-01-01",
+        "--owner": "@data-platform",
+        "--in-flight-plan": "s3://configs/backfills/a/plan.json",
     }
-    assert options.incoming_uri("recon-260101-abcdef") == "s3://configs/incoming/reconciliation/recon-260101-abcdef.yaml"
+    assert (
+        options.incoming_uri("recon-260101-abcdef")
+        == "s3://configs/incoming/reconciliation/recon-260101-abcdef.yaml"
+    )
 
 
 def test_missing_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +106,9 @@ def test_missing_options_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW__BACKFILL__RECONCILIATION_RULES", "rules.yaml")
     monkeypatch.delenv("AIRFLOW__BACKFILL__CONFIG_BUCKET", raising=False)
     monkeypatch.delenv("AIRFLOW__BACKFILL__RECONCILIATION_CATALOG", raising=False)
-    with pytest.raises(InvalidOptionError, match=r"\[backfill\] reconciliation needs reconciliation_catalog, config_bucket"):
+    with pytest.raises(
+        InvalidOptionError, match=r"\[backfill\] reconciliation needs reconciliation_catalog, config_bucket"
+    ):
         ReconciliationOptions.from_config()
 
 
@@ -95,20 +122,40 @@ def test_submit_uploads_every_staged_config_to_the_incoming_prefix(options, mock
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="configs")
     staged = "s3://configs/reconciliation/2026-01-01/configs/recon-260102-abcdef.yaml"
-    config = (b"version: 1\nname: recon-260102-abcdef\nowner: '@data-platform'\nmode: batch\n"
-              b"jobs: [{namespace: food_delivery, name: etl_orders}]\ndates: ['2021-05-06']\n")
+    config = (
+        b"version: 1\nname: recon-260102-abcdef\nowner: '@data-platform'\nmode: batch\n"
+        b"jobs: [{namespace: food_delivery, name: etl_orders}]\ndates: ['2021-05-06']\n"
+    )
     s3.put_object(Bucket="configs", Key=staged.split("/", 3)[3], Body=config)
     report = ReconciliationReport(
-        checked_at="2026-01-02T00:00:00+00:00", warehouse="s3a://lake", days=[date(2021, 5, 6)], tables=[],
-        mismatches_found=1, mismatches_in_flight=0, mismatches_listed=[],
-        configs=[WrittenConfig(name="recon-260102-abcdef", uri=staged, jobs=["etl_orders"], days=1, hours=None,
-                               feeds=None, mismatches=1)],
+        checked_at="2026-01-02T00:00:00+00:00",
+        warehouse="s3a://lake",
+        days=[date(2021, 5, 6)],
+        tables=[],
+        mismatches_found=1,
+        mismatches_in_flight=0,
+        mismatches_listed=[],
+        configs=[
+            WrittenConfig(
+                name="recon-260102-abcdef",
+                uri=staged,
+                jobs=["etl_orders"],
+                days=1,
+                hours=None,
+                feeds=None,
+                mismatches=1,
+            )
+        ],
     )
     report_uri = options.report_uri(date(2026, 1, 1))
-    s3.put_object(Bucket="configs", Key="reconciliation/2026-01-01/report.json", Body=report.to_json().encode())
+    s3.put_object(
+        Bucket="configs", Key="reconciliation/2026-01-01/report.json", Body=report.to_json().encode()
+    )
     submitted = submit_configs(options, report_uri=report_uri, s3_client=s3)
     assert submitted == ["s3://configs/incoming/reconciliation/recon-260102-abcdef.yaml"]
-    body = s3.get_object(Bucket="configs", Key="incoming/reconciliation/recon-260102-abcdef.yaml")["Body"].read()
+    body = s3.get_object(Bucket="configs", Key="incoming/reconciliation/recon-260102-abcdef.yaml")[
+        "Body"
+    ].read()
     assert body == config
 
     s3.put_object(Bucket="configs", Key=staged.split("/", 3)[3], Body=b"version: 1\nname: Not Valid\n")
@@ -117,4 +164,6 @@ def test_submit_uploads_every_staged_config_to_the_incoming_prefix(options, mock
 
     with pytest.raises(InvalidConfigError):
         submit_configs(options, report_uri=report_uri, s3_client=s3)
-    assert "Contents" not in s3.list_objects_v2(Bucket="configs", Prefix="incoming/")  # nothing half-submitted
+    assert "Contents" not in s3.list_objects_v2(
+        Bucket="configs", Prefix="incoming/"
+    )  # nothing half-submitted

@@ -52,27 +52,51 @@ def _in_flight_backfill(aws: AwsLocal) -> None:
     store.create(IN_FLIGHT, attributes={"name": "recon-in-flight", "owner": "@a", "mode": "batch"})
     store.transition(IN_FLIGHT, BackfillState.PLANNED, detail="planned")
     store.transition(IN_FLIGHT, BackfillState.TRIGGERED, detail="triggered")
-    step = {"id": "delivery_times_7_days", "job": {"namespace": "food_delivery", "name": "delivery_times_7_days"},
-            "dag_id": "delivery_times_7_days", "kind": "spark", "transform": "delivery_times_7_days",
-            "dates": ["2021-05-02"], "reason": "root"}
-    plan = Plan.model_validate({"backfill_id": IN_FLIGHT, "name": "recon-in-flight", "owner": "@a",
-                                "created_at": "2026-01-01T00:00:00Z", "roots": [step["job"]], "dates": ["2021-05-02"],
-                                "waves": [{"index": 0, "steps": [step]}]})
-    aws.client("s3").put_object(Bucket=BUCKET, Key=f"backfills/{IN_FLIGHT}/plan.json", Body=plan.to_json().encode())
+    step = {
+        "id": "delivery_times_7_days",
+        "job": {"namespace": "food_delivery", "name": "delivery_times_7_days"},
+        "dag_id": "delivery_times_7_days",
+        "kind": "spark",
+        "transform": "delivery_times_7_days",
+        "dates": ["2021-05-02"],
+        "reason": "root",
+    }
+    plan = Plan.model_validate(
+        {
+            "backfill_id": IN_FLIGHT,
+            "name": "recon-in-flight",
+            "owner": "@a",
+            "created_at": "2026-01-01T00:00:00Z",
+            "roots": [step["job"]],
+            "dates": ["2021-05-02"],
+            "waves": [{"index": 0, "steps": [step]}],
+        }
+    )
+    aws.client("s3").put_object(
+        Bucket=BUCKET, Key=f"backfills/{IN_FLIGHT}/plan.json", Body=plan.to_json().encode()
+    )
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]) -> Iterator[dict[str, Any]]:
+def env(
+    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
+) -> Iterator[dict[str, Any]]:
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("reconciliation-dag")
     warehouse = tmp / "warehouse"
     warehouse.mkdir()
-    built = subprocess.run([sys.executable, "-c", BUILD.format(warehouse=str(warehouse))], capture_output=True,
-                           text=True, timeout=600)
+    built = subprocess.run(
+        [sys.executable, "-c", BUILD.format(warehouse=str(warehouse))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     _in_flight_backfill(aws)
     extra = {
-        **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=tmp / "outputs"),
+        **airflow_extra_env(
+            aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=tmp / "outputs"
+        ),
         "AIRFLOW__BACKFILL__STATUS_TABLE": STATUS,
         "AIRFLOW__BACKFILL__RECONCILIATION_RULES": str(REPO / "examples" / "reconciliation.yaml"),
         "AIRFLOW__BACKFILL__RECONCILIATION_CATALOG": str(REPO / "examples" / "catalog.yaml"),
@@ -80,10 +104,14 @@ def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tupl
         "AIRFLOW__BACKFILL__RECONCILIATION_WINDOW_DAYS": "4",
         "AIRFLOW__BACKFILL__RECONCILIATION_TIMEOUT_SECONDS": "600",
         # The DAG's own identity; here a connection to moto with its own (fake) keys.
-        "AIRFLOW_CONN_AWS_RECONCILIATION": json.dumps({
-            "conn_type": "aws", "login": "reconciler", "password": "reconciler-secret",
-            "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"},
-        }),
+        "AIRFLOW_CONN_AWS_RECONCILIATION": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "reconciler",
+                "password": "reconciler-secret",
+                "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"},
+            }
+        ),
     }
     with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
         airflow.wait_for_dags(["reconciliation"])
@@ -91,23 +119,32 @@ def env(tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tupl
         yield {"airflow": airflow, "slack": slack}
 
 
-def test_a_daily_run_submits_what_no_backfill_repairs_and_summarises(env: dict[str, Any], aws: AwsLocal) -> None:
+def test_a_daily_run_submits_what_no_backfill_repairs_and_summarises(
+    env: dict[str, Any], aws: AwsLocal
+) -> None:
     airflow: LocalAirflow = env["airflow"]
     airflow.trigger("reconciliation", run_id="daily-1", conf={"end": "2021-05-04"})
     state = airflow.wait_for_run("reconciliation", "daily-1", timeout=900)
     if state != "success":
-        logs = [airflow.task_log("reconciliation", "daily-1", ti["task_id"]) for ti in
-                airflow.task_instances("reconciliation", "daily-1") if ti["state"] != "success"]
+        logs = [
+            airflow.task_log("reconciliation", "daily-1", ti["task_id"])
+            for ti in airflow.task_instances("reconciliation", "daily-1")
+            if ti["state"] != "success"
+        ]
         pytest.fail(f"run {state}:\n" + "\n".join(log[-3000:] for log in logs))
 
     s3 = aws.client("s3")
     report = ReconciliationReport.from_json(
-        s3.get_object(Bucket=BUCKET, Key="reconciliation/2021-05-04/report.json")["Body"].read())
+        s3.get_object(Bucket=BUCKET, Key="reconciliation/2021-05-04/report.json")["Body"].read()
+    )
     assert [str(d) for d in report.days] == ["2021-05-01", "2021-05-02", "2021-05-03", "2021-05-04"]
     roles = {(m.table, str(m.day), m.role) for m in report.mismatches_listed}
     assert ("top_delivery_times", "2021-05-02", "in_flight") in roles
     assert ("orders", "2021-05-03", "root") in roles
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="incoming/reconciliation/").get("Contents", [])]
+    keys = [
+        o["Key"]
+        for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="incoming/reconciliation/").get("Contents", [])
+    ]
     assert len(keys) == 1
     config = parse_config(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read(), source=keys[0])
     assert [j.name for j in config.jobs] == ["etl_orders"]

@@ -19,16 +19,26 @@ from backfill_orchestrator.planner import plan_rounds
 from .conftest import step
 
 D = ["2021-06-04", "2021-06-05"]
-PENDING, SUCCEEDED, FAILED, BLOCKED = StepStatus.PENDING, StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.BLOCKED
+PENDING, SUCCEEDED, FAILED, BLOCKED = (
+    StepStatus.PENDING,
+    StepStatus.SUCCEEDED,
+    StepStatus.FAILED,
+    StepStatus.BLOCKED,
+)
 
 
 def run_report(*steps: StepResult) -> RunReport:
     """A report as the Spark job writes it, read back the way the DAG reads it."""
     written = RunReport(
-        backfill_id="unit-0123abcd", plan="s3://b/rounds/0/plan.json", warehouse="s3a://lake", application_id="app-1",
-        started_at="2021-06-14T09:00:00+00:00", finished_at="2021-06-14T09:01:00+00:00", seconds=60.0,
+        backfill_id="unit-0123abcd",
+        plan="s3://b/rounds/0/plan.json",
+        warehouse="s3a://lake",
+        application_id="app-1",
+        started_at="2021-06-14T09:00:00+00:00",
+        finished_at="2021-06-14T09:01:00+00:00",
+        seconds=60.0,
         steps=list(steps),
-    )  # fmt: skip
+    )
     return RunReport.from_json(written.to_json().encode(), source="run_report.json")
 
 
@@ -50,15 +60,25 @@ INTERLEAVED = [
     [step("a", "spark", dates=D), step("x", "spark", dates=D)],
     [step("b", "spark", dates=D, upstream=["a"]), step("d1", "airflow_dag", dates=D, upstream=["x"])],
     [step("d2", "airflow_dag", dates=D, upstream=["b"]), step("c", "spark", dates=D, upstream=["d1"])],
-    [step("e", "spark", dates=D, upstream=["c", "b"]), step("d3", "airflow_dag", dates=D[:1], upstream=["d2"])],
+    [
+        step("e", "spark", dates=D, upstream=["c", "b"]),
+        step("d3", "airflow_dag", dates=D[:1], upstream=["d2"]),
+    ],
 ]
 
 
 def test_chained_spark_steps_share_a_round_and_each_kind_switch_starts_a_new_one() -> None:
     rounds = plan_rounds(make_plan(INTERLEAVED))
     assert {step_id: r.index for r in rounds for step_id in r.step_ids} == {
-        "a": 0, "x": 0, "b": 0, "d1": 1, "d2": 1, "c": 2, "e": 2, "d3": 2,
-    }  # fmt: skip
+        "a": 0,
+        "x": 0,
+        "b": 0,
+        "d1": 1,
+        "d2": 1,
+        "c": 2,
+        "e": 2,
+        "d3": 2,
+    }
     assert Ledger.for_plan(make_plan(INTERLEAVED)).entries["e"].round == 2  # the ledger's rounds are the same
 
 
@@ -88,7 +108,10 @@ def test_the_ledger_blocks_dependants_of_failures_only() -> None:
     assert ledger.entries["b"].detail == "not run: upstream a did not succeed"
     work = ledger.plan_round(plan, 1)
     assert work.blocked == {"d2": "not run: upstream b did not succeed"}
-    assert work.dag_runs == [DagRunRequest("d1", "d1", date(2021, 6, 4)), DagRunRequest("d1", "d1", date(2021, 6, 5))]
+    assert work.dag_runs == [
+        DagRunRequest("d1", "d1", date(2021, 6, 4)),
+        DagRunRequest("d1", "d1", date(2021, 6, 5)),
+    ]
     ledger.record_dag_runs(work.dag_runs, {0: "success", 1: "failed"})
     assert ledger.entries["d1"].status is FAILED
     assert ledger.entries["d1"].detail == "DAG run failed for 2021-06-05"
@@ -108,22 +131,40 @@ def test_no_report_means_every_submitted_step_failed() -> None:
     assert "ended failed and wrote no run report" in ledger.entries["a"].detail
     ledger.record_spark(["b"], report=run_report(), task_state="success")
     assert ledger.entries["b"].detail == "missing from the Spark job's run report"
-    ledger.record_spark(["e"], report=None, task_state="failed", unreadable="report_version: unsupported version 1")
-    assert ledger.entries["e"].detail == "the Spark job's run report is unusable: report_version: unsupported version 1"
+    ledger.record_spark(
+        ["e"], report=None, task_state="failed", unreadable="report_version: unsupported version 1"
+    )
+    assert (
+        ledger.entries["e"].detail
+        == "the Spark job's run report is unusable: report_version: unsupported version 1"
+    )
 
 
 def test_the_job_report_maps_to_step_outcomes_with_their_figures() -> None:
     plan = make_plan(INTERLEAVED)
     ledger = Ledger.for_plan(plan)
     report = run_report(
-        StepResult(id="a", transform="a", wave=0, status=SUCCEEDED, seconds=1.5, rows_in=10, rows_out=8,
-                   partitions_written=["day=2021-06-04", "day=2021-06-05"]),
+        StepResult(
+            id="a",
+            transform="a",
+            wave=0,
+            status=SUCCEEDED,
+            seconds=1.5,
+            rows_in=10,
+            rows_out=8,
+            partitions_written=["day=2021-06-04", "day=2021-06-05"],
+        ),
         StepResult(id="x", transform="x", wave=0, status=FAILED, seconds=0.5, error="division by zero"),
-    )  # fmt: skip
+    )
     ledger.record_spark(["a", "x"], report=report, task_state="failed")
     a, x = ledger.entries["a"], ledger.entries["x"]
     assert a.status is SUCCEEDED and a.detail is None
-    assert a.figures.model_dump() == {"seconds": 1.5, "rows_in": 10, "rows_out": 8, "partitions_written_count": 2}
+    assert a.figures.model_dump() == {
+        "seconds": 1.5,
+        "rows_in": 10,
+        "rows_out": 8,
+        "partitions_written_count": 2,
+    }
     assert x.status is FAILED and x.detail == "division by zero"
 
 
@@ -134,13 +175,34 @@ def test_the_job_report_maps_to_step_outcomes_with_their_figures() -> None:
         ({}, ["<root>: conf is empty"]),
         ({"backfill_id": "x-0123abcd"}, ["config_uri: field required", "plan_uri: field required"]),
         (
-            {"backfill_id": "Bad Id", "config_uri": "s3://b/c.yaml", "plan_uri": "http://x/p.json", "extra": 1},
-            ["extra: unknown key", "backfill_id: expected <name>-<8 hex digits>", "plan_uri: expected an s3://"],
+            {
+                "backfill_id": "Bad Id",
+                "config_uri": "s3://b/c.yaml",
+                "plan_uri": "http://x/p.json",
+                "extra": 1,
+            },
+            [
+                "extra: unknown key",
+                "backfill_id: expected <name>-<8 hex digits>",
+                "plan_uri: expected an s3://",
+            ],
         ),
-        ({"backfill_id": "x-0123abcd", "config_uri": 3, "plan_uri": " "}, ["config_uri: input should be a valid string", "plan_uri: expected a non-empty URI"]),
-        ({"backfill_id": "x-0123abcd", "plan_url": "s3://b/p.json", "config_uri": "/c"}, ["plan_url: unknown key; did you mean 'plan_uri'?"]),
-        ({"contract_version": 2, "backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p"}, ["contract_version: unsupported version 2"]),
-        ({"backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p", "attempt": 0}, ["attempt: input should be greater than or equal to 1"]),
+        (
+            {"backfill_id": "x-0123abcd", "config_uri": 3, "plan_uri": " "},
+            ["config_uri: input should be a valid string", "plan_uri: expected a non-empty URI"],
+        ),
+        (
+            {"backfill_id": "x-0123abcd", "plan_url": "s3://b/p.json", "config_uri": "/c"},
+            ["plan_url: unknown key; did you mean 'plan_uri'?"],
+        ),
+        (
+            {"contract_version": 2, "backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p"},
+            ["contract_version: unsupported version 2"],
+        ),
+        (
+            {"backfill_id": "x-0123abcd", "config_uri": "/c", "plan_uri": "/p", "attempt": 0},
+            ["attempt: input should be greater than or equal to 1"],
+        ),
     ],
 )
 def test_bad_conf_names_every_problem(conf, problems) -> None:
@@ -152,13 +214,20 @@ def test_bad_conf_names_every_problem(conf, problems) -> None:
 
 
 def test_good_conf_as_the_trigger_sends_it() -> None:
-    sent = RunConf(backfill_id="orders-0123abcd", config_uri="s3://b/c.yaml", plan_uri="s3://b/p.json",
-                   result_uri="s3://b/results/orders.yaml.result.json").to_conf()  # fmt: skip
+    sent = RunConf(
+        backfill_id="orders-0123abcd",
+        config_uri="s3://b/c.yaml",
+        plan_uri="s3://b/p.json",
+        result_uri="s3://b/results/orders.yaml.result.json",
+    ).to_conf()
     conf = RunConf.from_conf(sent)
     assert conf.plan_uri == "s3://b/p.json" and conf.attempt == 1 and conf.contract_version == 1
     assert conf.result_uri == "s3://b/results/orders.yaml.result.json"
     # A hand-made conf of the three URIs (no version key) is version 1.
-    assert RunConf.from_conf({"backfill_id": "orders-0123abcd", "config_uri": "/c", "plan_uri": "/p"}).result_uri is None
+    assert (
+        RunConf.from_conf({"backfill_id": "orders-0123abcd", "config_uri": "/c", "plan_uri": "/p"}).result_uri
+        is None
+    )
 
 
 def test_local_uris_round_trip(tmp_path: Path) -> None:
@@ -179,7 +248,9 @@ def test_s3_uris_round_trip() -> None:
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="unit-bucket")
         write_text("s3://unit-bucket/backfills/x/run_report.json", '{"ok": 1}', s3_client=s3)
-        assert json.loads(read_text("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)) == {"ok": 1}
+        assert json.loads(read_text("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)) == {
+            "ok": 1
+        }
         remove("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)
         with pytest.raises(DocumentNotFoundError):
             read_text("s3://unit-bucket/backfills/x/run_report.json", s3_client=s3)
@@ -190,7 +261,11 @@ def s3_bucket(monkeypatch: pytest.MonkeyPatch):
     import boto3
     from moto import mock_aws
 
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
@@ -215,32 +290,50 @@ def test_the_result_file_follows_the_backfill_to_its_end(s3_bucket) -> None:
 
     # The trigger's side: the file it writes when it has triggered the DAG run.
     storage = TriggerStorage(
-        s3_client=s3_bucket, bucket="unit-bucket", incoming_prefix="incoming/", results_prefix="results/",
+        s3_client=s3_bucket,
+        bucket="unit-bucket",
+        incoming_prefix="incoming/",
+        results_prefix="results/",
         backfills_prefix="backfills/",
-    )  # fmt: skip
+    )
     upload = Upload("unit-bucket", "incoming/team-a/unit.yaml")
     result_uri = storage.write_result(
         upload,
         ResultFile(
-            source=upload.uri, outcome="accepted", backfill_id="unit-0123abcd", state="TRIGGERED",
-            status_id="unit-0123abcd", plan={"waves": [["a", "x"]], "steps": 2}, dag_id="backfill",
-            dag_run_id="unit-0123abcd", status_command="backfill status unit-0123abcd",
+            source=upload.uri,
+            outcome="accepted",
+            backfill_id="unit-0123abcd",
+            state="TRIGGERED",
+            status_id="unit-0123abcd",
+            plan={"waves": [["a", "x"]], "steps": 2},
+            dag_id="backfill",
+            dag_run_id="unit-0123abcd",
+            status_command="backfill status unit-0123abcd",
             written_at=datetime(2021, 6, 14, 9, tzinfo=UTC),
         ),
-    )  # fmt: skip
-    assert result_uri == RunConf.from_conf(
-        {"backfill_id": "unit-0123abcd", "config_uri": "/c", "plan_uri": "/p", "result_uri": result_uri}
-    ).result_uri
+    )
+    assert (
+        result_uri
+        == RunConf.from_conf(
+            {"backfill_id": "unit-0123abcd", "config_uri": "/c", "plan_uri": "/p", "result_uri": result_uri}
+        ).result_uri
+    )
 
     def read() -> ResultFile:
         return ResultFile.from_json(read_text(result_uri), source=result_uri)
 
-    config = parse_config((Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes())
+    config = parse_config(
+        (Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes()
+    )
     reporting = _quiet_reporting()
     reporting.started(
-        backfill_id="unit-0123abcd", config=config, plan=make_plan(INTERLEAVED), rounds=3,
-        run_url="https://airflow/dags/backfill/runs/unit-0123abcd", result_uri=result_uri,
-    )  # fmt: skip
+        backfill_id="unit-0123abcd",
+        config=config,
+        plan=make_plan(INTERLEAVED),
+        rounds=3,
+        run_url="https://airflow/dags/backfill/runs/unit-0123abcd",
+        result_uri=result_uri,
+    )
     running = read()
     assert running.state == "RUNNING" and running.outcome == "accepted"
     assert running.dag_run_url == "https://airflow/dags/backfill/runs/unit-0123abcd"
@@ -248,31 +341,65 @@ def test_the_result_file_follows_the_backfill_to_its_end(s3_bucket) -> None:
 
     steps = {
         "a": StepOutcome(status=FAILED, kind="spark", round=0, dag_id="etl", detail="boom"),
-        "x": StepOutcome(status=SUCCEEDED, kind="spark", round=0, dag_id="etl",
-                         figures={"rows_out": 7, "partitions_written_count": 2}),
-        "d1": StepOutcome(status=SUCCEEDED, kind="airflow_dag", round=1, dag_id="d1", dates={"2021-06-04": "success"}),
-        "b": StepOutcome(status=BLOCKED, kind="spark", round=0, dag_id="etl", detail="not run: upstream a did not succeed"),
-    }  # fmt: skip
+        "x": StepOutcome(
+            status=SUCCEEDED,
+            kind="spark",
+            round=0,
+            dag_id="etl",
+            figures={"rows_out": 7, "partitions_written_count": 2},
+        ),
+        "d1": StepOutcome(
+            status=SUCCEEDED, kind="airflow_dag", round=1, dag_id="d1", dates={"2021-06-04": "success"}
+        ),
+        "b": StepOutcome(
+            status=BLOCKED, kind="spark", round=0, dag_id="etl", detail="not run: upstream a did not succeed"
+        ),
+    }
     report = BackfillReport.build(
-        backfill_id="unit-0123abcd", dag_run_id="unit-0123abcd", steps=steps, spark_reports=[],
+        backfill_id="unit-0123abcd",
+        dag_run_id="unit-0123abcd",
+        steps=steps,
+        spark_reports=[],
         written_at=datetime.now(UTC),
-    )  # fmt: skip
-    reporting.finished(config=config, report=report, report_uri="s3://unit-bucket/r.json", run_url=None, result_uri=result_uri)
+    )
+    reporting.finished(
+        config=config,
+        report=report,
+        report_uri="s3://unit-bucket/r.json",
+        run_url=None,
+        result_uri=result_uri,
+    )
     failed = read()
     assert failed.state == "FAILED" and failed.report_uri == "s3://unit-bucket/r.json"
     assert failed.figures.model_dump() == {
-        "steps_succeeded": 2, "steps_failed": 1, "steps_not_run": 1, "rows_written": 7, "partitions_written": 2,
+        "steps_succeeded": 2,
+        "steps_failed": 1,
+        "steps_not_run": 1,
+        "rows_written": 7,
+        "partitions_written": 2,
         "dag_runs_succeeded": 1,
-    }  # fmt: skip
+    }
     assert [(p.step, p.status) for p in failed.failed_steps] == [("a", FAILED), ("b", BLOCKED)]
     assert failed.reason == "1 step(s) failed: a; 1 not run"
 
     # A cleared and rerun DAG run that succeeds: the file says so, failures gone.
-    fixed = {key: value.model_copy(update={"status": SUCCEEDED, "detail": None}) for key, value in steps.items()}
+    fixed = {
+        key: value.model_copy(update={"status": SUCCEEDED, "detail": None}) for key, value in steps.items()
+    }
     report = BackfillReport.build(
-        backfill_id="unit-0123abcd", dag_run_id="unit-0123abcd", steps=fixed, spark_reports=[], written_at=datetime.now(UTC)
+        backfill_id="unit-0123abcd",
+        dag_run_id="unit-0123abcd",
+        steps=fixed,
+        spark_reports=[],
+        written_at=datetime.now(UTC),
     )
-    reporting.finished(config=config, report=report, report_uri="s3://unit-bucket/r.json", run_url=None, result_uri=result_uri)
+    reporting.finished(
+        config=config,
+        report=report,
+        report_uri="s3://unit-bucket/r.json",
+        run_url=None,
+        result_uri=result_uri,
+    )
     succeeded = read()
     assert succeeded.state == "SUCCEEDED" and succeeded.failed_steps is None and succeeded.reason is None
     assert succeeded.figures.steps_succeeded == 4
@@ -297,7 +424,9 @@ def test_a_retry_attempt_runs_only_what_earlier_attempts_did_not_finish() -> Non
     from backfill_orchestrator.contracts import AttemptDone
 
     plan = make_plan(INTERLEAVED)
-    done = AttemptDone(backfill_id="unit-0123abcd", attempt=2, steps_done=["a", "x", "b"], dates_done={"d1": [D[0]]})
+    done = AttemptDone(
+        backfill_id="unit-0123abcd", attempt=2, steps_done=["a", "x", "b"], dates_done={"d1": [D[0]]}
+    )
     ledger = Ledger.for_plan(plan, done=done)
     assert ledger.status("a") is StepStatus.SUCCEEDED and "before 2" in ledger.entries["a"].detail
     first = ledger.plan_round(plan, 0)
@@ -327,7 +456,9 @@ class _RecordingSlack:
 
 
 @pytest.mark.parametrize("thread", [False, True], ids=["opens the thread", "replies in the trigger's thread"])
-def test_the_runs_start_writes_the_plan_picture_and_links_it(s3_bucket, monkeypatch: pytest.MonkeyPatch, thread: bool) -> None:
+def test_the_runs_start_writes_the_plan_picture_and_links_it(
+    s3_bucket, monkeypatch: pytest.MonkeyPatch, thread: bool
+) -> None:
     """The trigger leaves `plan.html` to the run (one PutObject fewer for it): `start` writes it
     beside `plan.json` and its RUNNING message links it (`[backfill] plan_link_base`)."""
     from backfill_runtime.reporting import Reporting
@@ -340,18 +471,28 @@ def test_the_runs_start_writes_the_plan_picture_and_links_it(s3_bucket, monkeypa
     plan_uri = "s3://unit-bucket/backfills/unit-0123abcd/plan.json"
     write_text(plan_uri, plan.to_json())
     slack = _RecordingSlack()
-    reporting = Reporting(store=None, notifier=Notifier(slack=slack, pagerduty=None, default_channel="#b"), airflow_ui_url=None)
+    reporting = Reporting(
+        store=None, notifier=Notifier(slack=slack, pagerduty=None, default_channel="#b"), airflow_ui_url=None
+    )
     monkeypatch.setattr(reporting, "_thread_exists", lambda backfill_id: thread)
-    config = parse_config((Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes())
+    config = parse_config(
+        (Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml").read_bytes()
+    )
 
-    reporting.started(backfill_id="unit-0123abcd", config=config, plan=plan, rounds=3, run_url=None, plan_uri=plan_uri)
+    reporting.started(
+        backfill_id="unit-0123abcd", config=config, plan=plan, rounds=3, run_url=None, plan_uri=plan_uri
+    )
 
     page = read_text(sibling(plan_uri, "plan.html"))
     assert "<script" not in page and all(s.id in page for s in plan.steps)
-    assert s3_bucket.head_object(Bucket="unit-bucket", Key="backfills/unit-0123abcd/plan.html")["ContentType"].startswith("text/html")
-    (message, _, _), = slack.posts
+    assert s3_bucket.head_object(Bucket="unit-bucket", Key="backfills/unit-0123abcd/plan.html")[
+        "ContentType"
+    ].startswith("text/html")
+    ((message, _, _),) = slack.posts
     blocks = json.dumps([block.to_dict() for block in message.blocks])
-    assert "https://plans.example.com/backfills/unit-0123abcd/plan.html" in blocks and "Plan picture" in blocks
+    assert (
+        "https://plans.example.com/backfills/unit-0123abcd/plan.html" in blocks and "Plan picture" in blocks
+    )
     assert ("*Plan:*" in blocks) is not thread  # no thread yet: the whole picture opens it
 
 
@@ -360,4 +501,6 @@ def test_a_plan_picture_that_cannot_be_written_is_not_linked_and_the_run_goes_on
 
     plan = make_plan(INTERLEAVED)
     assert write_plan_picture(plan, "s3://no-such-bucket/backfills/unit-0123abcd/plan.json") is None
-    assert write_plan_picture(plan, "s3://unit-bucket/backfills/unit-0123abcd/other.json") is None  # not a plan.json
+    assert (
+        write_plan_picture(plan, "s3://unit-bucket/backfills/unit-0123abcd/other.json") is None
+    )  # not a plan.json

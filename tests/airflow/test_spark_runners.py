@@ -71,9 +71,14 @@ class Clock:
 
 def drive(runner: Any, clock: Clock, *, timeout: float = 3600, should_cancel: Any = lambda: False) -> Any:
     return run_to_completion(
-        runner, SPEC, timeout_seconds=timeout, poll_seconds=30, sleep=clock.sleep, clock=clock,
+        runner,
+        SPEC,
+        timeout_seconds=timeout,
+        poll_seconds=30,
+        sleep=clock.sleep,
+        clock=clock,
         should_cancel=should_cancel,
-    )  # fmt: skip
+    )
 
 
 # -- profiles ---------------------------------------------------------------------------------
@@ -214,9 +219,13 @@ def _serverless(**kwargs: Any) -> tuple[EmrServerlessRunner, str]:
         or client.create_application(name="backfill", releaseLabel="emr-7.5.0", type="SPARK")["applicationId"]
     )
     runner = EmrServerlessRunner(
-        client=client, application_id=application_id, execution_role_arn=ROLE, artifacts=ARTIFACTS,
-        profile=PROFILES.get("medium"), log_uri="s3://logs/emr-serverless/",
-    )  # fmt: skip
+        client=client,
+        application_id=application_id,
+        execution_role_arn=ROLE,
+        artifacts=ARTIFACTS,
+        profile=PROFILES.get("medium"),
+        log_uri="s3://logs/emr-serverless/",
+    )
     return runner, application_id
 
 
@@ -324,9 +333,13 @@ def emr(aws: None) -> Iterator[dict[str, Any]]:
 
 def _emr_runner(calls: dict[str, Any], **kwargs: Any) -> EmrRunner:
     return EmrRunner(
-        client=calls["client"], artifacts=ARTIFACTS, profile=PROFILES.get("large"),
-        log_uri="s3://logs/emr/", subnet_ids=("subnet-1",), **kwargs,
-    )  # fmt: skip
+        client=calls["client"],
+        artifacts=ARTIFACTS,
+        profile=PROFILES.get("large"),
+        log_uri="s3://logs/emr/",
+        subnet_ids=("subnet-1",),
+        **kwargs,
+    )
 
 
 def _set_step(state: str, reason: str | None = None) -> None:
@@ -339,15 +352,19 @@ def test_emr_creates_the_profile_cluster_runs_the_step_and_terminates(emr: dict[
     handle = drive(_emr_runner(emr), Clock(lambda sleeps: _set_step("COMPLETED") if sleeps == 2 else None))
     (request,) = emr["RunJobFlow"]
     assert request["ManagedScalingPolicy"]["ComputeLimits"] == {
-        "UnitType": "Instances", "MinimumCapacityUnits": 3, "MaximumCapacityUnits": 20,
-    }  # fmt: skip
+        "UnitType": "Instances",
+        "MinimumCapacityUnits": 3,
+        "MaximumCapacityUnits": 20,
+    }
     groups = {
         g["InstanceRole"]: (g["InstanceType"], g["InstanceCount"], g["Market"])
         for g in request["Instances"]["InstanceGroups"]
     }  # noqa: E501
     assert groups == {
-        "MASTER": ("m6g.xlarge", 1, "ON_DEMAND"), "CORE": ("r6g.2xlarge", 2, "ON_DEMAND"), "TASK": ("r6g.2xlarge", 2, "SPOT"),
-    }  # fmt: skip
+        "MASTER": ("m6g.xlarge", 1, "ON_DEMAND"),
+        "CORE": ("r6g.2xlarge", 2, "ON_DEMAND"),
+        "TASK": ("r6g.2xlarge", 2, "SPOT"),
+    }
     assert request["ReleaseLabel"] == "emr-7.5.0" and request["Instances"]["Ec2SubnetId"] == "subnet-1"
     (steps,) = emr["AddJobFlowSteps"]
     argv = steps["Steps"][0]["HadoopJarStep"]["Args"]
@@ -359,12 +376,16 @@ def test_emr_creates_the_profile_cluster_runs_the_step_and_terminates(emr: dict[
 
 
 def test_emr_instance_fleets(emr: dict[str, Any]) -> None:
-    profile = type(PROFILES.get("large")).model_validate({
-        **PROFILES.get("large").model_dump(), "instance_groups": None, "instance_fleets": [
-            {"role": "MASTER", "instance_types": ["m6g.xlarge"], "on_demand_units": 1},
-            {"role": "CORE", "instance_types": ["r6g.2xlarge", "r7g.2xlarge"], "spot_units": 8},
-        ],
-    })  # fmt: skip
+    profile = type(PROFILES.get("large")).model_validate(
+        {
+            **PROFILES.get("large").model_dump(),
+            "instance_groups": None,
+            "instance_fleets": [
+                {"role": "MASTER", "instance_types": ["m6g.xlarge"], "on_demand_units": 1},
+                {"role": "CORE", "instance_types": ["r6g.2xlarge", "r7g.2xlarge"], "spot_units": 8},
+            ],
+        }
+    )
     runner = EmrRunner(
         client=emr["client"], artifacts=ARTIFACTS, profile=profile, subnet_ids=("subnet-1", "subnet-2")
     )
@@ -409,10 +430,15 @@ def test_emr_timeout_cancels_the_step_and_terminates(emr: dict[str, Any]) -> Non
 
 def test_emr_existing_cluster_is_used_and_left_running(emr: dict[str, Any]) -> None:
     cluster_id = emr["client"].run_job_flow(
-        Name="shared", ReleaseLabel="emr-7.5.0", JobFlowRole="r", ServiceRole="s",
-        Instances={"InstanceGroups": [{"InstanceRole": "MASTER", "InstanceType": "m5.xlarge", "InstanceCount": 1}],
-                   "KeepJobFlowAliveWhenNoSteps": True},
-    )["JobFlowId"]  # fmt: skip
+        Name="shared",
+        ReleaseLabel="emr-7.5.0",
+        JobFlowRole="r",
+        ServiceRole="s",
+        Instances={
+            "InstanceGroups": [{"InstanceRole": "MASTER", "InstanceType": "m5.xlarge", "InstanceCount": 1}],
+            "KeepJobFlowAliveWhenNoSteps": True,
+        },
+    )["JobFlowId"]
     clock = Clock()
     with pytest.raises(SparkRunCancelledError):
         drive(_emr_runner(emr, cluster_id=cluster_id), clock, should_cancel=lambda: clock.sleeps >= 1)
@@ -459,9 +485,11 @@ def _databricks_runner(
 
     workspace = WorkspaceClient(host=double.host, token=token or double.token, auth_type="pat")
     return DatabricksRunner(
-        workspace=workspace, artifacts=ARTIFACTS, profile=PROFILES.get(profile),
+        workspace=workspace,
+        artifacts=ARTIFACTS,
+        profile=PROFILES.get(profile),
         instance_profile_arn=f"arn:aws:iam::{ACCOUNT}:instance-profile/backfill-databricks",
-    )  # fmt: skip
+    )
 
 
 def test_databricks_submits_a_job_cluster_from_the_profile(databricks: DatabricksJobsDouble) -> None:

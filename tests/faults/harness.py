@@ -42,14 +42,19 @@ class FaultHarness(TriggerHarness):
 
     def make_wiring(self) -> TriggerWiring:
         return TriggerWiring(
-            self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
+            self.settings,
+            s3_client=self.s3,
+            dynamodb_client=self.dynamodb,
+            secrets_client=self.secrets,
             session_factory=retrying_session,
-        )  # fmt: skip
+        )
 
     def result_or_none(self, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any] | None:
         relative = key.removeprefix("incoming/")
         try:
-            body = self.s3.get_object(Bucket=self.bucket, Key=f"results/{relative}.result.json")["Body"].read()
+            body = self.s3.get_object(Bucket=self.bucket, Key=f"results/{relative}.result.json")[
+                "Body"
+            ].read()
         except self.s3.exceptions.NoSuchKey:
             return None
         return json.loads(body)

@@ -26,7 +26,7 @@ WIDE_JOBS = 10_000
 def many_bad_dates(count: int) -> bytes:
     dates = ", ".join(["2021-06-31"] * count)  # 31 June does not exist
     return (
-        b"version: 1\nname: many-bad-dates\nowner: \"@jane\"\nmode: batch\n"
+        b'version: 1\nname: many-bad-dates\nowner: "@jane"\nmode: batch\n'
         b"jobs: [{namespace: food_delivery, name: etl_orders}]\n" + f"dates: [{dates}]\n".encode()
     )
 
@@ -43,7 +43,10 @@ def test_ten_thousand_invalid_dates_are_rejected_with_a_bounded_record_and_every
     assert result["disposition"] == "rejected" and not result["retry"]
     document = harness.result_file("incoming/bad-dates.yaml")
     assert document["outcome"] == "rejected" and len(document["errors"]) == 10_000
-    assert document["errors"][9_999] == {"location": "dates[9999]", "message": "not a real calendar date: 2021-06-31"}
+    assert document["errors"][9_999] == {
+        "location": "dates[9999]",
+        "message": "not a real calendar date: 2021-06-31",
+    }
     record = harness.status.get(document["status_id"])
     assert record.state is BackfillState.REJECTED
     assert len(record.errors) == MAX_RECORD_ERRORS and record.errors_total == 10_000
@@ -59,8 +62,12 @@ def wide_lineage_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[F
     """Marquez knows one root job whose output 10,000 jobs read, with realistic long names."""
     events = run_events("warehouse", "ingest_orders_raw", outputs=["orders_raw"])
     for i in range(WIDE_JOBS):
-        events += run_events("warehouse", f"reporting_downstream_consumer_of_orders_{i:05d}",
-                             inputs=["orders_raw"], outputs=[f"report_{i:05d}"])  # fmt: skip
+        events += run_events(
+            "warehouse",
+            f"reporting_downstream_consumer_of_orders_{i:05d}",
+            inputs=["orders_raw"],
+            outputs=[f"report_{i:05d}"],
+        )
     with ExitStack() as stack:
         # A deployment whose Airflow maps more than 10,000 reruns per round (the preflight refuses
         # plans over AIRFLOW_MAX_MAP_LENGTH, 1024 by default).
@@ -73,7 +80,9 @@ def test_a_ten_thousand_job_plan_is_triggered_with_a_bounded_record_and_the_full
     wide_lineage_harness: FaultHarness,
 ) -> None:
     harness = wide_lineage_harness
-    body = VALID.replace(b"{namespace: food_delivery, name: etl_orders}", b"{namespace: warehouse, name: ingest_orders_raw}")
+    body = VALID.replace(
+        b"{namespace: food_delivery, name: etl_orders}", b"{namespace: warehouse, name: ingest_orders_raw}"
+    )
     answer = harness.invoke_lambda(harness.upload(body), request_id="req-wide")
 
     (result,) = answer["results"]
@@ -88,7 +97,9 @@ def test_a_ten_thousand_job_plan_is_triggered_with_a_bounded_record_and_the_full
     # The result file and the plan document have every step.
     document = harness.result_file()
     assert sum(len(wave) for wave in document["plan"]["waves"]) == WIDE_JOBS + 1
-    plan = json.loads(harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/plan.json")["Body"].read())
+    plan = json.loads(
+        harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/plan.json")["Body"].read()
+    )
     assert sum(len(wave["steps"]) for wave in plan["waves"]) == WIDE_JOBS + 1
     assert list(harness.airflow.runs) == [("backfill", backfill_id)]
     assert harness.pagerduty.events == []
@@ -98,15 +109,22 @@ def test_a_record_dynamodb_refuses_as_too_large_is_a_located_refusal_not_a_retry
     trigger_harness: FaultHarness, aws_faults: AwsFaults
 ) -> None:
     harness = trigger_harness
-    aws_faults.fail(harness.dynamodb, "UpdateItem", code="ValidationException",
-                    message="Item size has exceeded the maximum allowed size", when=to_state("PLANNED"))  # fmt: skip
+    aws_faults.fail(
+        harness.dynamodb,
+        "UpdateItem",
+        code="ValidationException",
+        message="Item size has exceeded the maximum allowed size",
+        when=to_state("PLANNED"),
+    )
 
     # A dry run records its plan with PLANNED (a backfill that is triggered, with TRIGGERED: below).
     answer = harness.invoke_lambda(harness.upload(VALID + b"dry_run: true\n"), request_id="req-too-large")
 
     (result,) = answer["results"]
     assert result["disposition"] == "rejected" and not result["retry"]
-    assert aws_faults.attempts("UpdateItem", faulted=True) == 1  # deterministic: botocore does not retry it either
+    assert (
+        aws_faults.attempts("UpdateItem", faulted=True) == 1
+    )  # deterministic: botocore does not retry it either
     record = harness.status.get(result["backfill_id"])
     assert record.state is BackfillState.REJECTED and not record.retryable
     (error,) = record.errors
@@ -122,8 +140,14 @@ def test_a_triggered_record_too_large_with_its_plan_summary_is_recorded_without_
     """The run exists once TRIGGERED is written, so a refusal there must not leave the record
     behind the run: TRIGGERED is written again without the plan's summary (plan.json has it)."""
     harness = trigger_harness
-    aws_faults.fail(harness.dynamodb, "UpdateItem", code="ValidationException", times=1,
-                    message="Item size has exceeded the maximum allowed size", when=to_state("TRIGGERED"))  # fmt: skip
+    aws_faults.fail(
+        harness.dynamodb,
+        "UpdateItem",
+        code="ValidationException",
+        times=1,
+        message="Item size has exceeded the maximum allowed size",
+        when=to_state("TRIGGERED"),
+    )
 
     answer = harness.invoke_lambda(harness.upload(VALID), request_id="req-too-large")
 

@@ -22,7 +22,9 @@ LINEAGE = r"^/api/v1/lineage\?"
 DAG_RUNS = r"/dagRuns$"
 
 
-def invoke_with_budget(harness: FaultHarness, event: dict, budget: float) -> tuple[float, BaseException | None]:
+def invoke_with_budget(
+    harness: FaultHarness, event: dict, budget: float
+) -> tuple[float, BaseException | None]:
     """Invoke with `budget` seconds for external calls (the remaining time the handler sees
     is that plus the reserve); returns the elapsed time and what was raised."""
     started = time.monotonic()
@@ -33,7 +35,9 @@ def invoke_with_budget(harness: FaultHarness, event: dict, budget: float) -> tup
     return time.monotonic() - started, None
 
 
-def test_marquez_slower_than_the_budget_fails_within_it_pages_raises_and_the_retry_succeeds(trigger_harness: FaultHarness) -> None:
+def test_marquez_slower_than_the_budget_fails_within_it_pages_raises_and_the_retry_succeeds(
+    trigger_harness: FaultHarness,
+) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
     harness.marquez_proxy.add(FaultRule(method="GET", path=LINEAGE, delay=30))
@@ -48,10 +52,14 @@ def test_marquez_slower_than_the_budget_fails_within_it_pages_raises_and_the_ret
     assert record.reason.startswith("MarquezTimeoutError: Marquez did not answer within 1.5 s")
     result = harness.result_file()
     assert result["outcome"] == "failed" and result["reason"] == record.reason and result["retrying"]
-    assert [(e["event_action"], e["dedup_key"]) for e in harness.pagerduty.events] == [("trigger", backfill_id)]
+    assert [(e["event_action"], e["dedup_key"]) for e in harness.pagerduty.events] == [
+        ("trigger", backfill_id)
+    ]
     assert "FAILED" in harness.slack.messages[-1]["text"]
     assert harness.airflow.requests == []
-    assert len(harness.marquez_proxy.requests("GET", LINEAGE)) == 1  # no retry after the read timed out at the deadline
+    assert (
+        len(harness.marquez_proxy.requests("GET", LINEAGE)) == 1
+    )  # no retry after the read timed out at the deadline
 
     harness.marquez_proxy.clear()  # Marquez is fast again when Lambda retries
     elapsed, raised = invoke_with_budget(harness, event, budget=30)
@@ -63,7 +71,9 @@ def test_marquez_slower_than_the_budget_fails_within_it_pages_raises_and_the_ret
     assert harness.result_file()["outcome"] == "accepted"
 
 
-def test_airflow_slower_than_the_budget_fails_and_the_retry_finds_the_run_it_created_late(trigger_harness: FaultHarness) -> None:
+def test_airflow_slower_than_the_budget_fails_and_the_retry_finds_the_run_it_created_late(
+    trigger_harness: FaultHarness,
+) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
     harness.airflow_proxy.add(FaultRule(method="POST", path=DAG_RUNS, delay=7, times=1))  # accepted, but late
@@ -96,7 +106,9 @@ def test_airflow_slower_than_the_budget_fails_and_the_retry_finds_the_run_it_cre
 
 def test_a_retry_after_past_the_budget_is_not_waited_for(trigger_harness: FaultHarness) -> None:
     harness = trigger_harness
-    harness.marquez_proxy.add(FaultRule(method="GET", path=LINEAGE, status=503, headers={"Retry-After": "120"}))
+    harness.marquez_proxy.add(
+        FaultRule(method="GET", path=LINEAGE, status=503, headers={"Retry-After": "120"})
+    )
 
     elapsed, raised = invoke_with_budget(harness, harness.upload(VALID), budget=5)
 
@@ -143,10 +155,17 @@ def test_mwaa_backoff_that_would_pass_the_deadline_is_not_waited_for() -> None:
     client = boto3.client("mwaa", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     sleeps: list[float] = []
     with Stubber(client) as stubber:
-        stubber.add_client_error("invoke_rest_api", service_error_code="RestApiServerException", http_status_code=400,
-                                 modeled_fields={"RestApiStatusCode": 503, "RestApiResponse": {"detail": "busy"}})  # fmt: skip
+        stubber.add_client_error(
+            "invoke_rest_api",
+            service_error_code="RestApiServerException",
+            http_status_code=400,
+            modeled_fields={"RestApiStatusCode": 503, "RestApiResponse": {"detail": "busy"}},
+        )
         mwaa = MwaaAirflowClient("data-prod", mwaa_client=client, sleep=sleeps.append)
-        with deadline_scope(Deadline.after(0.3)), pytest.raises(AirflowTimeoutError, match="did not answer within 0.3 s"):
+        with (
+            deadline_scope(Deadline.after(0.3)),
+            pytest.raises(AirflowTimeoutError, match="did not answer within 0.3 s"),
+        ):
             mwaa.trigger_dag_run("backfill", run_id="b-1", conf={"backfill_id": "b-1"})
         stubber.assert_no_pending_responses()
     assert sleeps == []
@@ -169,7 +188,9 @@ def test_telling_people_never_outlasts_the_invocation(trigger_harness: FaultHarn
     assert len(harness.pagerduty_proxy.requests("POST")) == 1 and harness.pagerduty.events == []
 
 
-def test_a_run_airflow_accepted_late_and_already_running_is_recorded_by_the_retry(trigger_harness: FaultHarness) -> None:
+def test_a_run_airflow_accepted_late_and_already_running_is_recorded_by_the_retry(
+    trigger_harness: FaultHarness,
+) -> None:
     """As above, but the late run starts before Lambda's retry: the DAG posts RUNNING (allowed
     from FAILED: a cleared run). The retry reads the run back, records its id and link, tells
     the user it was accepted and resolves the page."""
@@ -192,6 +213,13 @@ def test_a_run_airflow_accepted_late_and_already_running_is_recorded_by_the_retr
     assert record.state is BackfillState.RUNNING and not record.retryable
     assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(f"/runs/{backfill_id}")
     result = harness.result_file()
-    assert result["outcome"] == "accepted" and result["state"] == "RUNNING" and result["dag_run_url"] == record.dag_run_url
-    assert list(harness.airflow.runs) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
+    assert (
+        result["outcome"] == "accepted"
+        and result["state"] == "RUNNING"
+        and result["dag_run_url"] == record.dag_run_url
+    )
+    assert (
+        list(harness.airflow.runs) == [("backfill", backfill_id)]
+        and len(harness.airflow.trigger_posts()) == 1
+    )
     assert harness.pagerduty.incidents == {backfill_id: "resolved"}

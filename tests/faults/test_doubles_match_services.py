@@ -55,7 +55,9 @@ def airflow() -> Iterator[AirflowDouble]:
 
 @pytest.fixture(scope="module")
 def token(airflow: AirflowDouble) -> str:
-    return requests.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}, timeout=10).json()["access_token"]
+    return requests.post(
+        f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}, timeout=10
+    ).json()["access_token"]
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +78,15 @@ def reference() -> Any:
     return TestClient(app)
 
 
-def post(airflow: AirflowDouble, token: str, body: bytes, content_type: str | None, dag_id: str = "backfill") -> requests.Response:
+def post(
+    airflow: AirflowDouble, token: str, body: bytes, content_type: str | None, dag_id: str = "backfill"
+) -> requests.Response:
     headers = {"Authorization": f"Bearer {token}"}
     if content_type:
         headers["Content-Type"] = content_type
-    return requests.post(f"{airflow.url}/api/v2/dags/{dag_id}/dagRuns", data=body, headers=headers, timeout=10)
+    return requests.post(
+        f"{airflow.url}/api/v2/dags/{dag_id}/dagRuns", data=body, headers=headers, timeout=10
+    )
 
 
 def test_the_trigger_body_mirrors_airflows_model_field_for_field() -> None:
@@ -95,9 +101,22 @@ def test_the_trigger_body_mirrors_airflows_model_field_for_field() -> None:
 SPEC_VALID = [
     {"logical_date": None},
     {"logical_date": DAY, "dag_run_id": "with-date"},
-    {"logical_date": None, "conf": {"a": 1}, "note": "why", "run_after": "2021-06-05T01:02:03.5+02:00"},  # run id from run_after
-    {"logical_date": "2021-06-06T00:00:00+00:00", "data_interval_start": "2021-06-05T00:00:00Z", "data_interval_end": DAY},
-    {"logical_date": None, "run_after": "2021-06-07T00:00:00", "dag_run_id": "naive-run-after"},  # datetime, not Aware
+    {
+        "logical_date": None,
+        "conf": {"a": 1},
+        "note": "why",
+        "run_after": "2021-06-05T01:02:03.5+02:00",
+    },  # run id from run_after
+    {
+        "logical_date": "2021-06-06T00:00:00+00:00",
+        "data_interval_start": "2021-06-05T00:00:00Z",
+        "data_interval_end": DAY,
+    },
+    {
+        "logical_date": None,
+        "run_after": "2021-06-07T00:00:00",
+        "dag_run_id": "naive-run-after",
+    },  # datetime, not Aware
     {"logical_date": None, "dag_run_id": "null-conf", "conf": None, "note": ""},
     {"logical_date": None, "dag_run_id": "parted", "partition_key": "2021-06-04"},
 ]
@@ -147,9 +166,16 @@ def _instant(value: Any) -> datetime | None:
 
 
 @pytest.mark.parametrize("body", SPEC_VALID, ids=lambda body: ",".join(body))
-def test_every_spec_valid_body_is_accepted_and_answered_with_a_complete_dag_run(airflow, token, reference, serialized_dags, body) -> None:
+def test_every_spec_valid_body_is_accepted_and_answered_with_a_complete_dag_run(
+    airflow, token, reference, serialized_dags, body
+) -> None:
     raw = json.dumps(body).encode()
-    assert reference.post("/api/v2/dags/parts/dagRuns", content=raw, headers={"Content-Type": "application/json"}).status_code == 200
+    assert (
+        reference.post(
+            "/api/v2/dags/parts/dagRuns", content=raw, headers={"Content-Type": "application/json"}
+        ).status_code
+        == 200
+    )
     answer = post(airflow, token, raw, "application/json", dag_id="parts")
     assert answer.status_code == 200, answer.text
     run = answer.json()
@@ -162,18 +188,33 @@ def test_every_spec_valid_body_is_accepted_and_answered_with_a_complete_dag_run(
         (interval.start, interval.end) if interval else (None, None)
     )
     assert (run["conf"], run["note"]) == (context["conf"] or {}, context["note"] or None)
-    assert (run["partition_key"], _instant(run["partition_date"])) == (context["partition_key"], context["partition_date"])
+    assert (run["partition_key"], _instant(run["partition_date"])) == (
+        context["partition_key"],
+        context["partition_date"],
+    )
     if "run_after" in body:  # otherwise each side takes its own "now"
         assert _instant(run["run_after"]) == _instant(context["run_after"])
     if "dag_run_id" in body or "run_after" in body:  # otherwise both name the run after "now"
         assert run["dag_run_id"] == context["run_id"]
-    again = requests.get(f"{airflow.url}/api/v2/dags/parts/dagRuns/{answer.json()['dag_run_id']}", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    again = requests.get(
+        f"{airflow.url}/api/v2/dags/parts/dagRuns/{answer.json()['dag_run_id']}",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
     assert again.status_code == 200 and again.json() == answer.json()
 
 
-@pytest.mark.parametrize(("raw", "content_type"), SPEC_INVALID, ids=lambda v: (v or b"").decode()[:30] if isinstance(v, bytes) else str(v))
+@pytest.mark.parametrize(
+    ("raw", "content_type"),
+    SPEC_INVALID,
+    ids=lambda v: (v or b"").decode()[:30] if isinstance(v, bytes) else str(v),
+)
 def test_every_invalid_body_gets_fastapis_exact_422(airflow, token, reference, raw, content_type) -> None:
-    expected = reference.post("/api/v2/dags/backfill/dagRuns", content=raw, headers={"Content-Type": content_type} if content_type else {})
+    expected = reference.post(
+        "/api/v2/dags/backfill/dagRuns",
+        content=raw,
+        headers={"Content-Type": content_type} if content_type else {},
+    )
     answer = post(airflow, token, raw, content_type)
     assert expected.status_code == 422
     assert (answer.status_code, answer.json()) == (422, expected.json())
@@ -181,7 +222,12 @@ def test_every_invalid_body_gets_fastapis_exact_422(airflow, token, reference, r
 
 def test_json_is_decoded_before_authentication_as_fastapi_does(airflow) -> None:
     url = f"{airflow.url}/api/v2/dags/backfill/dagRuns"
-    assert requests.post(url, data=b"{not json", headers={"Content-Type": "application/json"}, timeout=10).status_code == 422
+    assert (
+        requests.post(
+            url, data=b"{not json", headers={"Content-Type": "application/json"}, timeout=10
+        ).status_code
+        == 422
+    )
     assert requests.post(url, json={"not": "valid"}, timeout=10).status_code == 401
 
 
@@ -198,7 +244,10 @@ def test_runs_answered_by_trigger_and_get_are_dag_run_responses(airflow, token) 
     body = json.dumps({"logical_date": DAY, "dag_run_id": "complete", "conf": {"backfill_id": "b"}}).encode()
     created = post(airflow, token, body, "application/json").json()
     _assert_is_a_dag_run_response(created)
-    assert (created["data_interval_start"], created["data_interval_end"]) == (DAY, DAY)  # schedule=None: exact
+    assert (created["data_interval_start"], created["data_interval_end"]) == (
+        DAY,
+        DAY,
+    )  # schedule=None: exact
     assert created["dag_versions"] and created["triggering_user_name"] == "admin"
 
 
@@ -215,7 +264,9 @@ def test_conflicts_and_unknown_dags_answer_as_airflow(airflow, token) -> None:
     body = json.dumps({"logical_date": "2021-07-01T00:00:00Z", "dag_run_id": "once"}).encode()
     assert post(airflow, token, body, "application/json").status_code == 200
     again = post(airflow, token, body, "application/json")
-    same_date = post(airflow, token, json.dumps({"logical_date": "2021-07-01T00:00:00Z"}).encode(), "application/json")
+    same_date = post(
+        airflow, token, json.dumps({"logical_date": "2021-07-01T00:00:00Z"}).encode(), "application/json"
+    )
     for conflict in (again, same_date):  # _UniqueConstraintErrorHandler's detail
         assert conflict.status_code == 409
         assert set(conflict.json()["detail"]) == {"reason", "statement", "orig_error", "message"}
@@ -226,15 +277,49 @@ def test_conflicts_and_unknown_dags_answer_as_airflow(airflow, token) -> None:
 # == Marquez ===================================================================================
 # @NonNull fields of marquez.service.models.DatasetData / JobData and the Run model (0.51):
 # Jackson writes every property, and these are never null.
-DATASET_NON_NULL = {"id", "type", "name", "physicalName", "createdAt", "updatedAt", "namespace", "sourceName", "fields", "tags"}
+DATASET_NON_NULL = {
+    "id",
+    "type",
+    "name",
+    "physicalName",
+    "createdAt",
+    "updatedAt",
+    "namespace",
+    "sourceName",
+    "fields",
+    "tags",
+}
 DATASET_FIELDS = DATASET_NON_NULL | {"lastModifiedAt", "description", "lastLifecycleState"}
-JOB_NON_NULL = {"id", "type", "name", "simpleName", "createdAt", "updatedAt", "namespace", "inputs", "outputs"}
-JOB_FIELDS = JOB_NON_NULL | {"parentJobName", "parentJobUuid", "currentRunUuid", "location", "description", "latestRun"}
+JOB_NON_NULL = {
+    "id",
+    "type",
+    "name",
+    "simpleName",
+    "createdAt",
+    "updatedAt",
+    "namespace",
+    "inputs",
+    "outputs",
+}
+JOB_FIELDS = JOB_NON_NULL | {
+    "parentJobName",
+    "parentJobUuid",
+    "currentRunUuid",
+    "location",
+    "description",
+    "latestRun",
+}
 RUN_NON_NULL = {"id", "createdAt", "updatedAt", "state", "args", "facets"}
 RUN_FIELDS = RUN_NON_NULL | {
-    "nominalStartTime", "nominalEndTime", "startedAt", "endedAt", "durationMs", "jobVersion",
-    "inputDatasetVersions", "outputDatasetVersions",
-}  # fmt: skip
+    "nominalStartTime",
+    "nominalEndTime",
+    "startedAt",
+    "endedAt",
+    "durationMs",
+    "jobVersion",
+    "inputDatasetVersions",
+    "outputDatasetVersions",
+}
 INSTANT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3}|\.\d{6}|\.\d{9})?Z$")  # Instant.toString()
 
 
@@ -246,7 +331,9 @@ def _assert_fields(data: dict[str, Any], every: set[str], non_null: set[str], wh
 
 
 def test_node_data_has_every_field_marquez_never_leaves_null() -> None:
-    events = run_events("ns", "extract", parent="nightly", outputs=["raw"]) + run_events("ns", "load", inputs=["raw"])
+    events = run_events("ns", "extract", parent="nightly", outputs=["raw"]) + run_events(
+        "ns", "load", inputs=["raw"]
+    )
     with MarquezDouble(seed="food_delivery", events=events) as double:
         graphs = [
             requests.get(f"{double.url}/api/v1/lineage", params={"nodeId": node}, timeout=10).json()["graph"]
@@ -293,14 +380,21 @@ def test_node_ids_split_as_marquez_own_tests_say(kind, namespace, name) -> None:
         ("ns", "trailing#", ("ns", "trailing"), 500),
     ],
 )
-def test_a_plain_colon_in_a_namespace_is_unreachable_in_marquez_and_the_double(namespace, name, read_as, status) -> None:
+def test_a_plain_colon_in_a_namespace_is_unreachable_in_marquez_and_the_double(
+    namespace, name, read_as, status
+) -> None:
     assert split_node_id(f"job:{namespace}:{name}")[1:] == read_as and not is_addressable(namespace, name)
     with MarquezDouble(events=run_events(namespace, name, outputs=["x"])) as double:
-        answer = requests.get(f"{double.url}/api/v1/lineage", params={"nodeId": f"job:{namespace}:{name}"}, timeout=10)
+        answer = requests.get(
+            f"{double.url}/api/v1/lineage", params={"nodeId": f"job:{namespace}:{name}"}, timeout=10
+        )
         assert answer.status_code == status
         if status == 404:
             assert answer.json()["message"] == f"Job '{read_as[1]}' not found."
-        with pytest.raises(UnaddressableJobError, match=re.escape(f"Marquez reads 'job:{namespace}:{name}' as job {read_as[1]!r}")):
+        with pytest.raises(
+            UnaddressableJobError,
+            match=re.escape(f"Marquez reads 'job:{namespace}:{name}' as job {read_as[1]!r}"),
+        ):
             MarquezClient(double.url).lineage(JobRef(namespace=namespace, name=name), depth=3)
         assert len(double.lineage_requests()) == 1  # ours: the client never asked
 
@@ -309,12 +403,16 @@ def test_a_plain_colon_in_a_namespace_is_unreachable_in_marquez_and_the_double(n
 def _config(*jobs: tuple[str, str], max_depth: int = 50) -> BackfillConfig:
     return BackfillConfig.model_validate(
         {
-            "version": 1, "name": "arn-fix", "owner": "jane.doe@example.com", "mode": "batch",
-            "jobs": [{"namespace": ns, "name": name} for ns, name in jobs], "dates": ["2021-06-04"],
+            "version": 1,
+            "name": "arn-fix",
+            "owner": "jane.doe@example.com",
+            "mode": "batch",
+            "jobs": [{"namespace": ns, "name": name} for ns, name in jobs],
+            "dates": ["2021-06-04"],
             "downstream": {"max_depth": max_depth},
         },
         context={"today": datetime(2021, 7, 1).date()},
-    )  # fmt: skip
+    )
 
 
 def test_an_unaddressable_root_is_a_located_refusal_before_anything_is_asked() -> None:
@@ -326,7 +424,9 @@ def test_an_unaddressable_root_is_a_located_refusal_before_anything_is_asked() -
     with pytest.raises(UnaddressableRootJobError) as refused:
         build_plan(config, backfill_id="arn-fix-00000000", lineage=source)
 
-    assert refused.value.location == "jobs[1]" and str(refused.value).startswith(f"jobs[1]: job 'etl' in namespace '{ARN}'")
+    assert refused.value.location == "jobs[1]" and str(refused.value).startswith(
+        f"jobs[1]: job 'etl' in namespace '{ARN}'"
+    )
     assert refused.value.category == "refused" and not refused.value.retryable
     assert [q for q, _ in source.queries] == ["job:ns:good"]  # never asked about the misread id
     [issue] = refusal_issues(config, refused.value)  # the trigger rejects it at jobs[1]
@@ -346,7 +446,9 @@ def test_lineage_reaching_an_unaddressable_job_it_must_read_past_is_refused_nami
     assert "20 hops downstream" in str(refused.value) and "downstream.max_depth to 19" in str(refused.value)
 
     # Seen whole inside one answer, the same job is planned: nothing needs its node id.
-    plan = build_plan(_config(("ns", "j0"), max_depth=19), backfill_id="arn-fix-00000000", lineage=InProcessMarquez(store))
+    plan = build_plan(
+        _config(("ns", "j0"), max_depth=19), backfill_id="arn-fix-00000000", lineage=InProcessMarquez(store)
+    )
     assert len(plan.steps) == 20
     graph = fetch_downstream(InProcessMarquez(store), [JobRef(namespace="ns", name="j15")], max_depth=10)
     assert graph.is_complete((ARN, "j20"))

@@ -24,7 +24,12 @@ def eventbridge_event(harness: TriggerHarness, notification: dict[str, Any]) -> 
     """The EventBridge event S3 sends for the upload `notification` announces (same object
     version, etag and sequencer; the key is URL-encoded in both)."""
     obj = notification["Records"][0]["s3"]["object"]
-    detail_object = {"key": obj["key"], "size": obj["size"], "etag": obj["eTag"], "sequencer": obj["sequencer"]}
+    detail_object = {
+        "key": obj["key"],
+        "size": obj["size"],
+        "etag": obj["eTag"],
+        "sequencer": obj["sequencer"],
+    }
     if "versionId" in obj:
         detail_object["version-id"] = obj["versionId"]
     return {
@@ -54,7 +59,9 @@ def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
         yield TriggerHarness(stack)
 
 
-def test_an_eventbridge_object_created_event_triggers_like_the_s3_notification(harness: TriggerHarness) -> None:
+def test_an_eventbridge_object_created_event_triggers_like_the_s3_notification(
+    harness: TriggerHarness,
+) -> None:
     notification = harness.upload(VALID, key=KEY)
     event = eventbridge_event(harness, notification)
 
@@ -93,7 +100,9 @@ def test_an_event_announcing_no_upload_raises_and_is_counted(harness: TriggerHar
     assert harness.airflow.runs == {} and harness.slack.messages == []
 
 
-def test_a_malformed_record_beside_a_valid_one_does_not_stop_it_but_still_fails_the_event(harness: TriggerHarness) -> None:
+def test_a_malformed_record_beside_a_valid_one_does_not_stop_it_but_still_fails_the_event(
+    harness: TriggerHarness,
+) -> None:
     notification = harness.upload(VALID)
     notification["Records"].append({"eventSource": "aws:s3", "eventName": "ObjectRemoved:Delete", "s3": {}})
 
@@ -104,7 +113,9 @@ def test_a_malformed_record_beside_a_valid_one_does_not_stop_it_but_still_fails_
     assert harness.counted("MalformedEvents") == 1
 
 
-def test_a_system_failure_wins_over_a_malformed_record_so_the_retry_is_for_the_failure(mocked_aws: None) -> None:
+def test_a_system_failure_wins_over_a_malformed_record_so_the_retry_is_for_the_failure(
+    mocked_aws: None,
+) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, marquez_up=False)
         notification = harness.upload(VALID)
@@ -127,8 +138,13 @@ def test_the_lambda_handler_raises_on_an_unknown_event_and_publishes_the_metric(
         log_handler = handler_module.logger.registered_handler
         previous, log_handler.stream = log_handler.stream, io.StringIO()
         try:
-            with handler_module.trigger_wiring(), pytest.raises(MalformedEventError):  # Lambda retries it, then the on-failure queue
-                handler_module.handler({"detail-type": "Object Deleted", "source": "aws.s3"}, FakeLambdaContext())
+            with (
+                handler_module.trigger_wiring(),
+                pytest.raises(MalformedEventError),
+            ):  # Lambda retries it, then the on-failure queue
+                handler_module.handler(
+                    {"detail-type": "Object Deleted", "source": "aws.s3"}, FakeLambdaContext()
+                )
         finally:
             logs, log_handler.stream = log_handler.stream.getvalue(), previous
     (emf,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]

@@ -70,7 +70,9 @@ def emitted_metrics(printed: str) -> dict[str, float]:
         for directive in document["_aws"]["CloudWatchMetrics"]:
             for metric in directive["Metrics"]:
                 value = document[metric["Name"]]
-                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(value if isinstance(value, list) else [value])
+                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(
+                    value if isinstance(value, list) else [value]
+                )
     return totals
 
 
@@ -104,7 +106,10 @@ def invoke_handler(event: dict[str, Any]) -> dict[str, Any]:
 
 SLACK_ANSWERS = {  # what Slack (or something in front of it) answers -> what the log says
     "ok without ts": (json.dumps({"ok": True, "channel": "C0000000001"}).encode(), "without a message ts"),
-    "ts null": (json.dumps({"ok": True, "channel": "C0000000001", "ts": None}).encode(), "without a message ts"),
+    "ts null": (
+        json.dumps({"ok": True, "channel": "C0000000001", "ts": None}).encode(),
+        "without a message ts",
+    ),
     "not JSON": (b"<html>gateway says hello</html>", "chat.postMessage refused"),
     "a JSON list": (b"[]", "chat.postMessage refused"),
 }
@@ -178,7 +183,9 @@ def test_an_unreadable_slack_secret_turns_slack_off_without_failing(
         harness = TriggerHarness(stack)
         secret_id = "backfill/does-not-exist"
         if secret == "malformed":
-            secret_id = harness.secrets.create_secret(Name="backfill/slack-bad", SecretString='{"token": "xoxb-not-here"}')["ARN"]
+            secret_id = harness.secrets.create_secret(
+                Name="backfill/slack-bad", SecretString='{"token": "xoxb-not-here"}'
+            )["ARN"]
         lambda_env(harness, SLACK_SECRET_ID=secret_id)
         capsys.readouterr()
 
@@ -219,13 +226,16 @@ MENTION_TEXT = "<!channel>"
 
 
 @pytest.mark.parametrize(
-    "error", [KeyError("ts"), TypeError("not JSON serializable"), RuntimeError(f"failed POST {SECRET_IN_MESSAGE}")]
+    "error",
+    [KeyError("ts"), TypeError("not JSON serializable"), RuntimeError(f"failed POST {SECRET_IN_MESSAGE}")],
 )
 def test_any_exception_from_slack_or_pagerduty_is_counted_and_logged_without_its_message(
     caplog: pytest.LogCaptureFixture, error: Exception
 ) -> None:
     counter = Counter()
-    notifier = Notifier(slack=Exploding(error), pagerduty=Exploding(error), default_channel="#c", metrics=counter)  # type: ignore[arg-type]
+    notifier = Notifier(
+        slack=Exploding(error), pagerduty=Exploding(error), default_channel="#c", metrics=counter
+    )  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO):
         assert notifier.slack("b-1", SlackMessage("x")) is False
         assert notifier.page("b-1", summary="x") is False
@@ -252,7 +262,9 @@ def test_a_broken_metrics_sink_does_not_break_the_notifier() -> None:
         def add_metric(self, **kwargs: Any) -> None:
             raise RuntimeError("EMF buffer full")
 
-    notifier = Notifier(slack=Exploding(KeyError("ts")), pagerduty=None, default_channel="#c", metrics=Broken())  # type: ignore[arg-type]
+    notifier = Notifier(
+        slack=Exploding(KeyError("ts")), pagerduty=None, default_channel="#c", metrics=Broken()
+    )  # type: ignore[arg-type]
     assert notifier.slack("b-1", SlackMessage("x")) is False
 
 
@@ -295,12 +307,16 @@ class FailingSecrets(SecretReader):
         raise self.error
 
 
-def test_the_factory_turns_a_channel_off_when_its_secret_cannot_be_read(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_factory_turns_a_channel_off_when_its_secret_cannot_be_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     counter = Counter()
     settings = NotifySettings(slack_secret_id="s", slack_channel="#c", pagerduty_secret_id="p")
     with caplog.at_level(logging.INFO):
         notifier = build_notifier(
-            settings=settings, secrets=FailingSecrets(RuntimeError(f"boom {SECRET_IN_MESSAGE}")), metrics=counter
+            settings=settings,
+            secrets=FailingSecrets(RuntimeError(f"boom {SECRET_IN_MESSAGE}")),
+            metrics=counter,
         )
     assert counter.counts == {"SlackFailures": 1, "PagerDutyFailures": 1}
     assert notifier.slack("b-1", SlackMessage("x")) is False and notifier.page("b-1", summary="x") is False
@@ -317,7 +333,9 @@ def test_the_dags_reporting_survives_an_unreadable_secret_and_slack_without_ts(
     from backfill_runtime import reporting as reporting_module
 
     secrets = boto3.client("secretsmanager", region_name="us-east-1")
-    slack_arn = secrets.create_secret(Name="backfill/slack", SecretString=json.dumps({"bot_token": SLACK_TOKEN}))["ARN"]
+    slack_arn = secrets.create_secret(
+        Name="backfill/slack", SecretString=json.dumps({"bot_token": SLACK_TOKEN})
+    )["ARN"]
     body, _ = SLACK_ANSWERS["ok without ts"]
     with SlackAnswering(body) as slack, PagerDutyReceiver(routing_key=ROUTING_KEY) as pagerduty:
         options = {
@@ -347,7 +365,9 @@ def test_a_long_slack_rate_limit_is_a_counted_failure_not_a_stalled_invocation()
     counter = Counter()
     with SlackReceiver(token=SLACK_TOKEN) as slack:
         notifier = Notifier(
-            slack=SlackWebApi(token=SecretStr(SLACK_TOKEN), api_url=slack.api_url), pagerduty=None, metrics=counter
+            slack=SlackWebApi(token=SecretStr(SLACK_TOKEN), api_url=slack.api_url),
+            pagerduty=None,
+            metrics=counter,
         )
         slack.fail_next(1, status=429, retry_after=3600)
         started = time.monotonic()

@@ -34,7 +34,14 @@ BOT_TOKEN = "xoxb-000111222-333444555-PlantedBotTokenS3cret"
 ROUTING_KEY = "PLANTEDr0ut1ngKEY000000000000042"
 AIRFLOW_PASSWORD = "Pl4nted-Airflow-Passw0rd!"
 MARQUEZ_API_KEY = "mqz-planted-api-key-9c1e77"
-PLANTED = (WEBHOOK_SECRET_PART, BOT_TOKEN, BOT_TOKEN.removeprefix("xoxb-"), ROUTING_KEY, AIRFLOW_PASSWORD, MARQUEZ_API_KEY)
+PLANTED = (
+    WEBHOOK_SECRET_PART,
+    BOT_TOKEN,
+    BOT_TOKEN.removeprefix("xoxb-"),
+    ROUTING_KEY,
+    AIRFLOW_PASSWORD,
+    MARQUEZ_API_KEY,
+)
 
 
 class FailingService:
@@ -118,7 +125,10 @@ def plant(secrets: Any) -> dict[str, str]:
         "airflow": json.dumps({"username": "backfill-bot", "password": AIRFLOW_PASSWORD}),
         "marquez": MARQUEZ_API_KEY,  # the bare form
     }
-    return {name: secrets.create_secret(Name=f"planted/{name}", SecretString=value)["ARN"] for name, value in values.items()}
+    return {
+        name: secrets.create_secret(Name=f"planted/{name}", SecretString=value)["ARN"]
+        for name, value in values.items()
+    }
 
 
 @contextmanager
@@ -139,8 +149,12 @@ def everything_stored() -> list[str]:
     for bucket in s3.list_buckets()["Buckets"]:
         for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket["Name"]):
             for version in page.get("Versions", []):
-                body = s3.get_object(Bucket=bucket["Name"], Key=version["Key"], VersionId=version["VersionId"])["Body"]
-                stored.append(f"s3://{bucket['Name']}/{version['Key']}: " + body.read().decode("utf-8", "replace"))
+                body = s3.get_object(
+                    Bucket=bucket["Name"], Key=version["Key"], VersionId=version["VersionId"]
+                )["Body"]
+                stored.append(
+                    f"s3://{bucket['Name']}/{version['Key']}: " + body.read().decode("utf-8", "replace")
+                )
     for table in dynamodb.list_tables()["TableNames"]:
         stored.extend(json.dumps(item, default=str) for item in dynamodb.scan(TableName=table)["Items"])
     for queue_url in sqs.list_queues().get("QueueUrls", []):
@@ -151,7 +165,7 @@ def everything_stored() -> list[str]:
 
 def assert_no_secret_in(sources: dict[str, list[str]]) -> None:
     leaks = [
-        f"{source}: ...{text[max(0, text.find(secret) - 80):text.find(secret) + len(secret) + 20]}..."
+        f"{source}: ...{text[max(0, text.find(secret) - 80) : text.find(secret) + len(secret) + 20]}..."
         for source, texts in sources.items()
         for text in texts
         for secret in PLANTED
@@ -161,9 +175,12 @@ def assert_no_secret_in(sources: dict[str, list[str]]) -> None:
 
 
 def test_the_trigger_leaks_no_secret_with_every_service_failing(
-    mocked_aws: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str],
+    mocked_aws: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
     failing: FailingService,
-) -> None:  # fmt: skip
+) -> None:
     from backfill_orchestrator.trigger import TriggerFailedError
     from backfill_orchestrator.trigger import handler as handler_module
 
@@ -189,7 +206,10 @@ def test_the_trigger_leaks_no_secret_with_every_service_failing(
         caplog.set_level(logging.DEBUG, logger=handler_module.logger.name)
         with captured_powertools_output(handler_module) as powertools_output:
             # 1. Marquez answers (the double), Airflow fails: FAILED after planning, paged.
-            with handler_module.trigger_wiring(), pytest.raises(TriggerFailedError):  # a container built from env
+            with (
+                handler_module.trigger_wiring(),
+                pytest.raises(TriggerFailedError),
+            ):  # a container built from env
                 handler_module.handler(harness.upload(VALID), FakeLambdaContext())
             # 2. Marquez fails too (500s, with the API key sent): FAILED before planning.
             monkeypatch.setenv("MARQUEZ_URL", failing.url)
@@ -214,20 +234,25 @@ def test_the_trigger_leaks_no_secret_with_every_service_failing(
     assert sum(r["path"].endswith("/enqueue") for r in failing.requests) >= 2  # and PagerDuty
     assert any('"state": {"S": "FAILED"}' in item for item in stored)
     assert any("results/bad.yaml.result.json" in item and "rejected" in item for item in stored)
-    assert_no_secret_in({
-        "log records (root, DEBUG)": [logs, *(record.getMessage() for record in caplog.records)],
-        "powertools logger output": [powertools_output.getvalue()],
-        "stdout": [output.out],
-        "stderr": [output.err],
-        "requests the failing services got": failing.bodies(),
-        "S3 / DynamoDB / SQS": stored,
-    })  # fmt: skip
+    assert_no_secret_in(
+        {
+            "log records (root, DEBUG)": [logs, *(record.getMessage() for record in caplog.records)],
+            "powertools logger output": [powertools_output.getvalue()],
+            "stdout": [output.out],
+            "stderr": [output.err],
+            "requests the failing services got": failing.bodies(),
+            "S3 / DynamoDB / SQS": stored,
+        }
+    )
 
 
 def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
-    mocked_aws: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str],
+    mocked_aws: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
     failing: FailingService,
-) -> None:  # fmt: skip
+) -> None:
     from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
     from backfill_orchestrator.config import parse_config
@@ -273,9 +298,13 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
-                          targets={"orders-ingest": target_url})  # fmt: skip
-    start_record(StatusStore(table_name=STATUS_TABLE, dynamodb_client=dynamodb), task.backfill_id, tasks_total=1)
+    (task,) = plan_replay(
+        parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
+        targets={"orders-ingest": target_url},
+    )
+    start_record(
+        StatusStore(table_name=STATUS_TABLE, dynamodb_client=dynamodb), task.backfill_id, tasks_total=1
+    )
     write_archive(s3, [task], per_hour=5)
     sqs.delete_queue(QueueUrl=target_url)  # the target is gone: the task fails on its last delivery
     app = load_replay_app()
@@ -294,11 +323,13 @@ def test_the_replay_function_leaks_no_secret_with_slack_and_pagerduty_failing(
     assert any(r["path"] == "/api/chat.postMessage" for r in failing.requests)  # Slack was tried (bot token)
     assert any(r["path"].endswith("/enqueue") for r in failing.requests)  # PagerDuty was paged
     assert any('"state": {"S": "FAILED"}' in item for item in stored)
-    assert_no_secret_in({
-        "log records (root, DEBUG)": [caplog.text, *(record.getMessage() for record in caplog.records)],
-        "powertools logger output": [powertools_output.getvalue()],
-        "stdout": [output.out],
-        "stderr": [output.err],
-        "requests the failing services got": failing.bodies(),
-        "S3 / DynamoDB / SQS": stored,
-    })  # fmt: skip
+    assert_no_secret_in(
+        {
+            "log records (root, DEBUG)": [caplog.text, *(record.getMessage() for record in caplog.records)],
+            "powertools logger output": [powertools_output.getvalue()],
+            "stdout": [output.out],
+            "stderr": [output.err],
+            "requests the failing services got": failing.bodies(),
+            "S3 / DynamoDB / SQS": stored,
+        }
+    )

@@ -39,7 +39,15 @@ ENTITY = "&lt;!channel&gt; & co"  # already looks escaped: must still show liter
 HOSTILE = f"{MENTION} {LINK} {USER} {ENTITY}"
 LONG = "ü" * 10_000
 ASTRAL = "😀" * 5_000  # 10,000 UTF-16 units
-LIMITS = {"header": 150, "section": 3000, "field": 2000, "context": 3000, "button": 75, "url": 3000, "text": 3000}
+LIMITS = {
+    "header": 150,
+    "section": 3000,
+    "field": 2000,
+    "context": 3000,
+    "button": 75,
+    "url": 3000,
+    "text": 3000,
+}
 BASE = parse_config(
     {
         "version": 1,
@@ -69,19 +77,32 @@ def evil_plan(waves: int = 300, steps_per_wave: int = 6) -> Plan:
     job = {"namespace": HOSTILE, "name": LONG[:1024]}
     return Plan.model_validate(
         {
-            "backfill_id": EVIL_ID, "name": HOSTILE, "owner": LINK, "created_at": datetime(2021, 6, 14, tzinfo=UTC),
-            "roots": [job], "dates": [date(2021, 6, 4)],
+            "backfill_id": EVIL_ID,
+            "name": HOSTILE,
+            "owner": LINK,
+            "created_at": datetime(2021, 6, 14, tzinfo=UTC),
+            "roots": [job],
+            "dates": [date(2021, 6, 4)],
             "waves": [
-                {"index": w, "steps": [
-                    {"id": f"{MENTION}{LINK}{w}-{s}{ASTRAL[:50]}", "job": job, "dag_id": f"dag_{w}_{s}",
-                     "kind": "airflow_dag", "dates": [date(2021, 6, 4)], "reason": "root" if w == 0 else "downstream"}
-                    for s in range(steps_per_wave)
-                ]}
+                {
+                    "index": w,
+                    "steps": [
+                        {
+                            "id": f"{MENTION}{LINK}{w}-{s}{ASTRAL[:50]}",
+                            "job": job,
+                            "dag_id": f"dag_{w}_{s}",
+                            "kind": "airflow_dag",
+                            "dates": [date(2021, 6, 4)],
+                            "reason": "root" if w == 0 else "downstream",
+                        }
+                        for s in range(steps_per_wave)
+                    ],
+                }
                 for w in range(waves)
             ],
             "warnings": [{"code": "x", "message": f"{HOSTILE} {LONG}"} for _ in range(40)],
         }
-    )  # fmt: skip
+    )
 
 
 def lineage_url(job: JobRef) -> str:
@@ -95,18 +116,45 @@ ISSUES = [ConfigIssue(f"jobs[{i}].{MENTION}", f"{LINK} {ASTRAL}") for i in range
 
 def adversarial_messages() -> Iterator[tuple[str, SlackMessage]]:
     for state in ("TRIGGERED", "PLANNED", "FAILED", "<!everyone>"):
-        yield f"backfill {state}", backfill_message(
-            config=EVIL_CONFIG, backfill_id=EVIL_ID, plan=evil_plan(), state=state, run_url=RUN_URL,
-            lineage_url=lineage_url(EVIL_CONFIG.jobs[0]), plan_uri=f"s3://bucket/backfills/{HOSTILE}/plan.json",
-            note=f"{HOSTILE} {LONG}",
-        )  # fmt: skip
-    yield "backfill, no plan", backfill_message(config=EVIL_CONFIG, backfill_id=EVIL_ID, plan=None, state="FAILED", note=HOSTILE)
-    yield "rejection", rejection_message(source_uri=f"s3://bucket/incoming/{HOSTILE}{LONG}.yaml", issues=ISSUES, name=HOSTILE + LONG)
-    yield "rejection, one error", rejection_message(source_uri=f"s3://b/{MENTION}", issues=ISSUES[:1])
-    yield "already known", already_known_message(
-        backfill_id=EVIL_ID, state=f"{MENTION}", source_uri=f"s3://bucket/incoming/{HOSTILE}{ASTRAL}", run_url=RUN_URL
+        yield (
+            f"backfill {state}",
+            backfill_message(
+                config=EVIL_CONFIG,
+                backfill_id=EVIL_ID,
+                plan=evil_plan(),
+                state=state,
+                run_url=RUN_URL,
+                lineage_url=lineage_url(EVIL_CONFIG.jobs[0]),
+                plan_uri=f"s3://bucket/backfills/{HOSTILE}/plan.json",
+                note=f"{HOSTILE} {LONG}",
+            ),
+        )
+    yield (
+        "backfill, no plan",
+        backfill_message(config=EVIL_CONFIG, backfill_id=EVIL_ID, plan=None, state="FAILED", note=HOSTILE),
     )
-    yield "status", status_message(backfill_id=EVIL_ID, state="FAILED", detail=f"{HOSTILE}\n{LONG}{ASTRAL}", run_url=RUN_URL)
+    yield (
+        "rejection",
+        rejection_message(
+            source_uri=f"s3://bucket/incoming/{HOSTILE}{LONG}.yaml", issues=ISSUES, name=HOSTILE + LONG
+        ),
+    )
+    yield "rejection, one error", rejection_message(source_uri=f"s3://b/{MENTION}", issues=ISSUES[:1])
+    yield (
+        "already known",
+        already_known_message(
+            backfill_id=EVIL_ID,
+            state=f"{MENTION}",
+            source_uri=f"s3://bucket/incoming/{HOSTILE}{ASTRAL}",
+            run_url=RUN_URL,
+        ),
+    )
+    yield (
+        "status",
+        status_message(
+            backfill_id=EVIL_ID, state="FAILED", detail=f"{HOSTILE}\n{LONG}{ASTRAL}", run_url=RUN_URL
+        ),
+    )
     yield "status, no detail", status_message(backfill_id=EVIL_ID, state=MENTION)
 
 
@@ -173,7 +221,9 @@ def test_the_users_text_is_shown_escaped_not_dropped() -> None:
     assert "&lt;!channel&gt;" in shown and "&lt;https://evil.example/login|bank&gt;" in shown
     assert "&amp;lt;!channel&amp;gt; &amp; co" in shown  # the pre-escaped text shows as typed
     rejection = MESSAGES["rejection"]
-    assert "jobs[19].&lt;!channel&gt;" in str(rejection.block_dicts()) and "480 more" in str(rejection.block_dicts())
+    assert "jobs[19].&lt;!channel&gt;" in str(rejection.block_dicts()) and "480 more" in str(
+        rejection.block_dicts()
+    )
 
 
 def test_a_link_too_long_for_a_button_is_left_out_and_the_rest_kept() -> None:
@@ -183,9 +233,13 @@ def test_a_link_too_long_for_a_button_is_left_out_and_the_rest_kept() -> None:
     config = BASE.model_copy(update={"jobs": [job]})
     assert len(lineage_url(job)) > 3000
     message = backfill_message(
-        config=config, backfill_id="orders-fix-1a2b3c4d", plan=None, state="TRIGGERED",
-        run_url="http://airflow/dags/backfill/runs/orders-fix-1a2b3c4d", lineage_url=lineage_url(job),
-    )  # fmt: skip
+        config=config,
+        backfill_id="orders-fix-1a2b3c4d",
+        plan=None,
+        state="TRIGGERED",
+        run_url="http://airflow/dags/backfill/runs/orders-fix-1a2b3c4d",
+        lineage_url=lineage_url(job),
+    )
     (actions,) = [block for block in message.block_dicts() if block["type"] == "actions"]
     assert [button["text"]["text"] for button in actions["elements"]] == ["Airflow run"]
 
@@ -193,7 +247,9 @@ def test_a_link_too_long_for_a_button_is_left_out_and_the_rest_kept() -> None:
 def test_slack_accepts_every_adversarial_message() -> None:
     """Posted for real to the receiver, which answers like Slack (`invalid_blocks`, ...)."""
     with SlackReceiver(token="xoxb-t") as slack:
-        api = SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=retry_handlers(max_retries=0))
+        api = SlackWebApi(
+            token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=retry_handlers(max_retries=0)
+        )
         for message in MESSAGES.values():
             api.post(message, channel="#backfills")
         assert slack.rejections == []

@@ -30,7 +30,9 @@ def test_a_rate_limited_slack_is_not_retried_past_the_deadline() -> None:
         started = time.monotonic()
         with deadline_scope(Deadline.after(5)), pytest.raises(SlackError):
             api.post(SlackMessage("hello"), channel="#c")
-        assert slack.requests_seen == 1 and time.monotonic() - started < 5  # one attempt: no time for a second
+        assert (
+            slack.requests_seen == 1 and time.monotonic() - started < 5
+        )  # one attempt: no time for a second
         # Outside any deadline the configured retries apply again.
         slack.fail_next(1, status=429, retry_after=0)
         assert api.post(SlackMessage("hello"), channel="#c") is not None

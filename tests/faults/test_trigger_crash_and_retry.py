@@ -30,11 +30,15 @@ def dag_runs(harness: FaultHarness) -> list[tuple[str, str]]:
 
 def plan_versions(harness: FaultHarness, backfill_id: str) -> list[tuple[str, str]]:
     """Every stored version of the backfill's plan.json (the bucket is versioned): (version, ETag)."""
-    listed = harness.s3.list_object_versions(Bucket=harness.bucket, Prefix=f"backfills/{backfill_id}/plan.json")
+    listed = harness.s3.list_object_versions(
+        Bucket=harness.bucket, Prefix=f"backfills/{backfill_id}/plan.json"
+    )
     return [(v["VersionId"], v["ETag"]) for v in listed.get("Versions", [])]
 
 
-def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigger_harness: FaultHarness, aws_faults: AwsFaults) -> None:
+def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults
+) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
     aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))  # e.g. out of memory
@@ -46,7 +50,9 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
     backfill_id = harness.only_record_id()
     record = harness.status.get(backfill_id)
     # Nothing past the claim was recorded (no PLANNED: TRIGGERED carries the plan).
-    assert record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST and record.plan_uri is None
+    assert (
+        record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST and record.plan_uri is None
+    )
     assert started + 300 + 5 - 2 <= record.lease_until <= time.time() + 300 + 5  # remaining time + 5 s
     assert dag_runs(harness) == [("backfill", backfill_id)]  # Airflow accepted it
     assert harness.result_or_none() is None and harness.pagerduty.events == []
@@ -71,7 +77,9 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
     assert plan_versions(harness, backfill_id) == stored_plan  # plan.json untouched
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and record.attempts == 2
-    assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(f"/dags/backfill/runs/{backfill_id}")
+    assert record.dag_run_id == backfill_id and record.dag_run_url.endswith(
+        f"/dags/backfill/runs/{backfill_id}"
+    )
     conf = harness.airflow.runs[("backfill", backfill_id)]["conf"]
     assert (record.plan_uri, record.config_uri) == (conf["plan_uri"], conf["config_uri"])
     assert record.plan_summary and record.plan_summary["steps"] >= 1
@@ -82,7 +90,9 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(trigg
     assert result["plan_uri"] == conf["plan_uri"] and result["plan"]["steps"] == record.plan_summary["steps"]
     # Posted by the dead attempt only: the retry cannot know it went out, so it posts nothing
     # (never the same message twice); with no thread recorded, the DAG's start opens one.
-    assert harness.pagerduty.events == [] and len(harness.slack.messages) == 1 and record.slack_thread_ts is None
+    assert (
+        harness.pagerduty.events == [] and len(harness.slack.messages) == 1 and record.slack_thread_ts is None
+    )
     # The DAG's own updates apply from here.
     harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
     # Every later delivery is a duplicate.
@@ -117,7 +127,9 @@ def test_killed_between_the_runs_creation_and_its_slack_message_the_retry_record
     assert dag_runs(harness) == [("backfill", backfill_id)] and len(harness.airflow.trigger_posts()) == 1
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and record.slack_thread_ts is None
-    assert harness.slack.messages == []  # left to the DAG's start (reporting.started: no thread -> full message)
+    assert (
+        harness.slack.messages == []
+    )  # left to the DAG's start (reporting.started: no thread -> full message)
 
 
 def test_the_dag_starting_before_the_retry_keeps_its_state_and_gets_the_run_recorded(
@@ -140,32 +152,64 @@ def test_the_dag_starting_before_the_retry_keeps_its_state_and_gets_the_run_reco
     assert plan_versions(harness, backfill_id) == stored_plan
     record = harness.status.get(backfill_id)  # never moved back to TRIGGERED; the run is on the record
     assert record.state is BackfillState.RUNNING and record.dag_run_id == backfill_id and record.dag_run_url
-    assert record.plan_uri == f"s3://{harness.bucket}/backfills/{backfill_id}/plan.json" and record.plan_summary
+    assert (
+        record.plan_uri == f"s3://{harness.bucket}/backfills/{backfill_id}/plan.json" and record.plan_summary
+    )
     assert harness.result_file()["state"] == "RUNNING"
 
 
 @pytest.mark.parametrize("ahead", [BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED])
-def test_a_first_trigger_never_moves_the_dags_state_back(trigger_harness: FaultHarness, ahead: BackfillState) -> None:
+def test_a_first_trigger_never_moves_the_dags_state_back(
+    trigger_harness: FaultHarness, ahead: BackfillState
+) -> None:
     status = trigger_harness.status
     status.create("orders-fix-1a2b3c4d", detail="test")
     status.transition("orders-fix-1a2b3c4d", ahead, detail="the DAG, before the trigger recorded its run")
     run = TriggerResult(DagRun("backfill", "orders-fix-1a2b3c4d", "running"), created=True)
-    planned = {"plan_uri": "s3://b/backfills/orders-fix-1a2b3c4d/plan.json", "config_uri": "s3://b/incoming/x.yaml?versionId=v1"}
+    planned = {
+        "plan_uri": "s3://b/backfills/orders-fix-1a2b3c4d/plan.json",
+        "config_uri": "s3://b/incoming/x.yaml?versionId=v1",
+    }
 
-    record_triggered(SimpleNamespace(status=status), backfill_id="orders-fix-1a2b3c4d", dag_id="backfill", run=run,
-                     run_url="http://airflow/run", attempt=1, attributes=planned)  # fmt: skip
+    record_triggered(
+        SimpleNamespace(status=status),
+        backfill_id="orders-fix-1a2b3c4d",
+        dag_id="backfill",
+        run=run,
+        run_url="http://airflow/run",
+        attempt=1,
+        attributes=planned,
+    )
 
     record = status.get("orders-fix-1a2b3c4d")
     assert record.state is ahead and [h["state"] for h in record.history] == ["RECEIVED", str(ahead)]
-    assert (record.dag_run_id, record.dag_run_url, record.plan_uri) == ("orders-fix-1a2b3c4d", "http://airflow/run", planned["plan_uri"])
+    assert (record.dag_run_id, record.dag_run_url, record.plan_uri) == (
+        "orders-fix-1a2b3c4d",
+        "http://airflow/run",
+        planned["plan_uri"],
+    )
     # A record the trigger itself left moves on; anything else is refused.
     status.create("orders-new-1a2b3c4d", detail="test")
-    record_triggered(SimpleNamespace(status=status), backfill_id="orders-new-1a2b3c4d", dag_id="backfill", run=run,
-                     run_url=None, attempt=1, attributes=planned)  # fmt: skip
+    record_triggered(
+        SimpleNamespace(status=status),
+        backfill_id="orders-new-1a2b3c4d",
+        dag_id="backfill",
+        run=run,
+        run_url=None,
+        attempt=1,
+        attributes=planned,
+    )
     assert status.get("orders-new-1a2b3c4d").state is BackfillState.TRIGGERED
     with pytest.raises(TransitionRejectedError):
-        record_triggered(SimpleNamespace(status=status), backfill_id="orders-new-1a2b3c4d", dag_id="backfill", run=run,
-                         run_url=None, attempt=1, attributes=planned)  # fmt: skip
+        record_triggered(
+            SimpleNamespace(status=status),
+            backfill_id="orders-new-1a2b3c4d",
+            dag_id="backfill",
+            run=run,
+            run_url=None,
+            attempt=1,
+            attributes=planned,
+        )
 
 
 def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_records_the_run(
@@ -186,7 +230,9 @@ def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_rec
     assert "StatusStoreError" in record.reason and "ProvisionedThroughputExceeded" in record.reason
     assert dag_runs(harness) == [("backfill", backfill_id)]
     assert harness.result_file()["outcome"] == "failed" and harness.result_file()["retrying"]
-    assert [(e["event_action"], e["dedup_key"]) for e in harness.pagerduty.events] == [("trigger", backfill_id)]
+    assert [(e["event_action"], e["dedup_key"]) for e in harness.pagerduty.events] == [
+        ("trigger", backfill_id)
+    ]
 
     aws_faults.clear()  # DynamoDB recovers; Lambda retries a minute later
     answer = harness.invoke_lambda(event, request_id=REQUEST)
@@ -194,7 +240,9 @@ def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_rec
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     assert dag_runs(harness) == [("backfill", backfill_id)]
     record = harness.status.get(backfill_id)
-    assert record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id and not record.retryable
+    assert (
+        record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id and not record.retryable
+    )
     assert harness.result_file()["outcome"] == "accepted"
     assert harness.pagerduty.incidents == {backfill_id: "resolved"}
 
@@ -211,14 +259,20 @@ def test_throttled_failed_write_too_the_attempt_raises_and_its_retry_takes_over(
 
     backfill_id = harness.only_record_id()
     record = harness.status.get(backfill_id)
-    assert record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST  # nothing recorded the failure
+    assert (
+        record.state is BackfillState.RECEIVED and record.lease_holder == REQUEST
+    )  # nothing recorded the failure
     result = harness.result_file()
-    assert result["outcome"] == "failed" and result["retrying"]  # ... but the user is told, and it is retried:
+    assert (
+        result["outcome"] == "failed" and result["retrying"]
+    )  # ... but the user is told, and it is retried:
     (page,) = harness.pagerduty.events
     assert page["event_action"] == "trigger" and "status_write_error" in page["payload"]["custom_details"]
 
     aws_faults.clear()
-    answer = harness.invoke_lambda(event, request_id=REQUEST)  # inside the lease: only the same request id may take over
+    answer = harness.invoke_lambda(
+        event, request_id=REQUEST
+    )  # inside the lease: only the same request id may take over
 
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     assert dag_runs(harness) == [("backfill", backfill_id)]
@@ -237,7 +291,9 @@ def test_the_dag_finishing_before_the_retry_still_gets_the_user_a_result_file(
     with pytest.raises(SimulatedCrash):
         harness.invoke_lambda(event, request_id=REQUEST)
     backfill_id = harness.only_record_id()
-    harness.status.transition(backfill_id, BackfillState.SUCCEEDED, detail="2 steps succeeded")  # the DAG, from RECEIVED
+    harness.status.transition(
+        backfill_id, BackfillState.SUCCEEDED, detail="2 steps succeeded"
+    )  # the DAG, from RECEIVED
 
     answer = harness.invoke_lambda(event, request_id=REQUEST)
 
@@ -273,7 +329,11 @@ def test_a_result_file_that_cannot_be_written_raises_and_the_retry_writes_it(
 
     assert [r["disposition"] for r in answer["results"]] == ["accepted"]
     result = harness.result_file()
-    assert result["outcome"] == "accepted" and result["state"] == "TRIGGERED" and result["dag_run_id"] == backfill_id
+    assert (
+        result["outcome"] == "accepted"
+        and result["state"] == "TRIGGERED"
+        and result["dag_run_id"] == backfill_id
+    )
     assert len(harness.airflow.trigger_posts()) == 1 and len(harness.slack.messages) == 1
 
 

@@ -22,7 +22,9 @@ def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_trigge
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.throttle(harness.s3, "PutObject", when=lambda params: params.get("Key", "").endswith("/plan.json"))
+    aws_faults.throttle(
+        harness.s3, "PutObject", when=lambda params: params.get("Key", "").endswith("/plan.json")
+    )
 
     with pytest.raises(TriggerFailedError):
         harness.invoke_lambda(event, request_id=REQUEST)
@@ -43,4 +45,7 @@ def test_a_document_that_cannot_be_stored_fails_the_attempt_and_the_retry_trigge
     harness.s3.head_object(Bucket=harness.bucket, Key=f"backfills/{backfill_id}/plan.json")
     assert len(harness.slack.messages) == 2  # the failure, then the run, in its thread
     assert harness.slack.messages[1]["thread_ts"] == harness.slack.messages[0]["ts"]
-    assert record.config_uri.startswith(f"s3://{harness.bucket}/incoming/") and "?versionId=" in record.config_uri
+    assert (
+        record.config_uri.startswith(f"s3://{harness.bucket}/incoming/")
+        and "?versionId=" in record.config_uri
+    )

@@ -52,7 +52,9 @@ class FaultRule:
     applied: int = 0
 
     def matches(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method == method) and (self.path is None or re.search(self.path, path) is not None)
+        return (self.method is None or self.method == method) and (
+            self.path is None or re.search(self.path, path) is not None
+        )
 
     def describe(self) -> str:
         action = "drop" if self.drop else (f"answer {self.status}" if self.status else "forward")
@@ -90,7 +92,11 @@ class FaultProxy:
 
     def requests(self, method: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
-            return [r for r in self.seen if (method is None or r["method"] == method) and (path is None or re.search(path, r["path"]))]
+            return [
+                r
+                for r in self.seen
+                if (method is None or r["method"] == method) and (path is None or re.search(path, r["path"]))
+            ]
 
     def _claim(self, method: str, path: str) -> FaultRule | None:
         with self._lock:
@@ -106,16 +112,24 @@ class FaultProxy:
                 return rule
         return None
 
-    def _forward(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _forward(
+        self, method: str, path: str, headers: Any, body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         assert self.upstream, "FaultProxy has no upstream"
         target = urlsplit(self.upstream)
         connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
         try:
-            forwarded = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection", "content-length")}
+            forwarded = {
+                k: v for k, v in headers.items() if k.lower() not in ("host", "connection", "content-length")
+            }
             connection.request(method, path, body=body or None, headers=forwarded)
             response = connection.getresponse()
             payload = response.read()
-            kept = [(k, v) for k, v in response.getheaders() if k.lower() not in ("connection", "transfer-encoding", "content-length")]
+            kept = [
+                (k, v)
+                for k, v in response.getheaders()
+                if k.lower() not in ("connection", "transfer-encoding", "content-length")
+            ]
             return response.status, kept, payload
         finally:
             connection.close()
@@ -129,7 +143,12 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 rule = proxy._claim(method, self.path)
-                entry = {"method": method, "path": self.path, "rule": rule.describe() if rule else None, "status": None}
+                entry = {
+                    "method": method,
+                    "path": self.path,
+                    "rule": rule.describe() if rule else None,
+                    "status": None,
+                }
                 with proxy._lock:
                     proxy.seen.append(entry)
                 if rule is not None and rule.delay:
@@ -139,8 +158,15 @@ class FaultProxy:
                     self.connection.close()
                     return
                 if rule is not None and rule.status is not None:
-                    payload = rule.body if isinstance(rule.body, bytes) else json.dumps(rule.body or {"detail": "injected fault"}).encode()
-                    status, headers = rule.status, [("Content-Type", "application/json"), *rule.headers.items()]
+                    payload = (
+                        rule.body
+                        if isinstance(rule.body, bytes)
+                        else json.dumps(rule.body or {"detail": "injected fault"}).encode()
+                    )
+                    status, headers = (
+                        rule.status,
+                        [("Content-Type", "application/json"), *rule.headers.items()],
+                    )
                 else:
                     status, headers, payload = proxy._forward(method, self.path, self.headers, body)
                 entry["status"] = status
@@ -161,7 +187,9 @@ class FaultProxy:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="FaultProxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="FaultProxy", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -224,24 +252,51 @@ class AwsFaults:
         self.sent: list[tuple[str, str | None]] = []  # (operation, fault code or None) per attempt
 
     # -- rules ---------------------------------------------------------------------------
-    def fail(self, client: Any, operation: str, *, code: str, message: str = "injected", status: int = 400,
-             when: Predicate | None = None, times: int | None = None) -> None:  # fmt: skip
+    def fail(
+        self,
+        client: Any,
+        operation: str,
+        *,
+        code: str,
+        message: str = "injected",
+        status: int = 400,
+        when: Predicate | None = None,
+        times: int | None = None,
+    ) -> None:
         """Answer matching calls with an AWS error (`code`), on the wire: botocore retries it if
         its policy says so. `times` counts attempts, so `times=2` then recovers."""
         self._hook(client)
         self._rules.append(_AwsRule(operation, when, times, status=status, code=code, message=message))
 
-    def throttle(self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = None) -> None:
+    def throttle(
+        self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = None
+    ) -> None:
         """The service's throttling error for matching calls (DynamoDB's
         ProvisionedThroughputExceededException, S3's SlowDown)."""
         service = client.meta.service_model.service_name
         if service == "s3":
-            self.fail(client, operation, code="SlowDown", message="Please reduce your request rate.", status=503, when=when, times=times)
+            self.fail(
+                client,
+                operation,
+                code="SlowDown",
+                message="Please reduce your request rate.",
+                status=503,
+                when=when,
+                times=times,
+            )
         else:
-            self.fail(client, operation, code="ProvisionedThroughputExceededException", when=when, times=times,
-                      message="The level of configured provisioned throughput for the table was exceeded.")  # fmt: skip
+            self.fail(
+                client,
+                operation,
+                code="ProvisionedThroughputExceededException",
+                when=when,
+                times=times,
+                message="The level of configured provisioned throughput for the table was exceeded.",
+            )
 
-    def crash(self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = 1) -> None:
+    def crash(
+        self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = 1
+    ) -> None:
         """The process dies just before a matching call is sent (it never reaches AWS)."""
         self._hook(client)
         self._rules.append(_AwsRule(operation, when, times, crash=True))
@@ -250,7 +305,11 @@ class AwsFaults:
         self._rules.clear()
 
     def attempts(self, operation: str, *, faulted: bool | None = None) -> int:
-        return sum(1 for op, code in self.sent if op == operation and (faulted is None or (code is not None) == faulted))
+        return sum(
+            1
+            for op, code in self.sent
+            if op == operation and (faulted is None or (code is not None) == faulted)
+        )
 
     def remove(self) -> None:
         for client, event, unique_id in self._hooked:
@@ -263,9 +322,16 @@ class AwsFaults:
             return
         prefix = client.meta.service_model.service_id.hyphenize()
         unique = uuid.uuid4().hex
-        client.meta.events.register_first(f"before-parameter-build.{prefix}", self._before_call(client), unique_id=f"{unique}-params")
-        client.meta.events.register_first(f"before-send.{prefix}", self._before_send(client), unique_id=f"{unique}-send")
-        self._hooked += [(client, f"before-parameter-build.{prefix}", f"{unique}-params"), (client, f"before-send.{prefix}", f"{unique}-send")]
+        client.meta.events.register_first(
+            f"before-parameter-build.{prefix}", self._before_call(client), unique_id=f"{unique}-params"
+        )
+        client.meta.events.register_first(
+            f"before-send.{prefix}", self._before_send(client), unique_id=f"{unique}-send"
+        )
+        self._hooked += [
+            (client, f"before-parameter-build.{prefix}", f"{unique}-params"),
+            (client, f"before-send.{prefix}", f"{unique}-send"),
+        ]
 
     def _before_call(self, client: Any) -> Callable[..., None]:
         def hook(params: dict[str, Any], model: Any, **_: Any) -> None:

@@ -38,14 +38,33 @@ def sam_build(tmp_path_factory: pytest.TempPathFactory) -> SamBuild:
     """`sam build` of the whole template (every function and the shared layer), once."""
     sam, prefix = sam_env()
     tmp = tmp_path_factory.mktemp("sam")
-    env = {**os.environ, "PATH": f"{prefix}/bin{os.pathsep}{os.environ['PATH']}", "SAM_CLI_TELEMETRY": "0",
-           "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{prefix}/bin{os.pathsep}{os.environ['PATH']}",
+        "SAM_CLI_TELEMETRY": "0",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     build_dir = tmp / "build"
     build = subprocess.run(
-        [sam, "build", "--template", str(TEMPLATE), "--base-dir", str(REPO), "--build-dir", str(build_dir),
-         "--cache-dir", str(tmp / "cache"), "--no-cached"],
-        cwd=tmp, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sam,
+            "build",
+            "--template",
+            str(TEMPLATE),
+            "--base-dir",
+            str(REPO),
+            "--build-dir",
+            str(build_dir),
+            "--cache-dir",
+            str(tmp / "cache"),
+            "--no-cached",
+        ],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     return SamBuild(sam=sam, lambda_prefix=prefix, env=env, build_dir=build_dir)
 
@@ -60,15 +79,27 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def replay_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayEnv]:
     """moto with the archive bucket, the ledger and status tables and the target queue, Slack and
     PagerDuty on local receivers, and a fake clock (tests/support/replay.py)."""
-    for key, value in {"AWS_DEFAULT_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+    for key, value in {
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
         monkeypatch.setenv(key, value)
     with mock_aws(), SlackReceiver() as slack, PagerDutyReceiver() as pagerduty:
         s3, sqs, ddb = (boto3.client(name, region_name=REGION) for name in ("s3", "sqs", "dynamodb"))
         s3.create_bucket(Bucket=ARCHIVE)
         create_tables(ddb)
         target_url = sqs.create_queue(QueueName="orders-ingest")["QueueUrl"]
-        yield ReplayEnv(s3=s3, sqs=sqs, ddb=ddb, target_url=target_url, store=StatusStore(table_name=STATUS_TABLE, dynamodb_client=ddb),
-                        clock=FakeClock(), slack=slack, pagerduty=pagerduty)  # fmt: skip
+        yield ReplayEnv(
+            s3=s3,
+            sqs=sqs,
+            ddb=ddb,
+            target_url=target_url,
+            store=StatusStore(table_name=STATUS_TABLE, dynamodb_client=ddb),
+            clock=FakeClock(),
+            slack=slack,
+            pagerduty=pagerduty,
+        )
 
 
 @pytest.fixture

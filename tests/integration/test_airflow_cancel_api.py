@@ -27,14 +27,18 @@ def airflow() -> Iterator[AirflowDouble]:
 
 def rest(airflow: AirflowDouble) -> RestAirflowClient:
     return RestAirflowClient(
-        airflow.url, username="admin", password=SecretStr("admin"),
+        airflow.url,
+        username="admin",
+        password=SecretStr("admin"),
         session=retrying_session(retries=1, backoff_factor=0.01, backoff_max=0.05),
     )
 
 
 def test_failing_a_running_run_and_an_unknown_one(airflow: AirflowDouble) -> None:
     client = rest(airflow)
-    client.trigger_dag_run("backfill", run_id="orders-fix-1a2b3c4d", conf={"backfill_id": "orders-fix-1a2b3c4d"})
+    client.trigger_dag_run(
+        "backfill", run_id="orders-fix-1a2b3c4d", conf={"backfill_id": "orders-fix-1a2b3c4d"}
+    )
     airflow.set_state("backfill", "orders-fix-1a2b3c4d", "running")
     run = client.fail_dag_run("backfill", "orders-fix-1a2b3c4d")
     assert run is not None and run.state == "failed"
@@ -52,9 +56,14 @@ def test_listing_runs_by_logical_date_and_state_pages_through(airflow: AirflowDo
             **airflow._new_run("email_discounts", _trigger(run_id, day)),
             "state": ("running", "queued", "success")[index],
         }
-    runs = client.list_dag_runs("email_discounts", logical_date_gte=D1, logical_date_lte=D3, states=["running", "queued"])
+    runs = client.list_dag_runs(
+        "email_discounts", logical_date_gte=D1, logical_date_lte=D3, states=["running", "queued"]
+    )
     assert sorted(run.run_id for run in runs) == ["backfill__x__2021-06-04", "backfill__x__2021-06-05"]
-    assert client.list_dag_runs("email_discounts", logical_date_gte=D3, logical_date_lte=D3, states=["running"]) == []
+    assert (
+        client.list_dag_runs("email_discounts", logical_date_gte=D3, logical_date_lte=D3, states=["running"])
+        == []
+    )
 
 
 def test_the_doubles_answers_fit_airflows_own_models(airflow: AirflowDouble) -> None:
@@ -66,9 +75,13 @@ def test_the_doubles_answers_fit_airflows_own_models(airflow: AirflowDouble) -> 
 
     client = rest(airflow)
     client.trigger_dag_run("backfill", run_id="r1", conf={})
-    status, answer = airflow.handle("PATCH", "/api/v2/dags/backfill/dagRuns/r1", _bearer(airflow), b'{"state": "failed"}')
+    status, answer = airflow.handle(
+        "PATCH", "/api/v2/dags/backfill/dagRuns/r1", _bearer(airflow), b'{"state": "failed"}'
+    )
     assert status == 200 and DAGRunResponse.model_validate(answer).state == "failed"
-    status, answer = airflow.handle("GET", "/api/v2/dags/backfill/dagRuns?state=failed", _bearer(airflow), b"")
+    status, answer = airflow.handle(
+        "GET", "/api/v2/dags/backfill/dagRuns?state=failed", _bearer(airflow), b""
+    )
     assert status == 200 and DAGRunCollectionResponse.model_validate(answer).total_entries == 1
     for body in ({"state": "running"}, {"state": "failed", "extra": 1}, {"note": "x" * 1001}):
         with pytest.raises(ValueError):
@@ -85,19 +98,40 @@ def test_mwaa_sends_the_patch_and_the_query_parameters() -> None:
     with Stubber(mwaa) as stub:
         stub.add_response(
             "invoke_rest_api",
-            {"RestApiStatusCode": 200, "RestApiResponse": {"dag_run_id": "r1", "dag_id": "backfill", "state": "failed"}},
-            {"Name": "env", "Path": "/dags/backfill/dagRuns/r1", "Method": "PATCH", "Body": {"state": "failed"}},
+            {
+                "RestApiStatusCode": 200,
+                "RestApiResponse": {"dag_run_id": "r1", "dag_id": "backfill", "state": "failed"},
+            },
+            {
+                "Name": "env",
+                "Path": "/dags/backfill/dagRuns/r1",
+                "Method": "PATCH",
+                "Body": {"state": "failed"},
+            },
         )
         stub.add_response(
             "invoke_rest_api",
             {"RestApiStatusCode": 200, "RestApiResponse": {"dag_runs": [], "total_entries": 0}},
-            {"Name": "env", "Path": "/dags/email_discounts/dagRuns", "Method": "GET", "QueryParameters": {
-                "logical_date_gte": D1.isoformat(), "logical_date_lte": D2.isoformat(),
-                "state": ["running", "queued"], "limit": 100, "offset": 0,
-            }},
+            {
+                "Name": "env",
+                "Path": "/dags/email_discounts/dagRuns",
+                "Method": "GET",
+                "QueryParameters": {
+                    "logical_date_gte": D1.isoformat(),
+                    "logical_date_lte": D2.isoformat(),
+                    "state": ["running", "queued"],
+                    "limit": 100,
+                    "offset": 0,
+                },
+            },
         )
         assert client.fail_dag_run("backfill", "r1").state == "failed"
-        assert client.list_dag_runs("email_discounts", logical_date_gte=D1, logical_date_lte=D2, states=["running", "queued"]) == []
+        assert (
+            client.list_dag_runs(
+                "email_discounts", logical_date_gte=D1, logical_date_lte=D2, states=["running", "queued"]
+            )
+            == []
+        )
         stub.assert_no_pending_responses()
 
 

@@ -41,7 +41,9 @@ people:
   mo: {slack_user: U0MO, aws: ["role/marketing/mo@example.com"]}
 """
 # Jane and Bob own the ETL jobs; the email and reporting DAGs downstream belong to marketing.
-SCOPED = PEOPLE + """\
+SCOPED = (
+    PEOPLE
+    + """\
 grants:
   - name: orders-team
     members: [jane, bob]
@@ -53,8 +55,11 @@ grants:
     jobs: ["food_delivery/email_discounts", "food_delivery/orders_popular_*"]
 downstream_outside_scope: MODE
 """
+)
 # Everything in scope, but the plan's partitions are over the threshold.
-THRESHOLD = PEOPLE + """\
+THRESHOLD = (
+    PEOPLE
+    + """\
 grants:
   - name: orders-team
     members: [jane, bob]
@@ -68,6 +73,7 @@ approval:
   max_partitions: 100
   expires_after_hours: 24
 """
+)
 
 
 class Gate:
@@ -90,15 +96,24 @@ class Gate:
         if policy is not None:
             self.h.s3.put_object(Bucket=self.h.bucket, Key=POLICY_KEY, Body=policy.encode())
         self.h.wiring = TriggerWiring(
-            self.h.settings, s3_client=self.h.s3, dynamodb_client=self.h.dynamodb, secrets_client=self.h.secrets,
-            session_factory=fast_session, iam_client_factory=lambda: iam,
-        )  # fmt: skip
+            self.h.settings,
+            s3_client=self.h.s3,
+            dynamodb_client=self.h.dynamodb,
+            secrets_client=self.h.secrets,
+            session_factory=fast_session,
+            iam_client_factory=lambda: iam,
+        )
 
     def principal_id(self, role: str, session: str) -> str:
         return f"AWS:{self.role_ids[role]}:{session}"
 
-    def upload(self, body: bytes = VALID, *, key: str = "incoming/minimal-batch.yaml",
-               by: tuple[str, str] = ("data-eng", "jane.doe@example.com")) -> dict[str, Any]:  # fmt: skip
+    def upload(
+        self,
+        body: bytes = VALID,
+        *,
+        key: str = "incoming/minimal-batch.yaml",
+        by: tuple[str, str] = ("data-eng", "jane.doe@example.com"),
+    ) -> dict[str, Any]:
         event = self.h.upload(body, key=key)
         event["Records"][0]["userIdentity"]["principalId"] = self.principal_id(*by)
         return event
@@ -107,10 +122,23 @@ class Gate:
         (result,) = self.h.invoke(self.upload(**kwargs))
         return result
 
-    def control(self, backfill_id: str, action: str, *, by: tuple[str, str], requested_by: str = "@someone",
-                reason: str = "looked at the plan") -> tuple[Any, str, dict[str, Any]]:  # fmt: skip
-        document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
-                    "requested_by": requested_by, "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
+    def control(
+        self,
+        backfill_id: str,
+        action: str,
+        *,
+        by: tuple[str, str],
+        requested_by: str = "@someone",
+        reason: str = "looked at the plan",
+    ) -> tuple[Any, str, dict[str, Any]]:
+        document = {
+            "control_version": 1,
+            "action": action,
+            "backfill_id": backfill_id,
+            "reason": reason,
+            "requested_by": requested_by,
+            "requested_at": datetime.now(UTC).isoformat(),
+        }
         key = f"control/{backfill_id}/{action}-{self.h.next_sequencer()}.json"
         event = self.upload(json.dumps(document).encode(), key=key, by=by)
         (result,) = self.h.invoke(event)
@@ -121,7 +149,11 @@ class Gate:
         return json.loads(body)
 
     def triggered_runs(self) -> list[dict[str, Any]]:
-        return [r for r in self.h.airflow.requests if r["method"] == "POST" and r["path"].endswith("/dags/backfill/dagRuns")]
+        return [
+            r
+            for r in self.h.airflow.requests
+            if r["method"] == "POST" and r["path"].endswith("/dags/backfill/dagRuns")
+        ]
 
 
 JANE = ("data-eng", "jane.doe@example.com")
@@ -141,7 +173,9 @@ def test_a_downstream_job_outside_the_submitters_scope_waits_for_its_owners(stac
     assert (result.disposition, result.state) == ("awaiting_approval", "AWAITING_APPROVAL")
     record = gate.h.status.get(result.backfill_id)
     assert record.submitted_by == "role/data-eng/jane.doe@example.com"  # resolved through IAM
-    assert record.history[0]["by"] == record.submitted_by and record.history[-1]["state"] == "AWAITING_APPROVAL"
+    assert (
+        record.history[0]["by"] == record.submitted_by and record.history[-1]["state"] == "AWAITING_APPROVAL"
+    )
     assert record.approvers == ["marketing-owners"] and record.root_jobs == ["food_delivery/etl_orders"]
     assert any("downstream food_delivery/email_discounts" in reason for reason in record.approval_reasons)
     assert record.approval_requested_at and gate.triggered_runs() == []
@@ -149,8 +183,16 @@ def test_a_downstream_job_outside_the_submitters_scope_waits_for_its_owners(stac
     assert written["outcome"] == "awaiting_approval" and "marketing-owners" in written["reason"]
     # The thread's first message names the uploader and carries the buttons.
     (message,) = [m for m in gate.h.slack.messages if m["thread_ts"] is None]
-    actions = [b for b in message["blocks"] if b["type"] == "actions" and b.get("block_id", "").startswith("control-")]
-    assert [e["action_id"] for e in actions[0]["elements"]] == ["backfill_approve", "backfill_reject", "backfill_cancel"]
+    actions = [
+        b
+        for b in message["blocks"]
+        if b["type"] == "actions" and b.get("block_id", "").startswith("control-")
+    ]
+    assert [e["action_id"] for e in actions[0]["elements"]] == [
+        "backfill_approve",
+        "backfill_reject",
+        "backfill_cancel",
+    ]
     assert "role/data-eng/jane.doe@example.com" in json.dumps(message["blocks"])
 
     # Bob may approve ETL jobs, but the owners named are marketing's.
@@ -161,8 +203,13 @@ def test_a_downstream_job_outside_the_submitters_scope_waits_for_its_owners(stac
     assert approved.disposition == "accepted", gate.control_result(key)
     record = gate.h.status.get(result.backfill_id)
     assert record.state is BackfillState.TRIGGERED and len(gate.triggered_runs()) == 1
-    assert record.approval["by"] == "role/marketing/mo@example.com" and record.approval["outcome"] == "approved"
-    assert any(e.get("by") == "role/marketing/mo@example.com" and "approved" in e.get("detail", "") for e in record.history)
+    assert (
+        record.approval["by"] == "role/marketing/mo@example.com" and record.approval["outcome"] == "approved"
+    )
+    assert any(
+        e.get("by") == "role/marketing/mo@example.com" and "approved" in e.get("detail", "")
+        for e in record.history
+    )
 
 
 def test_a_downstream_job_outside_scope_is_refused_when_the_policy_says_refuse(stack: ExitStack) -> None:
@@ -171,7 +218,10 @@ def test_a_downstream_job_outside_scope_is_refused_when_the_policy_says_refuse(s
     assert (result.disposition, result.state) == ("rejected", "REJECTED")
     errors = gate.h.result_file()["errors"]
     locations = [error["location"] for error in errors]
-    assert locations == ["downstream food_delivery/email_discounts", "downstream food_delivery/orders_popular_day_of_week"]
+    assert locations == [
+        "downstream food_delivery/email_discounts",
+        "downstream food_delivery/orders_popular_day_of_week",
+    ]
     assert all("policy rule: downstream_outside_scope: refuse" in error["message"] for error in errors)
     assert "downstream_outside_scope: refuse" in gate.h.status.get(result.backfill_id).reason
     assert gate.triggered_runs() == []
@@ -186,12 +236,17 @@ def test_self_approval_is_refused_and_another_approver_triggers_the_run(stack: E
     # Jane cannot approve her own backfill, not even by naming someone else as the requester.
     refused, key, _ = gate.control(backfill_id, "approve", by=JANE, requested_by="slack:U0BOB")
     assert refused.disposition == "rejected" and "four_eyes" in gate.control_result(key)["reason"]
-    assert gate.h.status.get(backfill_id).state is BackfillState.AWAITING_APPROVAL and gate.triggered_runs() == []
+    assert (
+        gate.h.status.get(backfill_id).state is BackfillState.AWAITING_APPROVAL
+        and gate.triggered_runs() == []
+    )
     approved, key, _ = gate.control(backfill_id, "approve", by=BOB)
     assert approved.disposition == "accepted" and approved.state == "TRIGGERED", gate.control_result(key)
     (run,) = gate.triggered_runs()
     assert run["body"]["dag_run_id"] == backfill_id and run["body"]["conf"]["backfill_id"] == backfill_id
-    assert gate.h.airflow.runs[("backfill", backfill_id)]["conf"]["result_uri"].endswith("results/minimal-batch.yaml.result.json")
+    assert gate.h.airflow.runs[("backfill", backfill_id)]["conf"]["result_uri"].endswith(
+        "results/minimal-batch.yaml.result.json"
+    )
     assert any(e.get("state") == "TRIGGERED" for e in gate.h.status.get(backfill_id).history)
 
 
@@ -217,7 +272,10 @@ def test_a_rejection_ends_the_backfill_with_who_and_why(stack: ExitStack) -> Non
     assert rejected.disposition == "accepted" and rejected.state == "REJECTED"
     record = gate.h.status.get(backfill_id)
     assert record.reason == "rejected by role/data-eng/bob@example.com: a year of orders is too much"
-    assert record.approval["outcome"] == "rejected" and record.history[-1]["by"] == "role/data-eng/bob@example.com"
+    assert (
+        record.approval["outcome"] == "rejected"
+        and record.history[-1]["by"] == "role/data-eng/bob@example.com"
+    )
     assert gate.triggered_runs() == []
     again, key, _ = gate.control(backfill_id, "approve", by=BOB)  # nothing awaits approval any more
     assert again.disposition == "rejected" and "state" in gate.control_result(key)["reason"]
@@ -233,7 +291,10 @@ def test_cancel_while_awaiting_approval(stack: ExitStack) -> None:
     cancelled, _, _ = gate.control(backfill_id, "cancel", by=JANE, reason="wrong dates")
     assert cancelled.disposition == "accepted" and cancelled.state == "CANCELLED"
     record = gate.h.status.get(backfill_id)
-    assert record.history[-1]["by"] == "role/data-eng/jane.doe@example.com" and "before it was triggered" in record.history[-1]["detail"]
+    assert (
+        record.history[-1]["by"] == "role/data-eng/jane.doe@example.com"
+        and "before it was triggered" in record.history[-1]["detail"]
+    )
     approved, key, _ = gate.control(backfill_id, "approve", by=BOB)
     assert approved.disposition == "rejected" and "CANCELLED" in gate.control_result(key)["reason"]
     assert gate.triggered_runs() == []
@@ -243,19 +304,34 @@ def test_an_approved_backfill_overlapping_a_running_one_waits_then_starts(stack:
     gate = Gate(stack, policy=THRESHOLD)
     first = gate.submit().backfill_id
     gate.control(first, "approve", by=BOB)
-    second = gate.submit(body=VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b"), key="incoming/second.yaml").backfill_id
-    assert gate.h.status.get(second).state is BackfillState.AWAITING_APPROVAL  # nothing claimed while it waits
+    second = gate.submit(
+        body=VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b"), key="incoming/second.yaml"
+    ).backfill_id
+    assert (
+        gate.h.status.get(second).state is BackfillState.AWAITING_APPROVAL
+    )  # nothing claimed while it waits
     approved, _, _ = gate.control(second, "approve", by=BOB)
     assert approved.disposition == "accepted" and approved.state == "QUEUED"
     assert first in gate.h.status.get(second).reason and len(gate.triggered_runs()) == 1
     written = gate.h.result_file("incoming/second.yaml")  # the upload's result file follows the decision
-    assert (written["outcome"], written["state"]) == ("queued", "QUEUED") and "approved by" in written["reason"]
+    assert (written["outcome"], written["state"]) == ("queued", "QUEUED") and "approved by" in written[
+        "reason"
+    ]
     gate.control(first, "cancel", by=JANE)  # the first ends: the second is started by a `start` document
-    (start,) = [o["Key"] for o in gate.h.s3.list_objects_v2(Bucket=gate.h.bucket, Prefix=f"control/{second}/")["Contents"]
-                if "/start-" in o["Key"]]  # fmt: skip
+    (start,) = [
+        o["Key"]
+        for o in gate.h.s3.list_objects_v2(Bucket=gate.h.bucket, Prefix=f"control/{second}/")["Contents"]
+        if "/start-" in o["Key"]
+    ]
     head = gate.h.s3.head_object(Bucket=gate.h.bucket, Key=start)
-    event = s3_event(start, size=head["ContentLength"], version_id=head.get("VersionId"), etag=head["ETag"],
-                     sequencer="00000000000000AA", bucket=gate.h.bucket)  # fmt: skip
+    event = s3_event(
+        start,
+        size=head["ContentLength"],
+        version_id=head.get("VersionId"),
+        etag=head["ETag"],
+        sequencer="00000000000000AA",
+        bucket=gate.h.bucket,
+    )
     (started,) = gate.h.invoke(event)
     assert started.state == "TRIGGERED" and len(gate.triggered_runs()) == 2
 
@@ -285,8 +361,14 @@ def test_an_approval_that_failed_half_way_is_finished_by_lambdas_retry(stack: Ex
     gate = Gate(stack, policy=THRESHOLD)
     backfill_id = gate.submit().backfill_id
     gate.h.airflow.fail_next(10, status=503)  # Airflow is down: every retry of the trigger call fails
-    document = {"control_version": 1, "action": "approve", "backfill_id": backfill_id, "reason": "ok",
-                "requested_by": "@bob", "requested_at": datetime.now(UTC).isoformat()}  # fmt: skip
+    document = {
+        "control_version": 1,
+        "action": "approve",
+        "backfill_id": backfill_id,
+        "reason": "ok",
+        "requested_by": "@bob",
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
     key = f"control/{backfill_id}/approve-1.json"
     event = gate.upload(json.dumps(document).encode(), key=key, by=BOB)
     with pytest.raises(TriggerFailedError):
@@ -307,7 +389,10 @@ def test_without_a_policy_nothing_is_gated_and_the_uploader_is_still_recorded(st
     result = gate.submit()
     assert result.state == "TRIGGERED"
     # No IAM lookup without a policy: the unique id stands.
-    assert gate.h.status.get(result.backfill_id).submitted_by == f"{gate.role_ids['data-eng']}/jane.doe@example.com"
+    assert (
+        gate.h.status.get(result.backfill_id).submitted_by
+        == f"{gate.role_ids['data-eng']}/jane.doe@example.com"
+    )
     refused, key, _ = gate.control(result.backfill_id, "approve", by=BOB)
     assert refused.disposition == "rejected" and "AWAITING_APPROVAL" in gate.control_result(key)["reason"]
 
@@ -323,7 +408,10 @@ def test_an_unreadable_policy_lets_nothing_through(stack: ExitStack) -> None:
 # -- end to end: upload -> Slack button (signed) -> control document -> DAG run -------------------
 def _sign(body: str, timestamp: int) -> str:
     """Slack's v0 signature, computed here independently of the function's verifier."""
-    return "v0=" + hmac.new(SIGNING_SECRET.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return (
+        "v0="
+        + hmac.new(SIGNING_SECRET.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    )
 
 
 def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
@@ -337,21 +425,40 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
     # The Slack interactivity function's Lambda handler, configured as the template does, on
     # moto's tables and secret; its replies go to the Slack receiver's webhook.
     create_table(h.dynamodb, "SlackRequestsTable", table_name="slack-requests")
-    secret = h.secrets.create_secret(Name="slack-signing", SecretString=json.dumps({"signing_secret": SIGNING_SECRET}))
+    secret = h.secrets.create_secret(
+        Name="slack-signing", SecretString=json.dumps({"signing_secret": SIGNING_SECRET})
+    )
     for name, value in {
-        "CONFIG_BUCKET": h.bucket, "STATUS_TABLE": TABLE, "SLACK_SIGNING_SECRET_ID": secret["ARN"],
-        "SLACK_REQUESTS_TABLE": "slack-requests", "POLICY_URI": f"s3://{h.bucket}/{POLICY_KEY}",
-        "SLACK_RESPONSE_URL_PREFIX": h.slack.webhook_url, "POWERTOOLS_METRICS_NAMESPACE": "Test",
-    }.items():  # fmt: skip
+        "CONFIG_BUCKET": h.bucket,
+        "STATUS_TABLE": TABLE,
+        "SLACK_SIGNING_SECRET_ID": secret["ARN"],
+        "SLACK_REQUESTS_TABLE": "slack-requests",
+        "POLICY_URI": f"s3://{h.bucket}/{POLICY_KEY}",
+        "SLACK_RESPONSE_URL_PREFIX": h.slack.webhook_url,
+        "POWERTOOLS_METRICS_NAMESPACE": "Test",
+    }.items():
         monkeypatch.setenv(name, value)
-    stack.enter_context(interactivity_handler.interactivity_wiring())  # a container built from this environment
+    stack.enter_context(
+        interactivity_handler.interactivity_wiring()
+    )  # a container built from this environment
 
     # Bob presses the Approve button of the thread's first message, as Slack posts it.
     (message,) = [m for m in h.slack.messages if m["thread_ts"] is None]
-    (buttons,) = [b for b in message["blocks"] if b["type"] == "actions" and b.get("block_id", "").startswith("control-")]
+    (buttons,) = [
+        b
+        for b in message["blocks"]
+        if b["type"] == "actions" and b.get("block_id", "").startswith("control-")
+    ]
     approve = next(e for e in buttons["elements"] if e["action_id"] == "backfill_approve")
-    body = block_actions_body(action="approve", backfill_id=approve["value"], user_id="U0BOB", user_name="bob",
-                              response_url=h.slack.webhook_url, message_ts=message["ts"], channel_id=message["channel"])  # fmt: skip
+    body = block_actions_body(
+        action="approve",
+        backfill_id=approve["value"],
+        user_id="U0BOB",
+        user_name="bob",
+        response_url=h.slack.webhook_url,
+        message_ts=message["ts"],
+        channel_id=message["channel"],
+    )
     payload = json.loads(parse_qs(body)["payload"][0])
     payload["message"]["blocks"] = message["blocks"]  # the message as it is in the thread
     body = urlencode({"payload": json.dumps(payload)})
@@ -365,21 +472,33 @@ def test_end_to_end_an_over_threshold_upload_approved_in_slack_runs_the_dag(
     assert interactivity_handler.handler(signed, context)["statusCode"] == 409  # a replay
     (updated,) = [m for m in h.slack.messages if m["via"] == "webhook"]  # buttons replaced by who approved
     assert "Approved by <@U0BOB>" in updated["text"]
-    assert not any(b["type"] == "actions" and b.get("block_id", "").startswith("control-") for b in updated["blocks"])
+    assert not any(
+        b["type"] == "actions" and b.get("block_id", "").startswith("control-") for b in updated["blocks"]
+    )
 
     # The control document it wrote reaches the trigger as S3 announces it: uploaded by the
     # interactivity function's role, acting for slack:U0BOB.
     (listed,) = h.s3.list_objects_v2(Bucket=h.bucket, Prefix="control/")["Contents"]
     head = h.s3.head_object(Bucket=h.bucket, Key=listed["Key"])
-    event = s3_event(listed["Key"], size=listed["Size"], version_id=head.get("VersionId"), etag=head["ETag"],
-                     sequencer="00000000000000FF", bucket=h.bucket)  # fmt: skip
-    event["Records"][0]["userIdentity"]["principalId"] = gate.principal_id(SLACK_ROLE, "backfill-slack-interactivity-test")
+    event = s3_event(
+        listed["Key"],
+        size=listed["Size"],
+        version_id=head.get("VersionId"),
+        etag=head["ETag"],
+        sequencer="00000000000000FF",
+        bucket=h.bucket,
+    )
+    event["Records"][0]["userIdentity"]["principalId"] = gate.principal_id(
+        SLACK_ROLE, "backfill-slack-interactivity-test"
+    )
     (result,) = h.invoke(event)
     assert (result.disposition, result.state) == ("accepted", "TRIGGERED"), result
 
     record = h.status.get(backfill_id)
     assert record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id
-    assert record.approval["by"] == "slack:U0BOB" and record.submitted_by == "role/data-eng/jane.doe@example.com"
+    assert (
+        record.approval["by"] == "slack:U0BOB" and record.submitted_by == "role/data-eng/jane.doe@example.com"
+    )
     (run,) = gate.triggered_runs()
     assert run["body"]["conf"]["backfill_id"] == backfill_id
     assert h.airflow.runs[("backfill", backfill_id)]["conf"]["plan_uri"] == record.plan_uri
@@ -392,20 +511,26 @@ def test_the_trigger_function_reads_the_policy_with_least_privilege() -> None:
 
     function = template()["Resources"]["TriggerFunction"]["Properties"]
     variables = function["Environment"]["Variables"]
-    assert variables["POLICY_URI"] == {"If": [
-        "HasPolicyKey", {"Sub": "s3://${ConfigBucketName}/${PolicyKey}"},
-        {"If": ["HasPolicyParameter", {"Sub": "ssm:${PolicyParameterName}"}, ""]},
-    ]}  # fmt: skip
+    assert variables["POLICY_URI"] == {
+        "If": [
+            "HasPolicyKey",
+            {"Sub": "s3://${ConfigBucketName}/${PolicyKey}"},
+            {"If": ["HasPolicyParameter", {"Sub": "ssm:${PolicyParameterName}"}, ""]},
+        ]
+    }
     assert variables["CONTROL_DELEGATES"] == {
         "If": ["SlackInteractivityEnabled", {"Sub": "${SlackInteractivityFunctionRole.RoleId}:*"}, ""]
     }
     gated = {p["If"][0]: p["If"][1]["Statement"] for p in function["Policies"] if "If" in p}
     (document,) = gated["HasPolicyKey"]
     assert (document["Action"], document["Resource"]) == (
-        "s3:GetObject", {"Sub": "arn:${AWS::Partition}:s3:::${ConfigBucketName}/${PolicyKey}"}
+        "s3:GetObject",
+        {"Sub": "arn:${AWS::Partition}:s3:::${ConfigBucketName}/${PolicyKey}"},
     )
     (parameter,) = gated["HasPolicyParameter"]
-    assert parameter["Action"] == "ssm:GetParameter" and parameter["Resource"]["Sub"].endswith(":parameter${PolicyParameterName}")
+    assert parameter["Action"] == "ssm:GetParameter" and parameter["Resource"]["Sub"].endswith(
+        ":parameter${PolicyParameterName}"
+    )
     (names,) = gated["HasPolicy"]
     assert names["Action"] == ["iam:ListRoles", "iam:ListUsers"] and "*" not in names["Resource"]
     # A delegate glob as the template writes it matches the Slack function's sessions only.

@@ -52,7 +52,9 @@ def aws(mocked_aws, monkeypatch):
 
 def control_documents(s3) -> dict[str, ControlRequest]:
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="control/").get("Contents", [])]
-    return {key: ControlRequest.from_json(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()) for key in keys}
+    return {
+        key: ControlRequest.from_json(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()) for key in keys
+    }
 
 
 def finish(store: StatusStore, backfill: str) -> None:
@@ -110,8 +112,15 @@ def test_submit_and_wait_returns_the_final_record(aws):
     finish(store, BATCH_ID)  # the trigger and the DAG, done already
     seen = []
     result = submit_backfill(
-        VALID_BATCH, bucket=BUCKET, wait=True, table=TABLE, interval=0, timeout=5, on_update=seen.append,
-        s3_client=s3, dynamodb_client=dynamodb,
+        VALID_BATCH,
+        bucket=BUCKET,
+        wait=True,
+        table=TABLE,
+        interval=0,
+        timeout=5,
+        on_update=seen.append,
+        s3_client=s3,
+        dynamodb_client=dynamodb,
     )
     assert result.final_status is not None and str(result.final_status.state) == "SUCCEEDED"
     assert [str(r.state) for r in seen] == ["SUCCEEDED"]
@@ -126,13 +135,23 @@ def test_status_list_and_watch_with_a_session(aws):
     store.create("b-00000001")
     finish(store, "b-00000002")
     assert str(backfill_status("b-00000001", table=TABLE, session=session).state) == "RECEIVED"
-    assert [r.backfill_id for r in list_backfills(table=TABLE, state="succeeded", session=session)] == ["b-00000002"]
-    assert {r.backfill_id for r in list_backfills(table=TABLE, session=session)} == {"b-00000001", "b-00000002"}
+    assert [r.backfill_id for r in list_backfills(table=TABLE, state="succeeded", session=session)] == [
+        "b-00000002"
+    ]
+    assert {r.backfill_id for r in list_backfills(table=TABLE, session=session)} == {
+        "b-00000001",
+        "b-00000002",
+    }
 
     moves = [lambda: store.transition("b-00000001", BackfillState.REJECTED, detail="bad")]
     lines = []
     final = watch_backfill(
-        "b-00000001", table=TABLE, interval=0, timeout=5, session=session, on_update=lines.append,
+        "b-00000001",
+        table=TABLE,
+        interval=0,
+        timeout=5,
+        session=session,
+        on_update=lines.append,
         sleep=lambda _s: moves and moves.pop(0)(),
     )
     assert str(final.state) == "REJECTED" and [str(r.state) for r in lines] == ["RECEIVED", "REJECTED"]
@@ -148,7 +167,9 @@ def test_the_table_comes_from_the_environment_when_not_given(aws, monkeypatch):
 # -- cancel and retry --------------------------------------------------------------------------
 def test_cancel_and_retry_write_control_documents(aws):
     s3, _, _ = aws
-    cancel = cancel_backfill(BATCH_ID, reason="wrong dates", bucket=BUCKET, requested_by="jane.doe@example.com", s3_client=s3)
+    cancel = cancel_backfill(
+        BATCH_ID, reason="wrong dates", bucket=BUCKET, requested_by="jane.doe@example.com", s3_client=s3
+    )
     retry = retry_backfill(BATCH_ID, reason=" fixed upstream ", bucket=BUCKET, requested_by="@jane")
     written = control_documents(s3)
     assert set(written) == {cancel.key, retry.key}
@@ -165,8 +186,10 @@ def test_the_requester_is_the_callers_aws_identity(aws):
         RoleArn="arn:aws:iam::123456789012:role/databricks-cluster", RoleSessionName="jane.doe@example.com"
     )["Credentials"]
     session = boto3.Session(
-        aws_access_key_id=credentials["AccessKeyId"], aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"], region_name="us-east-1",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+        region_name="us-east-1",
     )
     receipt = cancel_backfill(BATCH_ID, reason="stop", bucket=BUCKET, session=session)
     assert receipt.request.requested_by == "jane.doe@example.com"
@@ -191,13 +214,20 @@ def test_the_callers_aws_identity_is_the_requester_and_bad_requests_write_nothin
 # -- the CLI -----------------------------------------------------------------------------------
 def test_cli_cancel_and_retry(aws, capsys):
     s3, _, _ = aws
-    assert main(["cancel", BATCH_ID, "--reason", "wrong dates", "--bucket", BUCKET, "--requested-by", "@jane"]) == 0
+    assert (
+        main(["cancel", BATCH_ID, "--reason", "wrong dates", "--bucket", BUCKET, "--requested-by", "@jane"])
+        == 0
+    )
     assert f"cancel of {BATCH_ID} requested by @jane" in capsys.readouterr().out
     assert main(["retry", BATCH_ID, "--reason", "again", "--bucket", BUCKET, "--requested-by", "@jane"]) == 0
     assert sorted(r.action for r in control_documents(s3).values()) == ["cancel", "retry"]
-    assert main(["retry", BATCH_ID, "--reason", "again", "--bucket", BUCKET]) == 0  # as the AWS identity `moto`
+    assert (
+        main(["retry", BATCH_ID, "--reason", "again", "--bucket", BUCKET]) == 0
+    )  # as the AWS identity `moto`
     assert "requested by moto" in capsys.readouterr().out
-    assert main(["cancel", BATCH_ID, "--reason", "x", "--bucket", "no-such-bucket", "--requested-by", "@j"]) == 2
+    assert (
+        main(["cancel", BATCH_ID, "--reason", "x", "--bucket", "no-such-bucket", "--requested-by", "@j"]) == 2
+    )
     assert main(["cancel", BATCH_ID, "--bucket", BUCKET]) == 2  # --reason is required
 
 

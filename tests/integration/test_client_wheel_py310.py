@@ -96,7 +96,9 @@ def python_310() -> str | None:
     return next((c for c in candidates if c and Path(c).is_file()), None)
 
 
-def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(built_wheel: Path, tmp_path: Path) -> None:
+def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(
+    built_wheel: Path, tmp_path: Path
+) -> None:
     interpreter = python_310()
     if interpreter is None:
         pytest.skip("no Python 3.10 here (set PYTHON310=/path/to/python3.10)")

@@ -30,11 +30,14 @@ def test_function_policy_is_least_privilege() -> None:
     statements += [s for p in policies if "If" in p for s in p["If"][1]["Statement"]]
     actions = {s["Sid"]: s["Action"] for s in statements}
     assert actions == {
-        "WriteControlDocuments": "s3:PutObject", "ReadStatus": "dynamodb:GetItem",
-        "RememberRequestSignatures": "dynamodb:PutItem", "SigningSecret": "secretsmanager:GetSecretValue",
-        "ReadPolicyDocument": "s3:GetObject", "ReadPolicyParameter": "ssm:GetParameter",
+        "WriteControlDocuments": "s3:PutObject",
+        "ReadStatus": "dynamodb:GetItem",
+        "RememberRequestSignatures": "dynamodb:PutItem",
+        "SigningSecret": "secretsmanager:GetSecretValue",
+        "ReadPolicyDocument": "s3:GetObject",
+        "ReadPolicyParameter": "ssm:GetParameter",
         "SlackSecret": "secretsmanager:GetSecretValue",
-    }  # fmt: skip
+    }
     control = next(s for s in statements if s["Sid"] == "WriteControlDocuments")
     assert control["Resource"] == {"Sub": "arn:${AWS::Partition}:s3:::${ConfigBucketName}/${ControlPrefix}*"}
     assert all("*" != s["Resource"] for s in statements)
@@ -46,7 +49,13 @@ def test_only_the_orchestrator_writes_control_documents_and_only_admins_the_poli
     assert control["Effect"] == "Deny" and control["Principal"] == "*"
     assert control["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == [
         {"GetAtt": "TriggerFunctionRole.Arn"},
-        {"If": ["SlackInteractivityEnabled", {"GetAtt": "SlackInteractivityFunctionRole.Arn"}, {"Ref": "AWS::NoValue"}]},
+        {
+            "If": [
+                "SlackInteractivityEnabled",
+                {"GetAtt": "SlackInteractivityFunctionRole.Arn"},
+                {"Ref": "AWS::NoValue"},
+            ]
+        },
     ]
     (policy_key,) = [s["If"][1] for s in statements if "If" in s and s["If"][0] == "ProtectPolicyKey"]
     assert policy_key["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == {"Ref": "PolicyAdminArns"}
@@ -61,8 +70,11 @@ def test_requests_table_expires_its_items() -> None:
 def test_environment_provides_what_the_function_reads() -> None:
     from backfill_orchestrator.settings import interactivity
 
-    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", interactivity.__doc__ or "")) - {"POLICY_CACHE_SECONDS", "SECRETS_MAX_AGE_SECONDS",
-                                                                        "SLACK_RESPONSE_URL_PREFIX"}  # fmt: skip
+    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", interactivity.__doc__ or "")) - {
+        "POLICY_CACHE_SECONDS",
+        "SECRETS_MAX_AGE_SECONDS",
+        "SLACK_RESPONSE_URL_PREFIX",
+    }
     variables = set(_resources()["SlackInteractivityFunction"]["Properties"]["Environment"]["Variables"])
     assert read <= variables, read - variables
     local = json.loads((REPO_ROOT / "events" / "env.json").read_text())["SlackInteractivityFunction"]

@@ -20,12 +20,31 @@ from tests.support.trigger import CLAIMS, VALID, TriggerHarness, second_config
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
-def control(harness: TriggerHarness, backfill_id: str, action: str, *, reason: str = "because", folder: str | None = None,
-            extra: dict[str, Any] | None = None, fmt: str = "json"):  # noqa: ANN201
-    document = {"control_version": 1, "action": action, "backfill_id": backfill_id, "reason": reason,
-                "requested_by": "@oncall", "requested_at": NOW.isoformat(), **(extra or {})}  # fmt: skip
+def control(
+    harness: TriggerHarness,
+    backfill_id: str,
+    action: str,
+    *,
+    reason: str = "because",
+    folder: str | None = None,
+    extra: dict[str, Any] | None = None,
+    fmt: str = "json",
+):  # noqa: ANN201
+    document = {
+        "control_version": 1,
+        "action": action,
+        "backfill_id": backfill_id,
+        "reason": reason,
+        "requested_by": "@oncall",
+        "requested_at": NOW.isoformat(),
+        **(extra or {}),
+    }
     key = f"control/{folder or backfill_id}/{action}-{harness.next_sequencer()}.{fmt}"
-    body = json.dumps(document).encode() if fmt == "json" else "\n".join(f"{k}: {json.dumps(v)}" for k, v in document.items()).encode()
+    body = (
+        json.dumps(document).encode()
+        if fmt == "json"
+        else "\n".join(f"{k}: {json.dumps(v)}" for k, v in document.items()).encode()
+    )
     event = harness.upload(body, key=key)
     (result,) = harness.invoke(event)
     return result, key, event
@@ -37,8 +56,9 @@ def control_result(harness: TriggerHarness, key: str) -> dict[str, Any]:
 
 
 def claims_of(harness: TriggerHarness) -> dict[str, list[str]]:
-    return registry_for(dynamodb_client=harness.dynamodb, table_name=CLAIMS, status_store=harness.status,
-                        s3_client=harness.s3).holders()  # fmt: skip
+    return registry_for(
+        dynamodb_client=harness.dynamodb, table_name=CLAIMS, status_store=harness.status, s3_client=harness.s3
+    ).holders()
 
 
 # -- control documents ----------------------------------------------------------------------
@@ -53,7 +73,9 @@ def test_an_invalid_control_document_is_refused_with_located_errors(lifecycle: T
     assert lifecycle.status.get(backfill_id).state is BackfillState.TRIGGERED  # nothing changed
 
 
-def test_a_control_document_for_an_unknown_backfill_or_another_folder_is_refused(lifecycle: TriggerHarness) -> None:
+def test_a_control_document_for_an_unknown_backfill_or_another_folder_is_refused(
+    lifecycle: TriggerHarness,
+) -> None:
     result, key, _ = control(lifecycle, "nobody-00000000", "cancel")
     assert result.disposition == "rejected" and "unknown backfill" in control_result(lifecycle, key)["reason"]
     backfill_id = lifecycle.submit().backfill_id
@@ -75,26 +97,36 @@ def test_duplicate_delivery_of_a_control_document_acts_once(lifecycle: TriggerHa
     assert record.state is BackfillState.CANCELLED and len(record.controls) == 1
 
 
-def test_cancel_of_a_triggered_backfill_fails_its_dag_run_and_running_reruns(lifecycle: TriggerHarness) -> None:
+def test_cancel_of_a_triggered_backfill_fails_its_dag_run_and_running_reruns(
+    lifecycle: TriggerHarness,
+) -> None:
     backfill_id = lifecycle.submit().backfill_id
     lifecycle.airflow.set_state("backfill", backfill_id, "running")
     # a downstream rerun this backfill started, still running, and one of another day
-    for day, run_id in ((date(2021, 6, 4), "backfill__x__2021-06-04"), (date(2021, 5, 1), "scheduled__2021-05-01")):
+    for day, run_id in (
+        (date(2021, 6, 4), "backfill__x__2021-06-04"),
+        (date(2021, 5, 1), "scheduled__2021-05-01"),
+    ):
         lifecycle.airflow.runs[("email_discounts", run_id)] = {
-            **lifecycle.airflow._new_run("email_discounts", _trigger_body(run_id, day)), "state": "running",
+            **lifecycle.airflow._new_run("email_discounts", _trigger_body(run_id, day)),
+            "state": "running",
         }
     result, key, _ = control(lifecycle, backfill_id, "cancel", reason="wrong dates")
     assert result.disposition == "accepted"
     assert lifecycle.airflow.runs[("backfill", backfill_id)]["state"] == "failed"
     assert lifecycle.airflow.runs[("email_discounts", "backfill__x__2021-06-04")]["state"] == "failed"
-    assert lifecycle.airflow.runs[("email_discounts", "scheduled__2021-05-01")]["state"] == "running"  # not ours
+    assert (
+        lifecycle.airflow.runs[("email_discounts", "scheduled__2021-05-01")]["state"] == "running"
+    )  # not ours
     record = lifecycle.status.get(backfill_id)
     assert record.state is BackfillState.CANCELLED and "wrong dates" in record.reason
     assert control_result(lifecycle, key)["outcome"] == "done"
     assert claims_of(lifecycle)["active"] == []
     # idempotent; a second document is a no-op
     result, key, _ = control(lifecycle, backfill_id, "cancel")
-    assert result.disposition == "accepted" and "already cancelled" in control_result(lifecycle, key)["reason"]
+    assert (
+        result.disposition == "accepted" and "already cancelled" in control_result(lifecycle, key)["reason"]
+    )
     assert any("cancel by @oncall" in m["text"] for m in lifecycle.slack.messages)
 
 
@@ -112,12 +144,22 @@ def test_retry_reruns_only_what_did_not_succeed(lifecycle: TriggerHarness) -> No
     backfill_id = lifecycle.submit().backfill_id
     record = lifecycle.status.get(backfill_id)
     steps = _report_steps(record)
-    report = BackfillReport.model_validate({
-        "backfill_id": backfill_id, "dag_run_id": backfill_id, "status": "failed",
-        "counts": _counts(steps), "figures": {}, "steps": steps, "written_at": NOW.isoformat(),
-    })  # fmt: skip
-    lifecycle.s3.put_object(Bucket=lifecycle.bucket, Key=f"backfills/{backfill_id}/backfill_report.json",
-                            Body=report.to_json().encode())  # fmt: skip
+    report = BackfillReport.model_validate(
+        {
+            "backfill_id": backfill_id,
+            "dag_run_id": backfill_id,
+            "status": "failed",
+            "counts": _counts(steps),
+            "figures": {},
+            "steps": steps,
+            "written_at": NOW.isoformat(),
+        }
+    )
+    lifecycle.s3.put_object(
+        Bucket=lifecycle.bucket,
+        Key=f"backfills/{backfill_id}/backfill_report.json",
+        Body=report.to_json().encode(),
+    )
     lifecycle.status.transition(backfill_id, BackfillState.FAILED, detail="step etl_delivery_7_days failed")
     # refused while running; allowed once failed
     result, key, _ = control(lifecycle, backfill_id, "retry")
@@ -126,7 +168,9 @@ def test_retry_reruns_only_what_did_not_succeed(lifecycle: TriggerHarness) -> No
     assert record.state is BackfillState.TRIGGERED and record.run_attempt == 2
     run = lifecycle.airflow.runs[("backfill", f"{backfill_id}__attempt2")]
     assert run["conf"]["attempt"] == 2
-    done_body = lifecycle.s3.get_object(Bucket=lifecycle.bucket, Key=f"backfills/{backfill_id}/attempts/2/done.json")["Body"].read()
+    done_body = lifecycle.s3.get_object(
+        Bucket=lifecycle.bucket, Key=f"backfills/{backfill_id}/attempts/2/done.json"
+    )["Body"].read()
     done = AttemptDone.from_json(done_body)
     assert run["conf"]["done_uri"].endswith("attempts/2/done.json")
     assert done.steps_done == ["etl_orders", "etl_orders_7_days"]
@@ -161,7 +205,12 @@ def test_resubmitting_a_rejected_config_evaluates_it_again(mocked_aws: None) -> 
         record = harness.status.get(refused.backfill_id)
         assert record.state is BackfillState.TRIGGERED
         # no PLANNED: with no policy, only a dry run stops there (the plan rides on the next state)
-        assert [entry["state"] for entry in record.history] == ["RECEIVED", "REJECTED", "RECEIVED", "TRIGGERED"]
+        assert [entry["state"] for entry in record.history] == [
+            "RECEIVED",
+            "REJECTED",
+            "RECEIVED",
+            "TRIGGERED",
+        ]
         # the same upload delivered again is still only a duplicate
         (duplicate,) = harness.invoke(harness.upload(second_config(), key="incoming/second-again.yaml"))
         assert duplicate.disposition in ("already_known", "duplicate")
@@ -177,13 +226,23 @@ def test_an_overlapping_backfill_waits_then_starts_when_the_first_ends(lifecycle
     assert ("backfill", second.backfill_id) not in lifecycle.airflow.runs
     assert claims_of(lifecycle) == {"active": [first], "queued": [second.backfill_id]}
     # a non-overlapping one is never held back
-    other = lifecycle.submit(VALID.replace(b"2021-06-04", b"2021-05-01").replace(b"etl-orders-0604", b"other-0501"), key="incoming/o.yaml")
+    other = lifecycle.submit(
+        VALID.replace(b"2021-06-04", b"2021-05-01").replace(b"etl-orders-0604", b"other-0501"),
+        key="incoming/o.yaml",
+    )
     assert other.disposition == "accepted"
     # cancelling the first releases its claims and drops a start document for the second
     control(lifecycle, first, "cancel")
-    starts = [o["Key"] for o in lifecycle.s3.list_objects_v2(Bucket=lifecycle.bucket, Prefix=f"control/{second.backfill_id}/")["Contents"]]
+    starts = [
+        o["Key"]
+        for o in lifecycle.s3.list_objects_v2(
+            Bucket=lifecycle.bucket, Prefix=f"control/{second.backfill_id}/"
+        )["Contents"]
+    ]
     assert len(starts) == 1 and starts[0].split("/")[-1].startswith("start-")
-    event = lifecycle.upload(lifecycle.s3.get_object(Bucket=lifecycle.bucket, Key=starts[0])["Body"].read(), key=starts[0])
+    event = lifecycle.upload(
+        lifecycle.s3.get_object(Bucket=lifecycle.bucket, Key=starts[0])["Body"].read(), key=starts[0]
+    )
     (started,) = lifecycle.invoke(event)
     assert started.disposition == "accepted", started
     assert lifecycle.status.get(second.backfill_id).state is BackfillState.TRIGGERED
@@ -204,7 +263,9 @@ def test_an_overlapping_backfill_is_refused_naming_the_blocker(mocked_aws: None)
         assert first in written["errors"][0]["message"] and written["errors"][0]["location"] == "dates"
         assert harness.status.get(second.backfill_id).state is BackfillState.REJECTED
         # dry runs are never blocked
-        dry = harness.submit(second_config("dry-0604").replace(b"jobs:", b"dry_run: true\njobs:"), key="incoming/dry.yaml")
+        dry = harness.submit(
+            second_config("dry-0604").replace(b"jobs:", b"dry_run: true\njobs:"), key="incoming/dry.yaml"
+        )
         assert dry.disposition == "dry_run"
 
 
@@ -233,8 +294,13 @@ def _report_steps(record) -> dict[str, Any]:  # noqa: ANN001
             if step_id in succeeded:
                 steps[step_id] = {"status": "succeeded", "kind": "spark", "round": 0, "dag_id": "etl"}
             elif step_id == "email_discounts":
-                steps[step_id] = {"status": "failed", "kind": "airflow_dag", "round": 1, "dag_id": "email_discounts",
-                                  "dates": {"2021-06-04": "success", "2021-06-05": "failed"}}
+                steps[step_id] = {
+                    "status": "failed",
+                    "kind": "airflow_dag",
+                    "round": 1,
+                    "dag_id": "email_discounts",
+                    "dates": {"2021-06-04": "success", "2021-06-05": "failed"},
+                }
             elif step_id == "etl_delivery_7_days":
                 steps[step_id] = {"status": "failed", "kind": "spark", "round": 0, "dag_id": "etl"}
             else:
@@ -249,13 +315,16 @@ def _counts(steps: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-
-def test_cancel_ends_the_backfills_lineage_run_with_abort(lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancel_ends_the_backfills_lineage_run_with_abort(
+    lifecycle: TriggerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from backfill_orchestrator.lineage_events import LineageEmitter
     from tests.support.lineage import Recorder
 
     recorder = Recorder()
-    monkeypatch.setattr(LineageEmitter, "from_settings", classmethod(lambda cls, settings, **_: cls(client=recorder)))
+    monkeypatch.setattr(
+        LineageEmitter, "from_settings", classmethod(lambda cls, settings, **_: cls(client=recorder))
+    )
     backfill_id = lifecycle.submit().backfill_id
     control(lifecycle, backfill_id, "cancel", reason="wrong dates")
     kinds = [(event["eventType"], event["job"]["name"]) for event in recorder.events]

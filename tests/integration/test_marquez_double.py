@@ -43,9 +43,19 @@ def test_lineage_is_both_directions_sorted(food):
     jobs = {node["data"]["name"] for node in graph if node["type"] == "JOB"}
     # Upstream (etl_menus...), downstream, and everything else within 20 hops: the whole sample.
     assert jobs == {
-        "etl_menus", "etl_categories", "etl_menu_items", "etl_orders", "etl_customers", "etl_order_status",
-        "etl_drivers", "etl_restaurants", "etl_orders_7_days", "etl_delivery_7_days", "delivery_times_7_days",
-        "orders_popular_day_of_week", "email_discounts",
+        "etl_menus",
+        "etl_categories",
+        "etl_menu_items",
+        "etl_orders",
+        "etl_customers",
+        "etl_order_status",
+        "etl_drivers",
+        "etl_restaurants",
+        "etl_orders_7_days",
+        "etl_delivery_7_days",
+        "delivery_times_7_days",
+        "orders_popular_day_of_week",
+        "email_discounts",
     }
     node = next(n for n in graph if n["id"] == f"dataset:{FD}:public.discounts")
     assert node["inEdges"] == [{"origin": f"job:{FD}:delivery_times_7_days", "destination": node["id"]}]
@@ -63,7 +73,10 @@ def test_depth_counts_job_hops_and_drops_boundary_edges():
         d2 = next(n for n in graph if n["id"] == "dataset:ns:d2")
         assert d2["outEdges"] == []  # j3 reads it, but j3 is beyond the boundary
         assert len(get(double, "job:ns:j0").json()["graph"]) == 12  # default depth 20: all 6 jobs, 6 datasets
-        assert [n["id"] for n in get(double, "job:ns:j0", 0).json()["graph"]] == ["dataset:ns:d0", "job:ns:j0"]
+        assert [n["id"] for n in get(double, "job:ns:j0", 0).json()["graph"]] == [
+            "dataset:ns:d0",
+            "job:ns:j0",
+        ]
 
 
 def test_unknown_nodes_paths_and_bad_ids(food):
@@ -78,7 +91,9 @@ def test_unknown_nodes_paths_and_bad_ids(food):
     for bad in (get(food, "nonsense"), get(food, f"job:{FD}:etl_orders", "deep")):
         assert bad.status_code == 404 and bad.json() == {"code": 404, "message": "HTTP 404 Not Found"}
     missing = requests.get(f"{food.url}/api/v1/lineage", timeout=10)
-    assert missing.status_code == 400 and missing.json() == {"errors": ["query param nodeId must not be null"]}
+    assert missing.status_code == 400 and missing.json() == {
+        "errors": ["query param nodeId must not be null"]
+    }
     assert get(food, "job:x").status_code == 500  # Marquez cannot split it into three parts
 
 
@@ -86,7 +101,9 @@ def test_node_ids_are_read_as_marquez_reads_them():
     """`NodeId.parts`: the first colons not followed by `//` or a digit; a plain colon in a
     namespace cuts it, so the job cannot be reached by its node id."""
     arn = "arn:aws:glue:us-east-1:123456789012"
-    events = run_events(arn, "etl", outputs=["raw"]) + run_events("arn", "aws:glue:us-east-1:123456789012:etl")
+    events = run_events(arn, "etl", outputs=["raw"]) + run_events(
+        "arn", "aws:glue:us-east-1:123456789012:etl"
+    )
     with MarquezDouble(events=run_events(arn, "load", outputs=["x"])) as double:
         answer = get(double, f"job:{arn}:load")
         assert answer.status_code == 404
@@ -115,8 +132,15 @@ def test_a_dataset_no_job_uses_any_more_is_an_orphan_graph():
 def test_a_dataset_node_starts_at_its_writer(food):
     graph = get(food, f"dataset:{FD}:public.delivery_7_days", 1).json()["graph"]
     assert {n["data"]["name"] for n in graph if n["type"] == "JOB"} == {
-        "etl_delivery_7_days", "etl_orders_7_days", "etl_customers", "etl_order_status", "etl_drivers",
-        "etl_restaurants", "delivery_times_7_days", "orders_popular_day_of_week", "email_discounts",
+        "etl_delivery_7_days",
+        "etl_orders_7_days",
+        "etl_customers",
+        "etl_order_status",
+        "etl_drivers",
+        "etl_restaurants",
+        "delivery_times_7_days",
+        "orders_popular_day_of_week",
+        "email_discounts",
     }
 
 
@@ -124,7 +148,10 @@ def test_colon_namespaces_resolve():
     pg = "postgres://db:5432"
     with MarquezDouble(events=run_events(pg, "load", outputs=["public.orders"])) as double:
         graph = get(double, f"job:{pg}:load").json()["graph"]
-        assert [n["data"]["id"] for n in graph] == [{"namespace": pg, "name": "public.orders"}, {"namespace": pg, "name": "load"}]
+        assert [n["data"]["id"] for n in graph] == [
+            {"namespace": pg, "name": "public.orders"},
+            {"namespace": pg, "name": "load"},
+        ]
 
 
 def test_events_posted_over_http_join_the_graph():
@@ -141,7 +168,9 @@ def test_task_jobs_get_their_parent():
     with MarquezDouble(events=run_events("ns", "extract", parent="nightly", outputs=["raw"])) as double:
         [job] = [n for n in get(double, "job:ns:nightly.extract").json()["graph"] if n["type"] == "JOB"]
         assert (job["data"]["name"], job["data"]["simpleName"], job["data"]["parentJobName"]) == (
-            "nightly.extract", "extract", "nightly",
+            "nightly.extract",
+            "extract",
+            "nightly",
         )
 
 
@@ -186,7 +215,8 @@ def test_client_names_unknown_jobs_and_unreachable_servers(food):
 def test_runs_as_a_module_for_the_demo():
     process = subprocess.Popen(
         [sys.executable, "-m", "backfill_local.marquez_double", "--port", "0", "--seed", "food_delivery"],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         banner = process.stdout.readline()

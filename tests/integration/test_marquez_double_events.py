@@ -24,15 +24,20 @@ from backfill_orchestrator.lineage_events import (
 from ..unit.test_lineage_events import BACKFILL, FACTS, run_report
 
 VALID = {
-    "eventType": "START", "eventTime": "2026-01-02T09:00:00Z", "producer": "https://example.com/p",
+    "eventType": "START",
+    "eventTime": "2026-01-02T09:00:00Z",
+    "producer": "https://example.com/p",
     "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-    "run": {"runId": "0195a0a4-6a4d-7c1e-9d3a-7e2f1b0c4d5e"}, "job": {"namespace": "ns", "name": "job"},
-}  # fmt: skip
+    "run": {"runId": "0195a0a4-6a4d-7c1e-9d3a-7e2f1b0c4d5e"},
+    "job": {"namespace": "ns", "name": "job"},
+}
 
 
 def post(double: MarquezDouble, body: object, *, raw: bytes | None = None) -> requests.Response:
     data = raw if raw is not None else json.dumps(body).encode()
-    return requests.post(f"{double.url}/api/v1/lineage", data=data, headers={"Content-Type": "application/json"}, timeout=10)
+    return requests.post(
+        f"{double.url}/api/v1/lineage", data=data, headers={"Content-Type": "application/json"}, timeout=10
+    )
 
 
 def test_posted_events_are_checked_like_marquez():
@@ -53,11 +58,20 @@ def test_posted_events_are_checked_like_marquez():
 
 
 def test_strict_spec_mode_validates_facets_against_their_schemas():
-    bad_facet = {**VALID, "run": {**VALID["run"], "facets": {"parent": {
-        "_producer": "https://example.com/p",
-        "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json#/$defs/ParentRunFacet",
-        "run": {"runId": "nope"}, "job": {"namespace": "ns", "name": "p"},
-    }}}}  # fmt: skip
+    bad_facet = {
+        **VALID,
+        "run": {
+            **VALID["run"],
+            "facets": {
+                "parent": {
+                    "_producer": "https://example.com/p",
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json#/$defs/ParentRunFacet",
+                    "run": {"runId": "nope"},
+                    "job": {"namespace": "ns", "name": "p"},
+                }
+            },
+        },
+    }
     with MarquezDouble(strict_spec=True) as double:
         answer = post(double, bad_facet)
         assert answer.status_code == 422
@@ -72,19 +86,29 @@ def test_a_backfill_sent_through_the_real_transport_shows_as_parent_and_children
         emitter = LineageEmitter.from_settings(settings)
         backfill_started(emitter, FACTS)
         spark_steps(emitter, FACTS, run_report(), warehouse="s3a://lake/warehouse")
-        dag_reruns(emitter, FACTS, step_id="email_discounts", dag_id="email_discounts", dates={"2021-06-04": "success"})
+        dag_reruns(
+            emitter,
+            FACTS,
+            step_id="email_discounts",
+            dag_id="email_discounts",
+            dates={"2021-06-04": "success"},
+        )
         backfill_finished(emitter, FACTS, "FAIL", reason="steps not succeeded: etl_orders_7_days")
         assert (emitter.sent, emitter.failed) == (8, 0)  # every one passed strict spec validation
 
-        jobs = requests.get(f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs", timeout=10).json()["jobs"]
+        jobs = requests.get(f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs", timeout=10).json()[
+            "jobs"
+        ]
         by_name = {job["name"]: job for job in jobs}
         assert by_name[BACKFILL]["parentJobName"] is None
         assert by_name[BACKFILL]["latestRun"]["state"] == "FAILED"
         assert by_name[BACKFILL]["latestRun"]["facets"]["backfill"]["submitter"] == "jane@example.com"
         children = {name: job for name, job in by_name.items() if job["parentJobName"] == BACKFILL}
         assert {job["simpleName"]: job["latestRun"]["state"] for job in children.values()} == {
-            "etl_orders": "COMPLETED", "etl_orders_7_days": "FAILED", "email_discounts": "COMPLETED",
-        }  # fmt: skip
+            "etl_orders": "COMPLETED",
+            "etl_orders_7_days": "FAILED",
+            "email_discounts": "COMPLETED",
+        }
         # The spark step's datasets are in the lineage graph, as Marquez builds it from events.
         node = quote(f"job:{FACTS.namespace}:{BACKFILL}.etl_orders", safe="")
         graph = requests.get(f"{double.url}/api/v1/lineage?nodeId={node}", timeout=10).json()["graph"]
@@ -98,7 +122,9 @@ def test_a_backfill_sent_through_the_real_transport_shows_as_parent_and_children
         assert run["facets"]["parent"]["run"]["runId"] == by_name[BACKFILL]["latestRun"]["id"]
 
         backfill_aborted(emitter, FACTS, reason="cancelled")
-        runs = requests.get(f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs/{BACKFILL}/runs", timeout=10).json()
+        runs = requests.get(
+            f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs/{BACKFILL}/runs", timeout=10
+        ).json()
         assert [r["state"] for r in runs["runs"]] == ["ABORTED"]
         missing = requests.get(f"{double.url}/api/v1/namespaces/{FACTS.namespace}/jobs/nope/runs", timeout=10)
         assert missing.status_code == 404 and missing.json()["message"] == "Job 'nope' not found."
@@ -115,8 +141,13 @@ def test_the_demo_prints_the_backfill_run_its_spark_steps_and_reruns():
             backfill_lineage(double.url, namespace=FACTS.namespace, backfill_id=BACKFILL)
         backfill_started(emitter, FACTS)
         spark_steps(emitter, FACTS, run_report(), warehouse="s3a://lake/warehouse")
-        dag_reruns(emitter, FACTS, step_id="email_discounts", dag_id="email_discounts",
-                   dates={"2021-06-04": "success", "2021-06-10": "success"})  # fmt: skip
+        dag_reruns(
+            emitter,
+            FACTS,
+            step_id="email_discounts",
+            dag_id="email_discounts",
+            dates={"2021-06-04": "success", "2021-06-10": "success"},
+        )
         backfill_finished(emitter, FACTS, "COMPLETE")
         lines = backfill_lineage(double.url, namespace=FACTS.namespace, backfill_id=BACKFILL)
     text = "\n".join(lines)

@@ -28,8 +28,14 @@ def day_runs(count: int) -> list[dict]:
     events = []
     for back in range(count):
         day = DAY - timedelta(days=back)
-        events += run_events(FD, "etl_orders", nominal=(day, day + timedelta(days=1)), outcome="FAIL" if back == 1 else "COMPLETE",
-                             event_time=day + timedelta(days=1, hours=3), duration=timedelta(minutes=back + 1))
+        events += run_events(
+            FD,
+            "etl_orders",
+            nominal=(day, day + timedelta(days=1)),
+            outcome="FAIL" if back == 1 else "COMPLETE",
+            event_time=day + timedelta(days=1, hours=3),
+            duration=timedelta(minutes=back + 1),
+        )
     events += run_events(URI_NAMESPACE, "load/orders", nominal=(DAY, DAY), event_time=DAY)
     return events
 
@@ -41,20 +47,43 @@ def marquez():
 
 
 def client(double: MarquezDouble) -> MarquezClient:
-    return MarquezClient(double.url, session=retrying_session(retries=1, backoff_factor=0.01, backoff_max=0.02))
+    return MarquezClient(
+        double.url, session=retrying_session(retries=1, backoff_factor=0.01, backoff_max=0.02)
+    )
 
 
 def test_runs_are_newest_first_and_paged(marquez):
-    answer = requests.get(f"{marquez.url}/api/v1/namespaces/{FD}/jobs/etl_orders/runs", params={"limit": 3, "offset": 1}, timeout=10).json()
+    answer = requests.get(
+        f"{marquez.url}/api/v1/namespaces/{FD}/jobs/etl_orders/runs",
+        params={"limit": 3, "offset": 1},
+        timeout=10,
+    ).json()
     assert answer["totalCount"] == 8  # the sample's run and 7 daily runs
     # By startedAt, not by nominal time: the sample's run started 2021-06-04T02:00.
     assert [run["nominalStartTime"] for run in answer["runs"]] == [
-        "2021-06-03T00:00:00Z", "2020-02-22T22:00:00Z", "2021-06-02T00:00:00Z"
+        "2021-06-03T00:00:00Z",
+        "2020-02-22T22:00:00Z",
+        "2021-06-02T00:00:00Z",
     ]
     run = answer["runs"][0]
-    assert set(run) >= {"id", "createdAt", "updatedAt", "nominalStartTime", "nominalEndTime", "state", "startedAt",
-                        "endedAt", "durationMs", "args", "facets"}
-    assert (run["state"], run["durationMs"], run["nominalEndTime"]) == ("FAILED", 120_000, "2021-06-04T00:00:00Z")
+    assert set(run) >= {
+        "id",
+        "createdAt",
+        "updatedAt",
+        "nominalStartTime",
+        "nominalEndTime",
+        "state",
+        "startedAt",
+        "endedAt",
+        "durationMs",
+        "args",
+        "facets",
+    }
+    assert (run["state"], run["durationMs"], run["nominalEndTime"]) == (
+        "FAILED",
+        120_000,
+        "2021-06-04T00:00:00Z",
+    )
 
 
 def test_limit_and_offset_are_checked_as_marquez_checks_them(marquez):
@@ -72,7 +101,8 @@ def test_the_client_reads_pages_of_runs(marquez):
     page = client(marquez).job_runs(JobRef(namespace=FD, name="etl_orders"), limit=2, offset=0)
     assert page.total_count == 8
     assert [(run.state, run.nominal_start) for run in page.runs] == [
-        ("COMPLETED", DAY), ("FAILED", DAY - timedelta(days=1))
+        ("COMPLETED", DAY),
+        ("FAILED", DAY - timedelta(days=1)),
     ]
     assert page.runs[0].window_days == 1.0 and page.runs[0].duration_ms == 60_000
 
@@ -80,7 +110,10 @@ def test_the_client_reads_pages_of_runs(marquez):
 def test_the_client_encodes_uri_namespaces_and_job_names(marquez):
     page = client(marquez).job_runs(JobRef(namespace=URI_NAMESPACE, name="load/orders"), limit=10, offset=0)
     assert [run.state for run in page.runs] == ["COMPLETED"]
-    assert marquez.runs_requests()[-1]["path"] == "/api/v1/namespaces/postgres%3A%2F%2Fdb%3A5432/jobs/load%2Forders/runs"
+    assert (
+        marquez.runs_requests()[-1]["path"]
+        == "/api/v1/namespaces/postgres%3A%2F%2Fdb%3A5432/jobs/load%2Forders/runs"
+    )
 
 
 def test_the_client_refuses_pages_marquez_would_not_serve(marquez):
@@ -101,6 +134,11 @@ def test_an_unknown_job_and_a_failing_marquez_are_named_errors(marquez):
 
 def test_the_producers_are_the_writers_of_what_a_job_reads(marquez):
     producers = client(marquez).producers(JobRef(namespace=FD, name="etl_orders_7_days"))
-    assert sorted(job.name for job in producers) == ["etl_categories", "etl_menu_items", "etl_menus", "etl_orders"]
+    assert sorted(job.name for job in producers) == [
+        "etl_categories",
+        "etl_menu_items",
+        "etl_menus",
+        "etl_orders",
+    ]
     assert client(marquez).producers(JobRef(namespace=FD, name="etl_orders")) == []  # reads nothing
     assert marquez.lineage_requests()[-1]["params"]["depth"] == "1"

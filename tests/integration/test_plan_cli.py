@@ -39,9 +39,11 @@ def no_backoff(monkeypatch):
 
 @pytest.fixture(scope="module")
 def marquez():
-    cycle = run_events("loop", "a", inputs=["c.out"], outputs=["a.out"]) + run_events(
-        "loop", "b", inputs=["a.out"], outputs=["b.out"]
-    ) + run_events("loop", "c", inputs=["b.out"], outputs=["c.out"])
+    cycle = (
+        run_events("loop", "a", inputs=["c.out"], outputs=["a.out"])
+        + run_events("loop", "b", inputs=["a.out"], outputs=["b.out"])
+        + run_events("loop", "c", inputs=["b.out"], outputs=["c.out"])
+    )
     with MarquezDouble(seed="food_delivery", events=cycle) as double:
         yield double
 
@@ -60,7 +62,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_readable_plan(capsys, marquez, config_file):
-    code, out, err = run_cli(capsys, str(config_file), "--marquez-url", marquez.url, "--catalog", str(CATALOG))
+    code, out, err = run_cli(
+        capsys, str(config_file), "--marquez-url", marquez.url, "--catalog", str(CATALOG)
+    )
     assert code == 0, err
     assert "6 steps in 5 waves" in out
     assert "wave 5:\n  email_discounts: DAG email_discounts" in out
@@ -73,7 +77,10 @@ def test_json_prints_only_the_document_and_marquez_url_env_works(capsys, monkeyp
     assert code == 0, err
     plan = Plan.from_json(out)
     assert [[step.id for step in wave.steps] for wave in plan.waves] == [
-        ["etl_orders"], ["etl_orders_7_days"], ["etl_delivery_7_days"], ["delivery_times_7_days"],
+        ["etl_orders"],
+        ["etl_orders_7_days"],
+        ["etl_delivery_7_days"],
+        ["delivery_times_7_days"],
         ["email_discounts", "orders_popular_day_of_week"],
     ]
     assert json.loads(out)["plan_version"] == 1
@@ -81,7 +88,9 @@ def test_json_prints_only_the_document_and_marquez_url_env_works(capsys, monkeyp
 
 def test_a_cycle_is_refused_with_exit_1(capsys, marquez, tmp_path):
     path = tmp_path / "loop.yaml"
-    path.write_text(CONFIG.replace("{namespace: food_delivery, name: etl_orders}", "{namespace: loop, name: a}"))
+    path.write_text(
+        CONFIG.replace("{namespace: food_delivery, name: etl_orders}", "{namespace: loop, name: a}")
+    )
     code, out, err = run_cli(capsys, str(path), "--marquez-url", marquez.url)
     assert (code, out) == (1, "")
     assert "plan refused: lineage cycle: loop/a -> loop/b -> loop/c -> loop/a" in err
@@ -108,7 +117,9 @@ def test_an_invalid_catalog_exits_1_before_asking_marquez(capsys, config_file, t
     catalog = tmp_path / "catalog.yaml"
     catalog.write_text("version: 1\njobs:\n  - {namespace: ns, name: a, window_days: 0}\n")
     with MarquezDouble(seed="food_delivery") as double:
-        code, _, err = run_cli(capsys, str(config_file), "--marquez-url", double.url, "--catalog", str(catalog))
+        code, _, err = run_cli(
+            capsys, str(config_file), "--marquez-url", double.url, "--catalog", str(catalog)
+        )
         assert double.lineage_requests() == []
     assert code == 1
     assert f"{catalog}: jobs[0].window_days: input should be greater than or equal to 1, got 0" in err
@@ -146,11 +157,16 @@ def test_the_installed_command_keeps_stdout_for_the_document(marquez, tmp_path):
     path.write_text(CONFIG + "downstream: {max_depth: 2}\n")
     done = subprocess.run(
         [sys.executable, "-m", "backfill_orchestrator", "plan", str(path), "--json"],
-        capture_output=True, text=True, timeout=120, env={"MARQUEZ_URL": marquez.url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"MARQUEZ_URL": marquez.url, "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
     plan = Plan.from_json(done.stdout)
     assert [step.id for step in plan.steps] == ["etl_orders", "etl_orders_7_days", "etl_delivery_7_days"]
     lines = done.stderr.splitlines()
     assert lines[0] == "not checked: input partitions and bytes to read (no warehouse)"  # said, not silent
-    assert lines[1].startswith("warning: max_depth_reached: downstream.max_depth 2 cut the walk after food_delivery/etl_delivery_7_days")
+    assert lines[1].startswith(
+        "warning: max_depth_reached: downstream.max_depth 2 cut the walk after food_delivery/etl_delivery_7_days"
+    )

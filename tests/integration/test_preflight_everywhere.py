@@ -62,51 +62,82 @@ CASES = {
     "unknown-feed": Case(BASE + "feeds: [wbe]\n", {}, "feeds[0]", "did you mean 'web'"),
     "exclusion-matches-nothing-strict": Case(
         BASE + "strict: true\ndownstream: {exclude: [{namespace: food_delivery, name: nothing_here}]}\n",
-        {}, "downstream.exclude[0]", "no effect",
+        {},
+        "downstream.exclude[0]",
+        "no effect",
     ),
     "nothing-to-reprocess": Case(
         BASE + "feeds: [app]\n", {}, "steps.etl_orders.inputs[0]", "nothing to reprocess"
     ),
     "accepted": Case(BASE + "feeds: [web]\n", {}, None),
     "failed-upstream-warns": Case(
-        ROLLING, {}, None, "latest run FAILED for 2021-06-04", partitions=ROLLING_INPUTS,
+        ROLLING,
+        {},
+        None,
+        "latest run FAILED for 2021-06-04",
+        partitions=ROLLING_INPUTS,
         upstream_runs={**dict.fromkeys(UPSTREAM, "COMPLETE"), "etl_orders": "FAIL"},
     ),
     "failed-upstream-refused-when-required": Case(
-        ROLLING + "require_fresh_upstream: true\n", {}, "jobs[0]",
+        ROLLING + "require_fresh_upstream: true\n",
+        {},
+        "jobs[0]",
         "upstream food_delivery/etl_orders (it writes what food_delivery/etl_orders_7_days reads): latest run FAILED for 2021-06-04",
-        partitions=ROLLING_INPUTS, upstream_runs={**dict.fromkeys(UPSTREAM, "COMPLETE"), "etl_orders": "FAIL"},
+        partitions=ROLLING_INPUTS,
+        upstream_runs={**dict.fromkeys(UPSTREAM, "COMPLETE"), "etl_orders": "FAIL"},
     ),
     "missing-upstream-refused-by-the-deployment": Case(
-        ROLLING, {"REQUIRE_FRESH_UPSTREAM": "true"}, "jobs[0]", "no run for 2021-06-04", partitions=ROLLING_INPUTS,
+        ROLLING,
+        {"REQUIRE_FRESH_UPSTREAM": "true"},
+        "jobs[0]",
+        "no run for 2021-06-04",
+        partitions=ROLLING_INPUTS,
     ),
     "fresh-upstream-required-and-met": Case(
-        ROLLING + "require_fresh_upstream: true\n", {}, None, partitions=ROLLING_INPUTS,
+        ROLLING + "require_fresh_upstream: true\n",
+        {},
+        None,
+        partitions=ROLLING_INPUTS,
         upstream_runs=dict.fromkeys(UPSTREAM, "COMPLETE"),
     ),
     "over-the-spark-time-limit-strict": Case(
-        BASE + "strict: true\ndownstream: {enabled: false}\n", {"SPARK_TIMEOUT_SECONDS": "60"}, "plan",
+        BASE + "strict: true\ndownstream: {enabled: false}\n",
+        {"SPARK_TIMEOUT_SECONDS": "60"},
+        "plan",
         "over the Spark job's time limit of 1 min",
     ),
 }
 
 
 @pytest.fixture
-def harness(mocked_aws: None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[TriggerHarness]:
+def harness(
+    mocked_aws: None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TriggerHarness]:
     case: Case = CASES[request.node.callspec.params["name"]]
     env = {"WAREHOUSE_URI": WAREHOUSE, **case.env}
     with ExitStack() as stack:
         harness = TriggerHarness(stack, env=env)
         for partition in case.partitions:
-            harness.s3.put_object(Bucket=harness.bucket, Key=f"warehouse/{partition}/part-0.json", Body=b"{}\n" * 10)
+            harness.s3.put_object(
+                Bucket=harness.bucket, Key=f"warehouse/{partition}/part-0.json", Body=b"{}\n" * 10
+            )
         for job, outcome in (case.upstream_runs or {}).items():
             assert harness.marquez is not None
-            harness.marquez.store.ingest_all(run_events(
-                "food_delivery", job, nominal=(DAY, DAY + timedelta(days=1)), outcome=outcome,
-                event_time=DAY + timedelta(days=1, hours=1),
-            ))
+            harness.marquez.store.ingest_all(
+                run_events(
+                    "food_delivery",
+                    job,
+                    nominal=(DAY, DAY + timedelta(days=1)),
+                    outcome=outcome,
+                    event_time=DAY + timedelta(days=1, hours=1),
+                )
+            )
         # The client and the CLI read the same deployment variables the trigger does.
-        for key, value in {**env, "MARQUEZ_URL": harness.env["MARQUEZ_URL"], "BACKFILL_JOB_CATALOG": str(CATALOG)}.items():
+        for key, value in {
+            **env,
+            "MARQUEZ_URL": harness.env["MARQUEZ_URL"],
+            "BACKFILL_JOB_CATALOG": str(CATALOG),
+        }.items():
             monkeypatch.setenv(key, value)
         yield harness
 
@@ -140,7 +171,9 @@ def trigger_verdict(harness: TriggerHarness, case: Case, tmp_path, capsys) -> tu
     return error["location"], error["message"]
 
 
-@pytest.mark.parametrize("door", [cli_verdict, client_verdict, trigger_verdict], ids=["cli", "client", "trigger"])
+@pytest.mark.parametrize(
+    "door", [cli_verdict, client_verdict, trigger_verdict], ids=["cli", "client", "trigger"]
+)
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_same_input_gets_the_same_verdict_everywhere(name, door, harness, tmp_path, capsys):
     case = CASES[name]
@@ -159,12 +192,17 @@ def test_submit_refuses_a_prefix_outside_the_incoming_prefix(harness_plain, tmp_
     assert "Contents" not in harness_plain.s3.list_objects_v2(Bucket=harness_plain.bucket, Prefix="elsewhere")
 
 
-def test_submit_applies_the_deployment_allowlist_like_the_trigger(harness_plain, tmp_path, capsys, monkeypatch):
+def test_submit_applies_the_deployment_allowlist_like_the_trigger(
+    harness_plain, tmp_path, capsys, monkeypatch
+):
     monkeypatch.setenv("ALLOWED_NAMESPACES", "payments")
     path = tmp_path / "backfill.yaml"
     path.write_text(BASE)
     assert main(["submit", str(path), "--bucket", harness_plain.bucket]) == 1
-    assert "jobs[0].namespace: namespace 'food_delivery' is not in this deployment's allowlist" in capsys.readouterr().err
+    assert (
+        "jobs[0].namespace: namespace 'food_delivery' is not in this deployment's allowlist"
+        in capsys.readouterr().err
+    )
 
 
 def test_submit_says_what_it_could_not_check_without_marquez(harness_plain, tmp_path, capsys, monkeypatch):
@@ -188,7 +226,10 @@ def test_the_trigger_keeps_the_estimate_and_leaves_the_picture_to_the_run(harnes
     result = harness_plain.invoke(harness_plain.upload(BASE.encode()))[0]
     assert result.disposition is Disposition.ACCEPTED
     estimate = harness_plain.result_file()["plan"]["estimate"]
-    assert estimate["dag_reruns"] == {"value": 14, "basis": "measured", "unit": "reruns"} and "steps" not in estimate
+    assert (
+        estimate["dag_reruns"] == {"value": 14, "basis": "measured", "unit": "reruns"}
+        and "steps" not in estimate
+    )
     record = harness_plain.status.get(result.backfill_id)
     assert record.plan_summary["estimate"] == estimate
     page_key = record.plan_uri.removeprefix(f"s3://{harness_plain.bucket}/").replace("plan.json", "plan.html")
@@ -202,7 +243,9 @@ def test_the_trigger_keeps_the_estimate_and_leaves_the_picture_to_the_run(harnes
 
 
 def test_a_dry_run_stores_the_picture_and_links_it(harness_plain):
-    result = harness_plain.invoke(harness_plain.upload(BASE.replace("name:", "dry_run: true\nname:", 1).encode()))[0]
+    result = harness_plain.invoke(
+        harness_plain.upload(BASE.replace("name:", "dry_run: true\nname:", 1).encode())
+    )[0]
     assert result.disposition is Disposition.DRY_RUN
     record = harness_plain.status.get(result.backfill_id)
     page_key = record.plan_uri.removeprefix(f"s3://{harness_plain.bucket}/").replace("plan.json", "plan.html")
@@ -247,9 +290,14 @@ def test_the_trigger_retries_when_required_freshness_cannot_be_checked(mocked_aw
         with pytest.raises(TriggerFailedError):
             harness.invoke(event)
         assert harness.airflow.requests == []
-        assert "MarquezUnavailableError" in harness.status.get(
-            next(iter(harness.dynamodb.scan(TableName=harness.env["STATUS_TABLE"])["Items"]))["backfill_id"]["S"]
-        ).reason
+        assert (
+            "MarquezUnavailableError"
+            in harness.status.get(
+                next(iter(harness.dynamodb.scan(TableName=harness.env["STATUS_TABLE"])["Items"]))[
+                    "backfill_id"
+                ]["S"]
+            ).reason
+        )
         # Marquez answers again: the retry checks freshness (no run for the date) and refuses.
         harness.marquez._faults["runs"].clear()
         assert harness.invoke(event)[0].disposition is Disposition.REJECTED
@@ -267,15 +315,21 @@ def test_the_trigger_warns_when_optional_freshness_cannot_be_checked(mocked_aws:
         assert any(w["code"] == "upstream_not_checked" and "503" in w["message"] for w in warnings)
 
 
-def test_the_cli_and_the_client_say_freshness_was_not_checked_when_marquez_runs_fail(harness_plain, tmp_path, capsys):
+def test_the_cli_and_the_client_say_freshness_was_not_checked_when_marquez_runs_fail(
+    harness_plain, tmp_path, capsys
+):
     assert harness_plain.marquez is not None
     harness_plain.marquez.fail_next(400, times=1000, on="runs")  # 400 is not retried: the test stays quick
     path = tmp_path / "backfill.yaml"
     path.write_text(ROLLING + "require_fresh_upstream: true\n")
     assert main(["plan", str(path)]) == 0
     assert "not checked: upstream freshness (unexpected answer from Marquez at" in capsys.readouterr().err
-    submission = submit_backfill(ROLLING + "require_fresh_upstream: true\n", bucket=harness_plain.bucket, s3_client=harness_plain.s3)
-    assert any(note.startswith("upstream freshness (unexpected answer") for note in submission.verdict.unchecked)
+    submission = submit_backfill(
+        ROLLING + "require_fresh_upstream: true\n", bucket=harness_plain.bucket, s3_client=harness_plain.s3
+    )
+    assert any(
+        note.startswith("upstream freshness (unexpected answer") for note in submission.verdict.unchecked
+    )
 
 
 def test_submit_refuses_a_stale_upstream_when_required_and_uploads_nothing(harness_plain, tmp_path, capsys):
@@ -283,5 +337,8 @@ def test_submit_refuses_a_stale_upstream_when_required_and_uploads_nothing(harne
     path.write_text(ROLLING + "require_fresh_upstream: true\n")
     assert main(["submit", str(path), "--bucket", harness_plain.bucket]) == 1
     err = capsys.readouterr().err
-    assert f"{path}: jobs[0]: upstream food_delivery/etl_orders (it writes what food_delivery/etl_orders_7_days reads): no run for 2021-06-04" in err
+    assert (
+        f"{path}: jobs[0]: upstream food_delivery/etl_orders (it writes what food_delivery/etl_orders_7_days reads): no run for 2021-06-04"
+        in err
+    )
     assert "Contents" not in harness_plain.s3.list_objects_v2(Bucket=harness_plain.bucket, Prefix="incoming/")

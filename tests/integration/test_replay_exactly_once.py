@@ -56,7 +56,9 @@ def test_a_second_invocation_while_the_first_runs_sends_nothing(replay_env):
     first = run_task(task, replay_env.context(sqs=MidTaskSqs(replay_env.sqs, on=3, meanwhile=invoke_again)))
     assert (first.status, first.sent) == ("done", 60)
     assert len(second) == 1 and isinstance(second[0], TaskBusyError), second
-    assert Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url)) == Counter(bodies)  # each once
+    assert Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url)) == Counter(
+        bodies
+    )  # each once
     assert run_task(task, replay_env.context()).status == "already_done"  # and afterwards: a redelivery
     assert drain(replay_env.sqs, replay_env.target_url) == []
 
@@ -102,7 +104,9 @@ class LedgerCalls:
         ddb.meta.events.register("before-parameter-build.dynamodb.*", self._count)
 
     def _count(self, model, params, **_):
-        tables = {params.get("TableName")} | {next(iter(item.values()))["TableName"] for item in params.get("TransactItems", ())}
+        tables = {params.get("TableName")} | {
+            next(iter(item.values()))["TableName"] for item in params.get("TransactItems", ())
+        }
         if self._table in tables:
             self.calls[model.name] += 1
 
@@ -126,10 +130,14 @@ def test_a_checkpoint_keeps_what_it_does_not_rewrite(replay_env):
 
     class Rejecting(FlakySqs):
         def send_message_batch(self, *, QueueUrl, Entries):  # noqa: N803 - boto3's names
-            response = super().send_message_batch(QueueUrl=QueueUrl, Entries=[e for e in Entries if rejected not in e["MessageBody"]])
+            response = super().send_message_batch(
+                QueueUrl=QueueUrl, Entries=[e for e in Entries if rejected not in e["MessageBody"]]
+            )
             refused = [e for e in Entries if rejected in e["MessageBody"]]
             response.setdefault("Failed", [])
-            response["Failed"] += [{"Id": e["Id"], "SenderFault": True, "Code": "InvalidMessageContents"} for e in refused]
+            response["Failed"] += [
+                {"Id": e["Id"], "SenderFault": True, "Code": "InvalidMessageContents"} for e in refused
+            ]
             return response
 
     with pytest.raises(FlakySqs.Crash):

@@ -37,10 +37,14 @@ from tests.support.replay import (
 
 class Deployment:
     def __init__(self, monkeypatch, slack: SlackReceiver, pagerduty: PagerDutyReceiver):
-        self.s3, self.sqs, self.ddb = (boto3.client(name, region_name=REGION) for name in ("s3", "sqs", "dynamodb"))
+        self.s3, self.sqs, self.ddb = (
+            boto3.client(name, region_name=REGION) for name in ("s3", "sqs", "dynamodb")
+        )
         secrets = boto3.client("secretsmanager", region_name=REGION)
         secrets.create_secret(Name="backfill/slack", SecretString=json.dumps({"bot_token": slack.token}))
-        secrets.create_secret(Name="backfill/pagerduty", SecretString=json.dumps({"routing_key": pagerduty.routing_key}))
+        secrets.create_secret(
+            Name="backfill/pagerduty", SecretString=json.dumps({"routing_key": pagerduty.routing_key})
+        )
         self.s3.create_bucket(Bucket=ARCHIVE)
         create_tables(self.ddb)
         self.target_url = self.sqs.create_queue(QueueName="orders-ingest")["QueueUrl"]
@@ -79,13 +83,21 @@ class Deployment:
 
     def task_event(self, *, receive_count: int = 1, limit: int = 10) -> dict:
         """Replay tasks waiting on the tasks queue, as the SQS event source delivers them."""
-        messages = self.sqs.receive_message(QueueUrl=self.tasks_url, MaxNumberOfMessages=limit).get("Messages", [])
-        return sqs_event([m["Body"] for m in messages], receive_count=receive_count, ids=[m["MessageId"] for m in messages])
+        messages = self.sqs.receive_message(QueueUrl=self.tasks_url, MaxNumberOfMessages=limit).get(
+            "Messages", []
+        )
+        return sqs_event(
+            [m["Body"] for m in messages], receive_count=receive_count, ids=[m["MessageId"] for m in messages]
+        )
 
 
 @pytest.fixture
 def deployment(monkeypatch):
-    for key, value in {"AWS_DEFAULT_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+    for key, value in {
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
         monkeypatch.setenv(key, value)
     with mock_aws(), SlackReceiver() as slack, PagerDutyReceiver() as pagerduty:
         yield Deployment(monkeypatch, slack, pagerduty)
@@ -115,8 +127,10 @@ def test_tasks_from_the_queue_deliver_the_archive_exactly_once(deployment):
 
 
 def test_only_the_failing_records_are_reported_to_the_event_source(deployment):
-    (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
-                          targets={"orders-ingest": deployment.target_url})  # fmt: skip
+    (task,) = plan_replay(
+        parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
+        targets={"orders-ingest": deployment.target_url},
+    )
     write_archive(deployment.s3, [task], per_hour=5)
     unknown_target = task.model_copy(update={"target": "payments"}).to_json()
     event = sqs_event([task.to_json(), '{"task_version": 1, "hour": 99}', unknown_target])
@@ -126,8 +140,10 @@ def test_only_the_failing_records_are_reported_to_the_event_source(deployment):
 
 
 def test_a_task_short_of_time_queues_its_continuation(deployment):
-    (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
-                          targets={"orders-ingest": deployment.target_url})  # fmt: skip
+    (task,) = plan_replay(
+        parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
+        targets={"orders-ingest": deployment.target_url},
+    )
     bodies = write_archive(deployment.s3, [task], per_hour=25)
     answer = deployment.invoke(sqs_event([task.to_json()]), remaining_ms=10_000)  # under the stop margin
     assert answer == {"batchItemFailures": []}
@@ -140,8 +156,10 @@ def test_a_task_short_of_time_queues_its_continuation(deployment):
 
 
 def test_the_last_delivery_of_a_failing_task_is_counted_and_paged(deployment):
-    (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
-                          targets={"orders-ingest": deployment.target_url})  # fmt: skip
+    (task,) = plan_replay(
+        parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
+        targets={"orders-ingest": deployment.target_url},
+    )
     start_record(deployment.store, task.backfill_id, tasks_total=1)
     write_archive(deployment.s3, [task], per_hour=5)
     deployment.sqs.delete_queue(QueueUrl=deployment.target_url)  # the target is gone
@@ -158,8 +176,10 @@ def test_the_last_delivery_of_a_failing_task_is_counted_and_paged(deployment):
 
 
 def test_direct_invocation_runs_one_task_with_the_same_guarantees(deployment):
-    (task,) = plan_replay(parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
-                          targets={"orders-ingest": deployment.target_url})  # fmt: skip
+    (task,) = plan_replay(
+        parse_config({**CONFIG, "hours": [9], "dates": ["2021-06-04"], "feeds": ["orders"]}),
+        targets={"orders-ingest": deployment.target_url},
+    )
     bodies = write_archive(deployment.s3, [task], per_hour=12)
     answer = deployment.invoke(json.loads(task.to_json()))
     assert (answer["status"], answer["sent"], answer["retry"]) == ("done", 12, False)
@@ -169,14 +189,29 @@ def test_direct_invocation_runs_one_task_with_the_same_guarantees(deployment):
 
 
 def test_direct_invocation_answers_bad_input_with_located_errors(deployment):
-    answer = deployment.invoke({"task_version": 1, "backfill_id": "x", "feed": "orders", "day": "2021-13-01", "hour": 1})
+    answer = deployment.invoke(
+        {"task_version": 1, "backfill_id": "x", "feed": "orders", "day": "2021-13-01", "hour": 1}
+    )
     assert answer["status"] == "invalid"
     assert {e["location"] for e in answer["errors"]} == {"backfill_id", "target", "day"}
-    task = {**json.loads(parse_task(json.loads((REPO / "events" / "replay_task_direct.json").read_text())["task"]).to_json()),
-            "target": "payments"}  # fmt: skip
+    task = {
+        **json.loads(
+            parse_task(
+                json.loads((REPO / "events" / "replay_task_direct.json").read_text())["task"]
+            ).to_json()
+        ),
+        "target": "payments",
+    }
     answer = deployment.invoke(task)
-    assert answer == {"status": "invalid", "errors": [{"location": "target", "message":
-                      "unknown target 'payments'; this deployment allows: orders-ingest"}]}  # fmt: skip
+    assert answer == {
+        "status": "invalid",
+        "errors": [
+            {
+                "location": "target",
+                "message": "unknown target 'payments'; this deployment allows: orders-ingest",
+            }
+        ],
+    }
     answer = deployment.invoke({"task": task, "retries": 3})
     assert answer["status"] == "invalid" and "retries" in answer["errors"][0]["message"]
 

@@ -34,7 +34,9 @@ def test_a_config_over_a_generated_archive_is_delivered_exactly_once(replay_env)
     bodies = write_archive(replay_env.s3, tasks, per_hour=40)
     backfill_id = tasks[0].backfill_id
     start_record(replay_env.store, backfill_id, tasks_total=len(tasks))
-    replay_env.notifier().slack(backfill_id, status_message(backfill_id=backfill_id, state="TRIGGERED"), channel="#orders-oncall")
+    replay_env.notifier().slack(
+        backfill_id, status_message(backfill_id=backfill_id, state="TRIGGERED"), channel="#orders-oncall"
+    )
     thread_ts = replay_env.store.get(backfill_id).slack_thread_ts  # the thread the trigger started
     ctx = replay_env.context()
     results, received = [], []
@@ -49,13 +51,21 @@ def test_a_config_over_a_generated_archive_is_delivered_exactly_once(replay_env)
         body = json.loads(message["Body"])
         assert attribute(message, "backfill_id") == backfill_id
         assert attribute(message, "replay") == "true"
-        assert (attribute(message, "original_feed"), attribute(message, "original_day"), attribute(message, "original_hour")) == (
-            body["feed"], body["day"], str(body["hour"]))  # fmt: skip
+        assert (
+            attribute(message, "original_feed"),
+            attribute(message, "original_day"),
+            attribute(message, "original_hour"),
+        ) == (body["feed"], body["day"], str(body["hour"]))
         assert attribute(message, "replay_source").startswith(f"s3://{ARCHIVE}/{body['feed']}/")
 
     record = replay_env.store.get(backfill_id)
     assert record.state == BackfillState.SUCCEEDED
-    assert (record.tasks_done, record.tasks_failed, record.messages_sent, record.messages_failed) == (8, 0, 320, 0)
+    assert (record.tasks_done, record.tasks_failed, record.messages_sent, record.messages_failed) == (
+        8,
+        0,
+        320,
+        0,
+    )
     assert [h["state"] for h in record.history][-2:] == ["RUNNING", "SUCCEEDED"]
     (totals,) = [m for m in replay_env.slack.messages if m.get("thread_ts") == thread_ts]
     assert "8/8 replay tasks finished (0 failed); 320 messages sent, 0 failed" in totals["text"]
@@ -135,10 +145,15 @@ def test_too_big_and_unreadable_lines_are_reported_not_dropped(replay_env):
     start_record(replay_env.store, task.backfill_id, tasks_total=1)
     huge = json.dumps({"blob": "x" * (256 * 1024)})
     key = "orders/2021/06/04/09/mixed.jsonl"
-    replay_env.s3.put_object(Bucket=ARCHIVE, Key=key, Body="\n".join(['{"n":1}', huge, "{broken", '{"n":2}']).encode())
+    replay_env.s3.put_object(
+        Bucket=ARCHIVE, Key=key, Body="\n".join(['{"n":1}', huge, "{broken", '{"n":2}']).encode()
+    )
     result = run_task(task, replay_env.context())
     assert (result.status, result.sent, result.failed) == ("done", 2, 2)
-    assert [(f.position.line, f.reason.split(":")[0]) for f in result.failures] == [(2, "too_big"), (3, "invalid_json")]
+    assert [(f.position.line, f.reason.split(":")[0]) for f in result.failures] == [
+        (2, "too_big"),
+        (3, "invalid_json"),
+    ]
     assert sorted(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url)) == ['{"n":1}', '{"n":2}']
     record = replay_env.store.get(task.backfill_id)
     assert (record.state, record.messages_sent, record.messages_failed) == (BackfillState.FAILED, 2, 2)
@@ -162,17 +177,31 @@ def test_an_unknown_target_is_refused_before_anything_happens(replay_env):
     with pytest.raises(InvalidReplayTaskError) as caught:
         run_task(task, replay_env.context())
     (issue,) = caught.value.issues
-    assert issue.location == "target" and "unknown target 'payments'" in issue.message and "orders-ingest" in issue.message
-    assert TaskLedger(table_name="replay-idempotency", dynamodb_client=replay_env.ddb).get(task.task_id) is None
+    assert (
+        issue.location == "target"
+        and "unknown target 'payments'" in issue.message
+        and "orders-ingest" in issue.message
+    )
+    assert (
+        TaskLedger(table_name="replay-idempotency", dynamodb_client=replay_env.ddb).get(task.task_id) is None
+    )
 
 
 def test_the_rate_limit_is_per_config_across_concurrent_tasks(replay_env):
-    (task,) = split_tasks(replay_config(dates=["2021-06-04"], hours=[9], feeds=["orders"], replay={
-        "target": "orders-ingest", "max_messages_per_second": 40}))  # fmt: skip
+    (task,) = split_tasks(
+        replay_config(
+            dates=["2021-06-04"],
+            hours=[9],
+            feeds=["orders"],
+            replay={"target": "orders-ingest", "max_messages_per_second": 40},
+        )
+    )
     write_archive(replay_env.s3, [task], per_hour=200)
     start = replay_env.clock.now
     counting = FlakySqs(replay_env.sqs)
-    result = run_task(task, replay_env.context(sqs=counting, max_concurrency=4))  # this task's share: 10 per second
+    result = run_task(
+        task, replay_env.context(sqs=counting, max_concurrency=4)
+    )  # this task's share: 10 per second
     assert result.sent == 200
     assert replay_env.clock.now - start == pytest.approx((200 - 10) / 10)  # simulated seconds slept
     assert counting.calls == 20  # batches still hold 10 (one second's worth at 10/s)
@@ -208,14 +237,20 @@ def test_a_task_failing_for_good_is_counted_paged_and_can_be_redriven(replay_env
     assert run_task(tasks[1], replay_env.context()).status == "done"
     record = replay_env.store.get(backfill_id)
     assert (record.state, record.tasks_done, record.tasks_failed, record.messages_sent) == (
-        BackfillState.SUCCEEDED, 2, 0, 40)  # fmt: skip
+        BackfillState.SUCCEEDED,
+        2,
+        0,
+        40,
+    )
     assert replay_env.pagerduty.incidents[backfill_id] == "resolved"
     assert Counter(m["Body"] for m in drain(replay_env.sqs, replay_env.target_url)) == Counter(bodies)
 
 
 def test_without_a_status_record_the_task_still_runs_once(replay_env):
     """A team's own DAG may invoke tasks for a backfill the trigger never saw."""
-    task = ReplayTask(backfill_id="team-dag-0123abcd", target="orders-ingest", feed="orders", day=date(2021, 6, 4), hour=9)
+    task = ReplayTask(
+        backfill_id="team-dag-0123abcd", target="orders-ingest", feed="orders", day=date(2021, 6, 4), hour=9
+    )
     write_archive(replay_env.s3, [task], per_hour=12)
     assert run_task(task, replay_env.context()).status == "done"
     assert run_task(task, replay_env.context()).status == "already_done"

@@ -51,7 +51,9 @@ def test_tasks_queue_redrives_to_an_alarmed_dlq(resources):
     timeout = resources["ReplayFunction"]["Properties"]["Timeout"]
     assert queue["VisibilityTimeout"] >= 6 * timeout
     alarm = resources["ReplayTasksDeadLetterAlarm"]["Properties"]
-    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"GetAtt": "ReplayTasksDeadLetterQueue.QueueName"}}]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"GetAtt": "ReplayTasksDeadLetterQueue.QueueName"}}
+    ]
     table = resources["IdempotencyTable"]["Properties"]
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
 
@@ -65,7 +67,10 @@ def test_policies_are_least_privilege(resources):
     trigger = resources["TriggerSendsReplayTasksPolicy"]["Properties"]
     assert trigger["Roles"] == [{"Ref": "TriggerFunctionRole"}]
     (statement,) = trigger["PolicyDocument"]["Statement"]
-    assert (statement["Action"], statement["Resource"]) == ("sqs:SendMessage", {"GetAtt": "ReplayTasksQueue.Arn"})
+    assert (statement["Action"], statement["Resource"]) == (
+        "sqs:SendMessage",
+        {"GetAtt": "ReplayTasksQueue.Arn"},
+    )
 
 
 def test_environment_is_what_the_settings_read(resources):
@@ -99,8 +104,11 @@ print("replay ok", task.task_id)
 """
     result = subprocess.run(
         [f"{prefix}/bin/python3.12", "-I", "-c", probe],
-        cwd=tmp_path, env={"PATH": env["PATH"], "AWS_DEFAULT_REGION": "us-east-1"},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env={"PATH": env["PATH"], "AWS_DEFAULT_REGION": "us-east-1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "replay ok replay-orders-june-98e707f2/order_status/2021-06-01/10" in result.stdout

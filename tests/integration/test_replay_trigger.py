@@ -48,9 +48,13 @@ class ReplayHarness(TriggerHarness):
 
     def make_wiring(self) -> TriggerWiring:
         return TriggerWiring(
-            self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
-            session_factory=fast_session, sqs_client_factory=lambda: self.sqs,
-        )  # fmt: skip
+            self.settings,
+            s3_client=self.s3,
+            dynamodb_client=self.dynamodb,
+            secrets_client=self.secrets,
+            session_factory=fast_session,
+            sqs_client_factory=lambda: self.sqs,
+        )
 
     def allow(self, targets: dict[str, str]) -> None:
         """A deployment whose replay allowlist is `targets`."""
@@ -63,10 +67,15 @@ class ReplayHarness(TriggerHarness):
         status = self.status
         notifier = self.wiring.notifier(status=status, metrics=self.metrics)
         return ReplayContext(
-            s3=self.s3, sqs=self.sqs, ledger=TaskLedger(table_name=IDEMPOTENCY_TABLE, dynamodb_client=self.dynamodb),
-            progress=ReplayProgress(status_store=status, notifier=notifier), archive_bucket=ARCHIVE, layout=LAYOUT,
-            targets=self.settings.replay_targets, max_message_bytes=256 * 1024,
-        )  # fmt: skip
+            s3=self.s3,
+            sqs=self.sqs,
+            ledger=TaskLedger(table_name=IDEMPOTENCY_TABLE, dynamodb_client=self.dynamodb),
+            progress=ReplayProgress(status_store=status, notifier=notifier),
+            archive_bucket=ARCHIVE,
+            layout=LAYOUT,
+            targets=self.settings.replay_targets,
+            max_message_bytes=256 * 1024,
+        )
 
 
 @pytest.fixture
@@ -83,8 +92,13 @@ def test_a_replay_config_queues_one_task_per_feed_day_and_hour(replay: ReplayHar
     assert record.history[-1]["detail"] == "24 replay tasks to orders-ingest queued"
     tasks = replay.queued_tasks()
     assert len(tasks) == 24 and len({t.task_id for t in tasks}) == 24
-    assert {(t.feed, t.hour) for t in tasks} == {(f, h) for f in ("orders", "order_status") for h in (9, 10, 11)}
-    assert all(t.backfill_id == result.backfill_id and t.max_messages_per_second == 100 and not t.pagerduty for t in tasks)
+    assert {(t.feed, t.hour) for t in tasks} == {
+        (f, h) for f in ("orders", "order_status") for h in (9, 10, 11)
+    }
+    assert all(
+        t.backfill_id == result.backfill_id and t.max_messages_per_second == 100 and not t.pagerduty
+        for t in tasks
+    )
     assert replay.result_file("incoming/replay.yaml")["outcome"] == "accepted"
     assert replay.airflow.requests == []
 
@@ -94,7 +108,10 @@ def test_an_unknown_target_is_a_located_config_error_and_queues_nothing(replay: 
     (result,) = replay.invoke(replay.upload(body, key="incoming/replay.yaml"))
     assert result.disposition is Disposition.REJECTED
     (error,) = replay.result_file("incoming/replay.yaml")["errors"]
-    assert error == {"location": "replay.target", "message": "unknown target 'payments'; this deployment allows: orders-ingest"}
+    assert error == {
+        "location": "replay.target",
+        "message": "unknown target 'payments'; this deployment allows: orders-ingest",
+    }
     assert replay.queued_tasks() == []
     assert "replay.target" in json.dumps(replay.slack.messages[0]["blocks"])
 
@@ -132,7 +149,11 @@ def test_a_tasks_queue_outage_fails_retryably_and_the_retry_queues_everything(re
 
 
 def test_from_upload_to_replayed_messages_and_the_totals_in_the_thread(replay: ReplayHarness) -> None:
-    document = yaml.safe_load(EXAMPLE) | {"dates": ["2021-06-04"], "hours": [9], "notify": {"pagerduty": True}}
+    document = yaml.safe_load(EXAMPLE) | {
+        "dates": ["2021-06-04"],
+        "hours": [9],
+        "notify": {"pagerduty": True},
+    }
     (result,) = replay.invoke(replay.upload(yaml.safe_dump(document).encode(), key="incoming/replay.yaml"))
     tasks = replay.queued_tasks()
     assert len(tasks) == 2
@@ -146,7 +167,16 @@ def test_from_upload_to_replayed_messages_and_the_totals_in_the_thread(replay: R
 
     record = replay.status.get(result.backfill_id)
     assert (record.state, record.tasks_done, record.messages_sent) == (BackfillState.SUCCEEDED, 2, 30)
-    assert [h["state"] for h in record.history] == ["RECEIVED", "PLANNED", "TRIGGERED", "RUNNING", "SUCCEEDED"]
+    assert [h["state"] for h in record.history] == [
+        "RECEIVED",
+        "PLANNED",
+        "TRIGGERED",
+        "RUNNING",
+        "SUCCEEDED",
+    ]
     thread = replay.slack.thread(record.slack_thread_ts)
-    assert len(thread) == 2 and "2/2 replay tasks finished (0 failed); 30 messages sent, 0 failed" in thread[1]["text"]
+    assert (
+        len(thread) == 2
+        and "2/2 replay tasks finished (0 failed); 30 messages sent, 0 failed" in thread[1]["text"]
+    )
     assert replay.pagerduty.events == []

@@ -27,10 +27,15 @@ def test_config_bucket_is_encrypted_versioned_private_and_tls_only(template: dic
     bucket = template["Resources"]["ConfigBucket"]["Properties"]
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
-    assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    assert (
+        all(bucket["PublicAccessBlockConfiguration"].values())
+        and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    )
     statements = template["Resources"]["ConfigBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     (statement,) = [s for s in statements if s.get("Sid") == "DenyInsecureTransport"]
-    assert statement["Effect"] == "Deny" and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert statement["Effect"] == "Deny" and statement["Condition"] == {
+        "Bool": {"aws:SecureTransport": "false"}
+    }
 
 
 def test_layer_and_runtime_are_python_3_12(template: dict[str, Any]) -> None:
@@ -43,7 +48,9 @@ def test_layer_and_runtime_are_python_3_12(template: dict[str, Any]) -> None:
 def test_function_has_its_s3_events_dlq_and_retries(template: dict[str, Any]) -> None:
     function = template["Resources"]["TriggerFunction"]["Properties"]
     # UploadEventSource picks the route: S3 notifications (one per suffix) or EventBridge.
-    condition, via_eventbridge, via_s3 = template["Resources"]["ConfigBucket"]["Properties"]["NotificationConfiguration"]["If"]
+    condition, via_eventbridge, via_s3 = template["Resources"]["ConfigBucket"]["Properties"][
+        "NotificationConfiguration"
+    ]["If"]
     assert condition == "UploadsViaEventBridge"
     assert template["Conditions"][condition] == {"Equals": [{"Ref": "UploadEventSource"}, "EventBridge"]}
     assert via_eventbridge == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
@@ -70,13 +77,18 @@ def test_function_has_its_s3_events_dlq_and_retries(template: dict[str, Any]) ->
     assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
 
 
-def test_the_eventbridge_route_filters_on_the_incoming_prefix_and_keeps_failures(template: dict[str, Any]) -> None:
+def test_the_eventbridge_route_filters_on_the_incoming_prefix_and_keeps_failures(
+    template: dict[str, Any],
+) -> None:
     assert template["Parameters"]["UploadEventSource"]["AllowedValues"] == ["S3Notification", "EventBridge"]
     rule = template["Resources"]["TriggerUploadRule"]
     assert rule["Condition"] == "UploadsViaEventBridge"
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
-    assert pattern["detail"]["object"]["key"] == [{"prefix": {"Ref": "IncomingPrefix"}}, {"prefix": {"Ref": "ControlPrefix"}}]
+    assert pattern["detail"]["object"]["key"] == [
+        {"prefix": {"Ref": "IncomingPrefix"}},
+        {"prefix": {"Ref": "ControlPrefix"}},
+    ]
     assert pattern["detail"]["bucket"]["name"] == [{"Ref": "ConfigBucketName"}]
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"GetAtt": "TriggerFunction.Arn"}
@@ -89,11 +101,16 @@ def test_the_eventbridge_route_filters_on_the_incoming_prefix_and_keeps_failures
 def test_malformed_events_and_the_on_failure_queue_have_alarms(template: dict[str, Any]) -> None:
     resources = template["Resources"]
     malformed = resources["TriggerMalformedEventsAlarm"]["Properties"]
-    assert malformed["MetricName"] == "MalformedEvents" and malformed["Namespace"] == {"Ref": "MetricsNamespace"}
+    assert malformed["MetricName"] == "MalformedEvents" and malformed["Namespace"] == {
+        "Ref": "MetricsNamespace"
+    }
     # powertools Metrics adds the service dimension: the alarm must name the same one.
     service = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
     assert malformed["Dimensions"] == [{"Name": "service", "Value": service}]
-    assert "POWERTOOLS_SERVICE_NAME" not in resources["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    assert (
+        "POWERTOOLS_SERVICE_NAME"
+        not in resources["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    )
     dead_letters = resources["TriggerDeadLetterAlarm"]["Properties"]
     assert dead_letters["Dimensions"][0]["Value"] == {"GetAtt": "TriggerDeadLetterQueue.QueueName"}
 
@@ -104,13 +121,25 @@ def test_function_environment_provides_what_settings_read(template: dict[str, An
     from backfill_orchestrator.settings import DeploymentSettings
 
     variables = set(template["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"])
-    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", DeploymentSettings.from_env.__doc__)) - {"SECRETS_MAX_AGE_SECONDS", "JSON"}
+    read = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", DeploymentSettings.from_env.__doc__)) - {
+        "SECRETS_MAX_AGE_SECONDS",
+        "JSON",
+    }
     assert read <= variables, read - variables
     # events/env.json (for `sam local invoke`) sets the same names, pointed at local endpoints.
     local = set(json.loads((REPO / "events" / "env.json").read_text())["TriggerFunction"])
-    optional = {"INCOMING_PREFIX", "RESULTS_PREFIX", "BACKFILLS_PREFIX", "ALLOWED_NAMESPACES", "REPLAY_TARGETS",
-                "MARQUEZ_API_KEY_SECRET_ID", "SPARK_PROFILES", "SPARK_PROFILES_URI", "OPENLINEAGE_TRANSPORT",
-                "OPENLINEAGE_NAMESPACE"}  # fmt: skip
+    optional = {
+        "INCOMING_PREFIX",
+        "RESULTS_PREFIX",
+        "BACKFILLS_PREFIX",
+        "ALLOWED_NAMESPACES",
+        "REPLAY_TARGETS",
+        "MARQUEZ_API_KEY_SECRET_ID",
+        "SPARK_PROFILES",
+        "SPARK_PROFILES_URI",
+        "OPENLINEAGE_TRANSPORT",
+        "OPENLINEAGE_NAMESPACE",
+    }
     assert read - optional <= local, (read - optional) - local
 
 
@@ -118,10 +147,16 @@ def test_the_trigger_reads_uploads_by_version_and_keeps_durations_warm(template:
     """The DAG run's config_uri names the upload's version (s3://bucket/incoming/...?versionId=);
     the config bucket keeps versions, and the function may read them (GetObjectVersion)."""
     function = template["Resources"]["TriggerFunction"]["Properties"]
-    statements = {statement["Sid"]: statement for policy in function["Policies"] if isinstance(policy, dict)
-                  for statement in policy.get("Statement", [])}  # fmt: skip
+    statements = {
+        statement["Sid"]: statement
+        for policy in function["Policies"]
+        if isinstance(policy, dict)
+        for statement in policy.get("Statement", [])
+    }
     assert "s3:GetObjectVersion" in statements["ReadIncomingConfigs"]["Action"]
-    assert template["Resources"]["ConfigBucket"]["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
+    assert (
+        template["Resources"]["ConfigBucket"]["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
+    )
     assert function["Environment"]["Variables"]["HISTORY_CACHE_SECONDS"] == "600"
 
 
@@ -131,8 +166,12 @@ def test_sam_validate_build_and_import_the_layer_under_python_3_12(sam_build: An
     sam, prefix, env, build_dir = sam_build.sam, sam_build.lambda_prefix, sam_build.env, sam_build.build_dir
     validate = subprocess.run(
         [sam, "validate", "--lint", "--template", str(TEMPLATE), "--region", "us-east-1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert validate.returncode == 0, validate.stdout + validate.stderr
     # `sam build` itself ran once for the session (tests/integration/conftest.py: sam_build).
 
@@ -162,9 +201,11 @@ print("layer ok", pydantic_core.__version__)
 """
     result = subprocess.run(
         [f"{prefix}/bin/python3.12", "-I", "-c", probe],
-        cwd=tmp_path, env={"PATH": env["PATH"], "AWS_DEFAULT_REGION": "us-east-1"},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env={"PATH": env["PATH"], "AWS_DEFAULT_REGION": "us-east-1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "layer ok" in result.stdout
-

@@ -67,7 +67,9 @@ def test_cli_submit_valid_and_invalid(s3, tmp_path, capsys):
     assert f"s3://{BUCKET}/{uploaded}" in out and "backfill id: etl-orders-0604-" in out
 
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"version": 1, "name": "x", "owner": "@me", "mode": "batch", "dates": ["2021-13-01"]}))
+    bad.write_text(
+        json.dumps({"version": 1, "name": "x", "owner": "@me", "mode": "batch", "dates": ["2021-13-01"]})
+    )
     assert main(["submit", str(bad), "--bucket", BUCKET]) == 1
     err = capsys.readouterr().err
     assert "bad.json: dates[0]: not a real calendar date: 2021-13-01" in err

@@ -19,8 +19,11 @@ def raw_claims(harness: TriggerHarness) -> dict[str, list[str]]:
     """What the claims table holds, live or not (holders() hides the stale ones)."""
     found: dict[str, list[str]] = {}
     for kind in ("active", "queued"):
-        page = harness.dynamodb.query(TableName=CLAIMS, KeyConditionExpression="pk = :pk",
-                                      ExpressionAttributeValues={":pk": {"S": kind}})  # fmt: skip
+        page = harness.dynamodb.query(
+            TableName=CLAIMS,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": kind}},
+        )
         found[kind] = [item["backfill_id"]["S"] for item in page["Items"]]
     return found
 
@@ -40,7 +43,9 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
     assert lifecycle.wiring.sweep() == []
     assert start_documents(lifecycle, second) == []
     # the first ends without releasing (its DAG's finish never ran): its claim is still stored
-    lifecycle.status.transition(first, BackfillState.FAILED, detail="worker lost", attributes={"retryable": False})
+    lifecycle.status.transition(
+        first, BackfillState.FAILED, detail="worker lost", attributes={"retryable": False}
+    )
     assert raw_claims(lifecycle) == {"active": [first], "queued": [second]}
 
     # the schedule's event, through the real Lambda handler
@@ -48,7 +53,9 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     with trigger_handler.trigger_wiring():  # a container built from the environment, as Lambda's
-        answer: dict[str, Any] = trigger_handler.handler({"source": "backfill.sweep"}, FakeLambdaContext(request_id="sweep-request"))
+        answer: dict[str, Any] = trigger_handler.handler(
+            {"source": "backfill.sweep"}, FakeLambdaContext(request_id="sweep-request")
+        )
     assert answer == {"sweep": {"started": [second]}}
     assert raw_claims(lifecycle) == {"active": [], "queued": [second]}  # the stale claim is gone
     (key,) = start_documents(lifecycle, second)
@@ -93,4 +100,6 @@ def test_the_template_invokes_the_trigger_with_the_sweep_event_every_5_minutes()
     (target,) = rule["Targets"]
     assert target["Arn"] == {"GetAtt": "TriggerFunction.Arn"} and is_sweep(json.loads(target["Input"]))
     permission = resources["TriggerInvokeFromSweepPermission"]["Properties"]
-    assert permission["Principal"] == "events.amazonaws.com" and permission["SourceArn"] == {"GetAtt": "ClaimsSweepRule.Arn"}
+    assert permission["Principal"] == "events.amazonaws.com" and permission["SourceArn"] == {
+        "GetAtt": "ClaimsSweepRule.Arn"
+    }

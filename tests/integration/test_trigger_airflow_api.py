@@ -39,15 +39,21 @@ def client(airflow: AirflowDouble, *, api_version: str = "v2", password: str = "
 
 # -- the double is strict (so passing tests mean something) ------------------------------------------
 def test_the_double_refuses_unknown_keys_and_a_missing_logical_date(airflow: AirflowDouble) -> None:
-    token = requests.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
+    token = requests.post(
+        f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}
+    ).json()["access_token"]
     headers = {"Authorization": f"Bearer {token}"}
     url = f"{airflow.url}/api/v2/dags/backfill/dagRuns"
 
     missing = requests.post(url, json={"dag_run_id": "x", "conf": {}}, headers=headers)
     assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "logical_date"]
-    extra = requests.post(url, json={"dag_run_id": "x", "logical_date": None, "execution_date": None}, headers=headers)
+    extra = requests.post(
+        url, json={"dag_run_id": "x", "logical_date": None, "execution_date": None}, headers=headers
+    )
     assert extra.status_code == 422 and extra.json()["detail"][0]["type"] == "extra_forbidden"
-    half = requests.post(url, json={"logical_date": None, "data_interval_start": "2021-06-04T00:00:00Z"}, headers=headers)
+    half = requests.post(
+        url, json={"logical_date": None, "data_interval_start": "2021-06-04T00:00:00Z"}, headers=headers
+    )
     assert half.status_code == 422
     assert requests.post(url, json={"logical_date": None}).status_code == 401
     assert airflow.runs == {}
@@ -55,13 +61,25 @@ def test_the_double_refuses_unknown_keys_and_a_missing_logical_date(airflow: Air
 
 def test_the_double_accepts_every_field_of_airflow_3s_trigger_body() -> None:
     with AirflowDouble(dag_ids={"backfill", "parts"}, partitioned_dag_ids={"parts"}) as double:
-        token = requests.post(f"{double.url}/auth/token", json={"username": "admin", "password": "admin"}).json()["access_token"]
+        token = requests.post(
+            f"{double.url}/auth/token", json={"username": "admin", "password": "admin"}
+        ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        body = {"logical_date": None, "dag_run_id": "p1", "partition_key": "2021-06-04", "note": "why", "run_after": "2021-06-04T00:00:00Z"}
+        body = {
+            "logical_date": None,
+            "dag_run_id": "p1",
+            "partition_key": "2021-06-04",
+            "note": "why",
+            "run_after": "2021-06-04T00:00:00Z",
+        }
 
         run = requests.post(f"{double.url}/api/v2/dags/parts/dagRuns", json=body, headers=headers)
         assert run.status_code == 200
-        assert (run.json()["partition_key"], run.json()["note"], run.json()["run_after"]) == ("2021-06-04", "why", "2021-06-04T00:00:00Z")
+        assert (run.json()["partition_key"], run.json()["note"], run.json()["run_after"]) == (
+            "2021-06-04",
+            "why",
+            "2021-06-04T00:00:00Z",
+        )
         # A DAG that is not partitioned refuses the key as Airflow's validate_partition_key does: 400.
         refused = requests.post(f"{double.url}/api/v2/dags/backfill/dagRuns", json=body, headers=headers)
         assert refused.status_code == 400 and "is not a partitioned Dag" in refused.json()["detail"]
@@ -120,9 +138,11 @@ def test_500_is_retried_then_unavailable(airflow: AirflowDouble) -> None:
 
 def test_unreachable_airflow_is_unavailable() -> None:
     rest = RestAirflowClient(
-        "http://127.0.0.1:9", username="a", password=SecretStr("p"),
+        "http://127.0.0.1:9",
+        username="a",
+        password=SecretStr("p"),
         session=retrying_session(retries=1, backoff_factor=0.01),
-    )  # fmt: skip
+    )
     with pytest.raises(AirflowUnavailableError, match="unreachable"):
         rest.trigger_dag_run("backfill", run_id="r", conf={})
 

@@ -50,9 +50,13 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
     plan_uri = f"s3://{BUCKET}/backfills/{backfill_id}/plan.json"
     result_uri = f"s3://{BUCKET}/results/minimal-batch.yaml.result.json"
     assert run["conf"] == {
-        "contract_version": 1, "backfill_id": backfill_id, "config_uri": config_uri, "plan_uri": plan_uri,
-        "result_uri": result_uri, "attempt": 1,
-    }  # fmt: skip
+        "contract_version": 1,
+        "backfill_id": backfill_id,
+        "config_uri": config_uri,
+        "plan_uri": plan_uri,
+        "result_uri": result_uri,
+        "attempt": 1,
+    }
     # What the trigger sends is what the DAG reads, through the same contract.
     assert RunConf.from_conf(run["conf"]).result_uri == result_uri
     assert run["logical_date"] is None
@@ -64,8 +68,12 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
     # the food delivery sample.
     harness.s3.put_object(Bucket=BUCKET, Key="incoming/minimal-batch.yaml", Body=b"replaced")
     assert read_text(config_uri, s3_client=harness.s3).encode() == VALID
-    assert "Contents" not in harness.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"backfills/{backfill_id}/config")
-    plan = json.loads(harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/plan.json")["Body"].read())
+    assert "Contents" not in harness.s3.list_objects_v2(
+        Bucket=BUCKET, Prefix=f"backfills/{backfill_id}/config"
+    )
+    plan = json.loads(
+        harness.s3.get_object(Bucket=BUCKET, Key=f"backfills/{backfill_id}/plan.json")["Body"].read()
+    )
     assert plan["backfill_id"] == backfill_id
     assert [step["id"] for step in plan["waves"][0]["steps"]] == ["etl_orders"]  # from the catalog
 
@@ -91,7 +99,9 @@ def test_valid_config_yields_exactly_one_dag_run_with_the_right_conf(harness: Tr
 
 
 @pytest.mark.parametrize("version", [None, "null"])
-def test_an_upload_without_a_version_to_name_is_copied_beside_its_plan(harness: TriggerHarness, version: str | None) -> None:
+def test_an_upload_without_a_version_to_name_is_copied_beside_its_plan(
+    harness: TriggerHarness, version: str | None
+) -> None:
     if version:  # written while versioning is suspended: the next upload replaces it
         harness.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Suspended"})
     event = harness.upload(VALID)
@@ -139,7 +149,10 @@ def test_identical_reupload_triggers_nothing_and_says_already_known(harness: Tri
     assert reply["thread_ts"] == top["ts"]
     assert "already known" in json.dumps(reply["blocks"]) and "TRIGGERED" in reply["text"]
     # Redelivering the re-upload's event stays silent.
-    assert harness.invoke(harness.upload(VALID, key="incoming/again/same-config.yaml"))[0].disposition is Disposition.ALREADY_KNOWN
+    assert (
+        harness.invoke(harness.upload(VALID, key="incoming/again/same-config.yaml"))[0].disposition
+        is Disposition.ALREADY_KNOWN
+    )
     assert len(harness.slack.messages) == 3
 
 
@@ -164,7 +177,9 @@ def test_dry_run_plans_and_stores_but_triggers_nothing(harness: TriggerHarness) 
 
 
 # -- rejections ----------------------------------------------------------------------------------
-def test_invalid_config_yields_no_run_a_rejected_record_errors_beside_it_and_slack(harness: TriggerHarness) -> None:
+def test_invalid_config_yields_no_run_a_rejected_record_errors_beside_it_and_slack(
+    harness: TriggerHarness,
+) -> None:
     event = harness.upload(INVALID, key="incoming/team-a/bad.yaml")
     result = harness.invoke(event)[0]
 
@@ -220,14 +235,21 @@ def test_replay_config_fails_clearly_until_replay_is_enabled(harness: TriggerHar
 
     assert result.disposition is Disposition.FAILED and not result.retry
     record = harness.status.get(result.backfill_id)
-    assert record.state is BackfillState.FAILED and record.reason == "replay mode is not enabled in this deployment"
+    assert (
+        record.state is BackfillState.FAILED
+        and record.reason == "replay mode is not enabled in this deployment"
+    )
     assert harness.result_file("incoming/replay.yaml")["reason"] == record.reason
     assert "replay mode is not enabled" in json.dumps(harness.slack.messages[0]["blocks"])
     assert harness.airflow.requests == [] and harness.pagerduty.events == []
 
 
 def test_files_outside_the_incoming_prefix_or_of_other_types_are_ignored(harness: TriggerHarness) -> None:
-    results = harness.invoke(merge_events(harness.upload(VALID, key="incoming/notes.txt"), harness.upload(VALID, key="elsewhere/x.yaml")))
+    results = harness.invoke(
+        merge_events(
+            harness.upload(VALID, key="incoming/notes.txt"), harness.upload(VALID, key="elsewhere/x.yaml")
+        )
+    )
 
     assert [r.disposition for r in results] == [Disposition.IGNORED, Disposition.IGNORED]
     assert harness.slack.messages == [] and harness.airflow.requests == []
@@ -244,7 +266,9 @@ def test_airflow_500_within_the_retries_still_triggers_once(harness: TriggerHarn
     assert harness.pagerduty.events == []
 
 
-def test_airflow_500_past_the_retries_fails_pages_raises_then_a_retry_triggers_once(harness: TriggerHarness) -> None:
+def test_airflow_500_past_the_retries_fails_pages_raises_then_a_retry_triggers_once(
+    harness: TriggerHarness,
+) -> None:
     event = harness.upload(VALID)
     harness.airflow.fail_next(3, status=500)  # the first try and both retries
 
@@ -339,7 +363,11 @@ def test_a_redriven_dead_letter_triggers_exactly_once(mocked_aws: None) -> None:
         destination_record = {
             "version": "1.0",
             "timestamp": datetime.now(UTC).isoformat(),
-            "requestContext": {"requestId": "r-1", "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+            "requestContext": {
+                "requestId": "r-1",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 3,
+            },
             "requestPayload": event,
             "responseContext": {"statusCode": 200, "functionError": "Unhandled"},
             "responsePayload": {"errorMessage": str(raised.value), "errorType": "TriggerFailedError"},
@@ -354,7 +382,9 @@ def test_a_redriven_dead_letter_triggers_exactly_once(mocked_aws: None) -> None:
         assert harness.invoke(body["requestPayload"])[0].disposition is Disposition.DUPLICATE
         assert len(harness.airflow.runs) == 1
         # One incident for all the failed attempts, resolved by the success.
-        assert {e["dedup_key"] for e in harness.pagerduty.events} == {harness.airflow.trigger_posts()[0]["body"]["dag_run_id"]}
+        assert {e["dedup_key"] for e in harness.pagerduty.events} == {
+            harness.airflow.trigger_posts()[0]["body"]["dag_run_id"]
+        }
         assert [e["event_action"] for e in harness.pagerduty.events][-1] == "resolve"
 
 
@@ -368,9 +398,11 @@ def test_an_attempt_that_died_is_taken_over_after_its_lease(harness: TriggerHarn
     assert harness.airflow.runs == {}
 
     harness.dynamodb.update_item(
-        TableName=TABLE, Key={"backfill_id": {"S": backfill_id}},
-        UpdateExpression="SET lease_until = :past", ExpressionAttributeValues={":past": {"N": "0"}},
-    )  # fmt: skip
+        TableName=TABLE,
+        Key={"backfill_id": {"S": backfill_id}},
+        UpdateExpression="SET lease_until = :past",
+        ExpressionAttributeValues={":past": {"N": "0"}},
+    )
     assert harness.invoke(event)[0].disposition is Disposition.ACCEPTED
     assert len(harness.airflow.runs) == 1
 
@@ -389,9 +421,14 @@ def _id_suffix(harness: TriggerHarness) -> str:
 
 # -- the Lambda handler on the sample events ----------------------------------------------------
 @pytest.mark.parametrize(
-    "event_file", sorted(p.name for pattern in ("s3-*.json", "eventbridge-*.json") for p in (REPO / "events").glob(pattern))
+    "event_file",
+    sorted(
+        p.name for pattern in ("s3-*.json", "eventbridge-*.json") for p in (REPO / "events").glob(pattern)
+    ),
 )
-def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: None, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_the_handler_runs_on_every_sample_event(
+    event_file: str, mocked_aws: None, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     from backfill_orchestrator.trigger import event_records, upload_from_record
     from backfill_orchestrator.trigger import handler as handler_module
 
@@ -415,7 +452,10 @@ def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: Non
         handler_module.metrics.clear_metrics()  # Metrics instances share one store
         log_stream = io.StringIO()
         log_handler = handler_module.logger.registered_handler
-        previous, log_handler.stream = log_handler.stream, log_stream  # setStream would flush a closed capture
+        previous, log_handler.stream = (
+            log_handler.stream,
+            log_stream,
+        )  # setStream would flush a closed capture
         try:
             with handler_module.trigger_wiring():  # built from this environment, as Lambda's container does
                 answer = handler_module.handler(event, context)
@@ -429,7 +469,9 @@ def test_the_handler_runs_on_every_sample_event(event_file: str, mocked_aws: Non
     assert len(harness.slack.messages) == 1
     # Logs are JSON lines; each line about the upload carries its backfill/status id.
     lines = [json.loads(line) for line in log_stream.getvalue().splitlines()]
-    upload_lines = [line for line in lines if "minimal-batch" in line["message"] or "invalid config" in line["message"]]
+    upload_lines = [
+        line for line in lines if "minimal-batch" in line["message"] or "invalid config" in line["message"]
+    ]
     assert upload_lines and all(line.get("backfill_id") for line in upload_lines)
     assert all(line["function_request_id"] == context.aws_request_id for line in lines)
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
@@ -447,7 +489,9 @@ def test_a_warm_container_reads_the_job_catalog_once(harness: TriggerHarness) ->
 
     harness.s3.meta.events.register("before-parameter-build.s3.GetObject", count)
     harness.invoke(harness.upload(VALID))
-    harness.invoke(harness.upload(VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b"), key="incoming/b.yaml"))
+    harness.invoke(
+        harness.upload(VALID.replace(b"etl-orders-0604", b"etl-orders-0604-b"), key="incoming/b.yaml")
+    )
 
     assert len(harness.airflow.runs) == 2
     assert catalog_reads == ["catalog/catalog.yaml"]

@@ -23,10 +23,14 @@ def harness(mocked_aws: None) -> Iterator[TriggerHarness]:
         yield TriggerHarness(stack)
 
 
-def test_triggered_backfill_emits_start_with_the_trace_id(harness: TriggerHarness, monkeypatch: pytest.MonkeyPatch):
+def test_triggered_backfill_emits_start_with_the_trace_id(
+    harness: TriggerHarness, monkeypatch: pytest.MonkeyPatch
+):
     assert harness.marquez is not None
-    harness.rewire(OPENLINEAGE_TRANSPORT=json.dumps({"type": "http", "url": harness.marquez.url}),
-                   OPENLINEAGE_NAMESPACE="backfills_test")  # fmt: skip
+    harness.rewire(
+        OPENLINEAGE_TRANSPORT=json.dumps({"type": "http", "url": harness.marquez.url}),
+        OPENLINEAGE_NAMESPACE="backfills_test",
+    )
     monkeypatch.setenv("_X_AMZN_TRACE_ID", TRACE_HEADER)  # Lambda's, per invocation
 
     [result] = harness.invoke(harness.upload(VALID))

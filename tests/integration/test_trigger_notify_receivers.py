@@ -44,12 +44,21 @@ def test_web_api_posts_and_replies_in_a_thread() -> None:
     ("token", "message", "thread_ts", "error"),
     [
         ("xoxb-wrong", SlackMessage("x"), None, "invalid_auth"),
-        ("xoxb-t", SlackMessage("x", blocks=(Block.parse({"type": "header", "text": {"type": "mrkdwn", "text": "x"}}),)), None, "invalid_blocks"),
+        (
+            "xoxb-t",
+            SlackMessage(
+                "x", blocks=(Block.parse({"type": "header", "text": {"type": "mrkdwn", "text": "x"}}),)
+            ),
+            None,
+            "invalid_blocks",
+        ),
         ("xoxb-t", SlackMessage(""), None, "no_text"),
         ("xoxb-t", SlackMessage("x"), "999.000001", "thread_not_found"),
     ],
 )
-def test_web_api_errors_become_slack_errors(token: str, message: SlackMessage, thread_ts: str | None, error: str) -> None:
+def test_web_api_errors_become_slack_errors(
+    token: str, message: SlackMessage, thread_ts: str | None, error: str
+) -> None:
     with SlackReceiver(token="xoxb-t") as slack:
         api = SlackWebApi(token=SecretStr(token), api_url=slack.api_url, handlers=fast())
         with pytest.raises(SlackError, match=error) as raised:
@@ -69,15 +78,23 @@ def test_webhook_posts_without_threads() -> None:
 def test_slack_429_is_retried_after_retry_after() -> None:
     with SlackReceiver(token="xoxb-t") as slack:
         slack.fail_next(2, status=429, retry_after=0)
-        SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=fast()).post(SlackMessage("x"), channel="#c")
+        SlackWebApi(token=SecretStr("xoxb-t"), api_url=slack.api_url, handlers=fast()).post(
+            SlackMessage("x"), channel="#c"
+        )
         assert slack.requests_seen == 3 and len(slack.messages) == 1
 
 
 def test_pagerduty_trigger_then_resolve_one_incident() -> None:
     with PagerDutyReceiver(routing_key=KEY) as pagerduty:
-        client = PagerDutyClient(routing_key=SecretStr(KEY), events_url=pagerduty.events_url, session=session())
-        client.trigger(dedup_key="b-1", summary="Airflow unreachable", custom_details={"reason": "500"},
-                       links=[{"href": "http://airflow", "text": "Airflow"}])  # fmt: skip
+        client = PagerDutyClient(
+            routing_key=SecretStr(KEY), events_url=pagerduty.events_url, session=session()
+        )
+        client.trigger(
+            dedup_key="b-1",
+            summary="Airflow unreachable",
+            custom_details={"reason": "500"},
+            links=[{"href": "http://airflow", "text": "Airflow"}],
+        )
         client.trigger(dedup_key="b-1", summary="Airflow unreachable again")
         assert pagerduty.incidents == {"b-1": "triggered"}
         client.resolve(dedup_key="b-1")
@@ -89,7 +106,9 @@ def test_pagerduty_trigger_then_resolve_one_incident() -> None:
 
 def test_pagerduty_refusals_are_named_without_the_key() -> None:
     with PagerDutyReceiver(routing_key=KEY) as pagerduty:
-        wrong = PagerDutyClient(routing_key=SecretStr("W" * 32), events_url=pagerduty.events_url, session=session())
+        wrong = PagerDutyClient(
+            routing_key=SecretStr("W" * 32), events_url=pagerduty.events_url, session=session()
+        )
         with pytest.raises(PagerDutyError, match="Invalid routing key") as raised:
             wrong.trigger(dedup_key="b-1", summary="x")
         assert "W" * 32 not in str(raised.value)

@@ -62,7 +62,9 @@ def test_rest_client_triggers_once_and_resolves_the_409(airflow: LocalAirflow) -
         client.trigger_dag_run("no_such_dag", run_id="x", conf={})
 
 
-def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(airflow: LocalAirflow, mocked_aws: None) -> None:
+def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(
+    airflow: LocalAirflow, mocked_aws: None
+) -> None:
     with ExitStack() as stack:
         harness = TriggerHarness(stack, env={"AIRFLOW_URL": airflow.url, "BACKFILL_DAG_ID": DAG_ID})
         event = harness.upload(VALID)

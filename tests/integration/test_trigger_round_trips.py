@@ -40,7 +40,10 @@ EXPECTED = {
     "airflow POST /api/v2/dags/backfill/dagRuns": 1,
     "slack POST /api/chat.postMessage": 1,
 }
-COLD_EXPECTED = {**EXPECTED, "marquez GET <job>/runs": 6}  # one read per planned job (at most history_max_jobs)
+COLD_EXPECTED = {
+    **EXPECTED,
+    "marquez GET <job>/runs": 6,
+}  # one read per planned job (at most history_max_jobs)
 WARMUP = b"""version: 1
 name: warmup
 owner: "@jane"
@@ -55,7 +58,9 @@ RUNS = re.compile(r"^marquez GET /api/v1/namespaces/[^/]+/jobs/[^/]+/runs$")
 def round_trips_class() -> Any:
     spec = importlib.util.spec_from_file_location("trigger_benchmark", REPO / "benchmarks" / "trigger.py")
     assert spec is not None and spec.loader is not None
-    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # dataclasses look it up
+    module = sys.modules.setdefault(
+        spec.name, importlib.util.module_from_spec(spec)
+    )  # dataclasses look it up
     spec.loader.exec_module(module)
     return module.RoundTrips
 
@@ -73,9 +78,13 @@ def config(name: str) -> bytes:
 def test_a_valid_batch_config_costs_eight_round_trips_warm_and_fourteen_cold(harness: TriggerHarness) -> None:
     names = {
         urlsplit(url).port: name
-        for name, url in (("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url),
-                          ("slack", harness.slack.api_url), ("pagerduty", harness.pagerduty.events_url))
-    }  # fmt: skip
+        for name, url in (
+            ("marquez", harness.env["MARQUEZ_URL"]),
+            ("airflow", harness.airflow.url),
+            ("slack", harness.slack.api_url),
+            ("pagerduty", harness.pagerduty.events_url),
+        )
+    }
     with round_trips_class()(names=names) as counter:
         for client in (harness.s3, harness.dynamodb, harness.secrets):
             counter.watch_events(client.meta.events)
@@ -100,11 +109,16 @@ def test_a_valid_batch_config_costs_eight_round_trips_warm_and_fourteen_cold(har
     assert (sum(EXPECTED.values()), sum(COLD_EXPECTED.values())) == (8, 14)
     assert "dynamodb.GetItem" not in calls  # the Slack thread comes from the record in hand
     # Slack went out between the run's creation and TRIGGERED, which stored its thread.
-    assert calls.index("airflow POST /api/v2/dags/backfill/dagRuns") < calls.index("slack POST /api/chat.postMessage")
+    assert calls.index("airflow POST /api/v2/dags/backfill/dagRuns") < calls.index(
+        "slack POST /api/chat.postMessage"
+    )
     assert calls.index("slack POST /api/chat.postMessage") < calls.index("dynamodb.UpdateItem")
     record = harness.status.get(second[0].backfill_id)
     assert record.state.value == "TRIGGERED" and record.dag_run_id == second[0].backfill_id
-    assert (record.slack_channel, record.slack_thread_ts) == (harness.slack.messages[-1]["channel"], harness.slack.messages[-1]["ts"])
+    assert (record.slack_channel, record.slack_thread_ts) == (
+        harness.slack.messages[-1]["channel"],
+        harness.slack.messages[-1]["ts"],
+    )
     # A duplicate delivery reads the config, finds the claim taken, and stops.
     assert [r.disposition for r in duplicate] == [Disposition.DUPLICATE]
     assert duplicate_calls == ["s3.GetObject", "dynamodb.PutItem"]
@@ -139,18 +153,31 @@ def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_hol
     with ExitStack() as stack:
         create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name="claims")
         harness = TriggerHarness(stack, env={"CLAIMS_TABLE": "claims"})
-        names = {urlsplit(url).port: name for name, url in (
-            ("marquez", harness.env["MARQUEZ_URL"]), ("airflow", harness.airflow.url), ("slack", harness.slack.api_url),
-            ("pagerduty", harness.pagerduty.events_url))}  # fmt: skip
+        names = {
+            urlsplit(url).port: name
+            for name, url in (
+                ("marquez", harness.env["MARQUEZ_URL"]),
+                ("airflow", harness.airflow.url),
+                ("slack", harness.slack.api_url),
+                ("pagerduty", harness.pagerduty.events_url),
+            )
+        }
         with round_trips_class()(names=names) as counter:
             for client in (harness.s3, harness.dynamodb, harness.secrets):
                 counter.watch_events(client.meta.events)
             harness.invoke(harness.upload(WARMUP, key="incoming/warmup.yaml"))
-            harness.invoke(harness.upload(config("first"), key="incoming/first.yaml"))  # reads these jobs' history
+            harness.invoke(
+                harness.upload(config("first"), key="incoming/first.yaml")
+            )  # reads these jobs' history
             registry._CLAIM_SETS.clear()  # a new container: it has seen no claim set
             calls = {}
-            for name, day in (("second", "2021-08-20"), ("third", "2021-10-20")):  # overlapping nothing active
-                event = harness.upload(config(name).replace(b"2021-06-04]", f"{day}]".encode()), key=f"incoming/{name}.yaml")
+            for name, day in (
+                ("second", "2021-08-20"),
+                ("third", "2021-10-20"),
+            ):  # overlapping nothing active
+                event = harness.upload(
+                    config(name).replace(b"2021-06-04]", f"{day}]".encode()), key=f"incoming/{name}.yaml"
+                )
                 counter.take()
                 (result,) = harness.invoke(event)
                 assert result.disposition == Disposition.ACCEPTED
@@ -162,7 +189,9 @@ def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_hol
         "dynamodb.BatchGetItem": 1,  # are the active holders still live (their states, at once)
         "dynamodb.DeleteItem": 1,  # the lock released
     }
-    cold = Counter(EXPECTED) + Counter(admission) + Counter({"s3.GetObject": 2})  # warmup's and first's claims.json
+    cold = (
+        Counter(EXPECTED) + Counter(admission) + Counter({"s3.GetObject": 2})
+    )  # warmup's and first's claims.json
     assert Counter(calls["second"]) == cold, Counter(calls["second"])
     assert sum(cold.values()) == 8 + 7 + 2
     # The same container admitting the next one has every holder's claim set (it read two, wrote one).

@@ -42,7 +42,8 @@ def pristine(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
     root = tmp_path_factory.mktemp("pristine") / "warehouse"
     root.mkdir()
     generate(
-        spark=spark, warehouse=str(root),
+        spark=spark,
+        warehouse=str(root),
         settings=GeneratorSettings(start=START, days=DAYS, orders_per_hour=ORDERS_PER_HOUR),
     )
     run_everything(spark=spark, warehouse=str(root), registry=FOOD_DELIVERY)

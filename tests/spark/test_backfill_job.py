@@ -47,7 +47,9 @@ def _named(plan: Plan, relative_file: str) -> bool:
             continue
         table = FOOD_DELIVERY[step.transform].output
         partition = partition_of(relative_file, table.location)
-        if partition is not None and Scope.of_step(step).restricted_to(table.partition_columns).contains(partition):
+        if partition is not None and Scope.of_step(step).restricted_to(table.partition_columns).contains(
+            partition
+        ):
             return True
     return False
 
@@ -59,10 +61,20 @@ def repaired(spark, pristine, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("repaired") / "warehouse"
     shutil.copytree(pristine, root)
-    break_partitions(spark=spark, warehouse=str(root), table=ORDERS,
-                     scope=Scope(days=(DROPPED_DAY,), feeds=("web",)), mode="drop")
-    break_partitions(spark=spark, warehouse=str(root), table=ORDERS,
-                     scope=Scope(days=(CORRUPTED_DAY,), hours=(1, 2), feeds=("app",)), mode="corrupt")
+    break_partitions(
+        spark=spark,
+        warehouse=str(root),
+        table=ORDERS,
+        scope=Scope(days=(DROPPED_DAY,), feeds=("web",)),
+        mode="drop",
+    )
+    break_partitions(
+        spark=spark,
+        warehouse=str(root),
+        table=ORDERS,
+        scope=Scope(days=(CORRUPTED_DAY,), hours=(1, 2), feeds=("app",)),
+        mode="corrupt",
+    )
     plan = plan_with_planner(parse_config(CONFIG))
     before = file_snapshot(root)
     report = run_plan(spark=spark, plan=plan, warehouse=str(root), registry=FOOD_DELIVERY)
@@ -73,12 +85,17 @@ def test_broken_pipeline_backfilled_from_a_plan_equals_a_clean_run(spark, pristi
     root, plan, _, report = repaired
     assert report.status == "succeeded", [step.error for step in report.steps]
     assert [step.id for step in report.steps] == [
-        "etl_orders", "etl_orders_7_days", "etl_delivery_7_days", "delivery_times_7_days"
+        "etl_orders",
+        "etl_orders_7_days",
+        "etl_delivery_7_days",
+        "delivery_times_7_days",
     ]
     orders = report.step("etl_orders")
     assert orders.partitions_written == [
         f"day={day}/hour={hour}/feed={feed}"
-        for day in (DROPPED_DAY, CORRUPTED_DAY) for hour in range(24) for feed in ("app", "web")
+        for day in (DROPPED_DAY, CORRUPTED_DAY)
+        for hour in range(24)
+        for feed in ("app", "web")
     ]
     assert orders.rows_in == orders.rows_out > 0
     # What the lineage events need: the tables it read and wrote, and the bytes written.
@@ -108,19 +125,23 @@ def test_second_run_of_the_same_plan_changes_nothing(spark, pristine, repaired):
     assert_tables_equal(spark, root, pristine)
     untouched = {path: facts for path, facts in before.items() if not _named(plan, path)}
     assert {path: after_second.get(path) for path in untouched} == untouched
+
     # Same partitions, same number of files, same bytes per partition (file names are new).
     def per_partition(snapshot):
         grouped: dict[str, list[int]] = {}
         for path, (size, _, _) in snapshot.items():
             grouped.setdefault(path.rsplit("/", 1)[0], []).append(size)
         return {partition: sorted(sizes) for partition, sizes in grouped.items()}
+
     assert per_partition(after_second) == per_partition(after_first)
 
 
 def test_reads_prune_to_the_partitions_a_step_needs(spark, pristine):
     day = date(2021, 5, 8)
     scope = Scope(days=(day,), hours=(3,), feeds=("web",))
-    raw = input_frames(spark=spark, warehouse=str(pristine), transform=FOOD_DELIVERY["etl_orders"], scope=scope)
+    raw = input_frames(
+        spark=spark, warehouse=str(pristine), transform=FOOD_DELIVERY["etl_orders"], scope=scope
+    )
     plan_text = raw["raw_orders"]._jdf.queryExecution().executedPlan().toString()
     filters = re.search(r"PartitionFilters: \[([^\]]*)\]", plan_text).group(1)
     assert re.search(r"day#\d+ = 2021-05-08", filters) and re.search(r"hour#\d+ = 3", filters)
@@ -139,7 +160,11 @@ def test_reads_prune_to_the_partitions_a_step_needs(spark, pristine):
 
 def test_files_outside_the_scope_are_never_opened(spark, warehouse):
     """Garbage in a partition the step does not name cannot fail it: pruning, not filtering."""
-    for outside in ("day=2021-05-09/hour=4/feed=web", "day=2021-05-08/hour=5/feed=web", "day=2021-05-08/hour=4/feed=app"):
+    for outside in (
+        "day=2021-05-09/hour=4/feed=web",
+        "day=2021-05-08/hour=5/feed=web",
+        "day=2021-05-08/hour=4/feed=app",
+    ):
         (warehouse / "raw/orders" / outside / "part-garbage.json").write_text("{this is not json\n")
     plan = hand_plan([hand_step("etl_orders", [date(2021, 5, 8)], hours=[4], feeds=["web"])])
     report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
@@ -150,17 +175,23 @@ def test_files_outside_the_scope_are_never_opened(spark, warehouse):
 def test_a_failing_step_stops_its_dependants_only(spark, warehouse, tmp_path, capsys):
     """Built by hand: the planner never plans independent siblings for one root."""
     broken_day, other_day = date(2021, 5, 5), date(2021, 5, 9)
-    (warehouse / "raw/orders/day=2021-05-05/hour=0/feed=web/part-garbage.json").write_text("{this is not json\n")
+    (warehouse / "raw/orders/day=2021-05-05/hour=0/feed=web/part-garbage.json").write_text(
+        "{this is not json\n"
+    )
     plan = hand_plan(
         [hand_step("etl_orders", [broken_day]), hand_step("etl_delivery_7_days", [other_day])],
-        [hand_step("etl_orders_7_days", [broken_day], upstream=["etl_orders"]),
-         hand_step("delivery_times_7_days", [other_day], upstream=["etl_delivery_7_days"])],
+        [
+            hand_step("etl_orders_7_days", [broken_day], upstream=["etl_orders"]),
+            hand_step("delivery_times_7_days", [other_day], upstream=["etl_delivery_7_days"]),
+        ],
         [hand_step("email_discounts", [broken_day], upstream=["etl_orders_7_days"], kind="airflow_dag")],
     )
     plan_file = tmp_path / "plans" / "plan.json"
     plan_file.parent.mkdir()
     plan_file.write_text(plan.to_json())
-    orders_before = {p: f for p, f in file_snapshot(warehouse).items() if p.startswith("processed/orders/day=2021-05-05")}
+    orders_before = {
+        p: f for p, f in file_snapshot(warehouse).items() if p.startswith("processed/orders/day=2021-05-05")
+    }
 
     code = backfill_job.main(["--plan", str(plan_file), "--warehouse", str(warehouse)])
 
@@ -168,8 +199,10 @@ def test_a_failing_step_stops_its_dependants_only(spark, warehouse, tmp_path, ca
     report = json.loads((tmp_path / "plans" / "run_report.json").read_text())
     status = {step["id"]: step["status"] for step in report["steps"]}
     assert status == {
-        "etl_orders": "failed", "etl_delivery_7_days": "succeeded",
-        "etl_orders_7_days": "blocked", "delivery_times_7_days": "succeeded",
+        "etl_orders": "failed",
+        "etl_delivery_7_days": "succeeded",
+        "etl_orders_7_days": "blocked",
+        "delivery_times_7_days": "succeeded",
     }
     assert report["status"] == "failed"
     failed = next(step for step in report["steps"] if step["id"] == "etl_orders")
@@ -185,16 +218,27 @@ def test_a_failing_step_stops_its_dependants_only(spark, warehouse, tmp_path, ca
 
 def test_report_counts_rows_and_partitions(spark, warehouse):
     day = date(2021, 5, 4)
-    plan = hand_plan([hand_step("etl_orders", [day], hours=[0, 1], feeds=["partner"])],
-                 [hand_step("etl_orders_7_days", [day], upstream=["etl_orders"], feeds=["partner"])])
+    plan = hand_plan(
+        [hand_step("etl_orders", [day], hours=[0, 1], feeds=["partner"])],
+        [hand_step("etl_orders_7_days", [day], upstream=["etl_orders"], feeds=["partner"])],
+    )
     report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
     orders, weekly = report.steps
     raw_rows = sum(
-        len((warehouse / f"raw/orders/day=2021-05-04/hour={h}/feed=partner").glob("*.json").__next__().read_text().splitlines())
+        len(
+            (warehouse / f"raw/orders/day=2021-05-04/hour={h}/feed=partner")
+            .glob("*.json")
+            .__next__()
+            .read_text()
+            .splitlines()
+        )
         for h in (0, 1)
     )
     assert orders.rows_in == orders.rows_out == raw_rows
-    assert orders.partitions_written == ["day=2021-05-04/hour=0/feed=partner", "day=2021-05-04/hour=1/feed=partner"]
+    assert orders.partitions_written == [
+        "day=2021-05-04/hour=0/feed=partner",
+        "day=2021-05-04/hour=1/feed=partner",
+    ]
     assert weekly.partitions_written == ["day=2021-05-04/feed=partner"]
     assert weekly.rows_in_by_input["menu_items"] == 120
     assert weekly.seconds > 0 and weekly.partitions_written_count == 1
@@ -202,8 +246,13 @@ def test_report_counts_rows_and_partitions(spark, warehouse):
 
 def test_named_partitions_left_without_rows_are_removed(spark, warehouse):
     """Raw data deleted at the source: the processed partition must go too, not stay stale."""
-    break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
-                     scope=Scope(days=(date(2021, 5, 2),), hours=(7,), feeds=("app",)), mode="drop")
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=RAW_ORDERS,
+        scope=Scope(days=(date(2021, 5, 2),), hours=(7,), feeds=("app",)),
+        mode="drop",
+    )
     plan = hand_plan([hand_step("etl_orders", [date(2021, 5, 2)], hours=[7], feeds=["app", "web"])])
     report = run_plan(spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY)
     assert report.steps[0].partitions_deleted == ["day=2021-05-02/hour=7/feed=app"]
@@ -217,5 +266,7 @@ def test_every_transform_fits_its_output_table(spark, tmp_path):
     for transform in FOOD_DELIVERY:
         frames = input_frames(spark=spark, warehouse=str(tmp_path), transform=transform, scope=Scope())
         result = conform(transform.apply(frames), transform.output)
-        assert [(f.name, f.dataType) for f in result.schema] == [(f.name, f.dataType) for f in transform.output.schema]
+        assert [(f.name, f.dataType) for f in result.schema] == [
+            (f.name, f.dataType) for f in transform.output.schema
+        ]
     assert {t.output.name for t in FOOD_DELIVERY} == {t.name for t in PROCESSED_TABLES}

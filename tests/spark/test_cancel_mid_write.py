@@ -28,12 +28,28 @@ def test_sigterm_during_a_write_leaves_every_partition_intact(spark, warehouse, 
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(plan.to_json())
     before = file_snapshot(warehouse)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "layers" / "shared")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "layers" / "shared")]),
+    }
     process = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs.engine.backfill_job", "--plan", str(plan_path), "--warehouse", str(warehouse),
-         "--registry", "tests.spark.slow_registry:SLOW"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs.engine.backfill_job",
+            "--plan",
+            str(plan_path),
+            "--warehouse",
+            str(warehouse),
+            "--registry",
+            "tests.spark.slow_registry:SLOW",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     orders = warehouse / "processed" / "orders"
     deadline = time.monotonic() + 300
     while not any(orders.rglob(".spark-staging*")) and not any(orders.rglob("_temporary")):
@@ -59,7 +75,9 @@ def test_sigterm_during_a_write_leaves_every_partition_intact(spark, warehouse, 
     leftovers = [path for pattern in (".spark-staging*", "_temporary") for path in warehouse.rglob(pattern)]
     inside = [path for leftover in leftovers for path in leftover.rglob("*")]
     assert not [path for path in inside if path.is_file() or path.name.startswith("day=")], inside
-    assert all(path.relative_to(warehouse).parts[2].startswith(".spark-staging") for path in leftovers), leftovers
+    assert all(path.relative_to(warehouse).parts[2].startswith(".spark-staging") for path in leftovers), (
+        leftovers
+    )
     assert_tables_equal(spark, warehouse, pristine)
     assert (tmp_path / "run_report.json").exists(), output[-3000:]
     report = json.loads((tmp_path / "run_report.json").read_text())

@@ -16,8 +16,14 @@ pytestmark = pytest.mark.slow  # lives with the Spark tests; needs no Spark
 def test_scope_looks_back_and_restricts_to_a_tables_axes():
     scope = Scope(days=(date(2021, 5, 10), date(2021, 5, 20)), hours=(3,), feeds=("web",))
     back = scope.looking_back(2)
-    assert back.days == (date(2021, 5, 8), date(2021, 5, 9), date(2021, 5, 10),
-                         date(2021, 5, 18), date(2021, 5, 19), date(2021, 5, 20))
+    assert back.days == (
+        date(2021, 5, 8),
+        date(2021, 5, 9),
+        date(2021, 5, 10),
+        date(2021, 5, 18),
+        date(2021, 5, 19),
+        date(2021, 5, 20),
+    )
     daily = scope.restricted_to(("day", "feed"))
     assert daily.hours is None and daily.feeds == ("web",)
     assert Scope().predicate() is None
@@ -27,7 +33,11 @@ def test_scope_looks_back_and_restricts_to_a_tables_axes():
 
 def test_day_lists_accept_ranges_and_refuse_nonsense():
     assert cli_args.day_list("2021-06-04, 2021-06-10..2021-06-12") == (
-        date(2021, 6, 4), date(2021, 6, 10), date(2021, 6, 11), date(2021, 6, 12))
+        date(2021, 6, 4),
+        date(2021, 6, 10),
+        date(2021, 6, 11),
+        date(2021, 6, 12),
+    )
     for bad in ("2021-06-12..2021-06-10", "2021-02-30", ",", "yesterday"):
         with pytest.raises(argparse.ArgumentTypeError):
             cli_args.day_list(bad)

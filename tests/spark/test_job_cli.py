@@ -34,8 +34,10 @@ def _write(path, text):
         (None, "no such file"),
         ("{not json", "invalid JSON"),
         (json.dumps({"plan_version": 1}), "backfill_id: field required"),
-        (ONE_HOUR.to_json().replace('"transform": "etl_orders"', '"transform": "etl_nope"'),
-         "step etl_orders: unknown transform 'etl_nope'"),
+        (
+            ONE_HOUR.to_json().replace('"transform": "etl_orders"', '"transform": "etl_nope"'),
+            "step etl_orders: unknown transform 'etl_nope'",
+        ),
     ],
     ids=["missing", "not-json", "not-a-plan", "unknown-transform"],
 )
@@ -69,7 +71,9 @@ def test_plan_and_report_on_s3(spark, warehouse, monkeypatch):
             ["--plan", "s3://backfills/runs/hand-made/plan.json", "--warehouse", str(warehouse)], s3_client=s3
         )
         assert code == 0
-        report = json.loads(s3.get_object(Bucket="backfills", Key="runs/hand-made/run_report.json")["Body"].read())
+        report = json.loads(
+            s3.get_object(Bucket="backfills", Key="runs/hand-made/run_report.json")["Body"].read()
+        )
     assert report["status"] == "succeeded"
     assert report["steps"][0]["partitions_written"] == ["day=2021-05-04/hour=6/feed=web"]
 
@@ -80,10 +84,25 @@ def test_spark_submit_runs_the_file(warehouse, tmp_path):
     report_path = tmp_path / "elsewhere" / "report.json"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     completed = subprocess.run(
-        [str(REPO_ROOT / ".venv/bin/spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         str(REPO_ROOT / "spark_jobs/engine/backfill_job.py"),
-         "--plan", plan, "--warehouse", str(warehouse), "--report", str(report_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        [
+            str(REPO_ROOT / ".venv/bin/spark-submit"),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(REPO_ROOT / "spark_jobs/engine/backfill_job.py"),
+            "--plan",
+            plan,
+            "--warehouse",
+            str(warehouse),
+            "--report",
+            str(report_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "etl_orders: succeeded" in completed.stdout

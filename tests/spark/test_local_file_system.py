@@ -11,7 +11,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 
-def test_a_partitioned_write_goes_through_it_with_hadoops_default_permissions(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_partitioned_write_goes_through_it_with_hadoops_default_permissions(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     table = tmp_path / "table"
@@ -19,7 +21,9 @@ def test_a_partitioned_write_goes_through_it_with_hadoops_default_permissions(sp
     assert fs.getClass().getName() == "backfill_local.NioLocalFileSystem"
     assert fs.getRawFileSystem().getClass().getName() == "backfill_local.NioRawLocalFileSystem"
 
-    spark.range(6).withColumn("day", F.col("id") % 3).repartition("day").write.partitionBy("day").parquet(str(table))
+    spark.range(6).withColumn("day", F.col("id") % 3).repartition("day").write.partitionBy("day").parquet(
+        str(table)
+    )
 
     umask = jvm.org.apache.hadoop.fs.permission.FsPermission.getUMask(conf).toShort()
     file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask  # Hadoop's defaults under its umask
@@ -38,4 +42,7 @@ def test_set_permission_sets_exactly_the_bits_asked_for(spark: SparkSession, tmp
     for mode in ("640", "755", "400", "007"):
         fs.setPermission(path, jvm.org.apache.hadoop.fs.permission.FsPermission(mode))
         assert stat.S_IMODE(os.stat(target).st_mode) == int(mode, 8), mode
-        assert fs.getFileStatus(path).getPermission().toString() == jvm.org.apache.hadoop.fs.permission.FsPermission(mode).toString()
+        assert (
+            fs.getFileStatus(path).getPermission().toString()
+            == jvm.org.apache.hadoop.fs.permission.FsPermission(mode).toString()
+        )

@@ -27,23 +27,39 @@ CATALOG = JobCatalog.load(str(REPO_ROOT / "examples" / "catalog.yaml"))
 
 def read_bytes(spark, warehouse: Path, step) -> int:
     """The bytes of every data file Spark's scans of the step's inputs read."""
-    scope = Scope(days=tuple(step.dates), hours=tuple(step.hours) if step.hours else None,
-                  feeds=tuple(step.feeds) if step.feeds else None)
-    frames = input_frames(spark=spark, warehouse=str(warehouse), transform=FOOD_DELIVERY[step.transform], scope=scope)
+    scope = Scope(
+        days=tuple(step.dates),
+        hours=tuple(step.hours) if step.hours else None,
+        feeds=tuple(step.feeds) if step.feeds else None,
+    )
+    frames = input_frames(
+        spark=spark, warehouse=str(warehouse), transform=FOOD_DELIVERY[step.transform], scope=scope
+    )
     # input_file_name() of the pruned scans: the files actually opened (inputFiles() ignores pruning).
-    files = {row[0] for frame in frames.values() for row in frame.select(F.input_file_name()).distinct().collect()}
+    files = {
+        row[0] for frame in frames.values() for row in frame.select(F.input_file_name()).distinct().collect()
+    }
     return sum(Path(unquote(urlparse(uri).path)).stat().st_size for uri in files)
 
 
 def test_partitions_and_bytes_equal_what_the_spark_job_reads_and_writes(spark, warehouse):
-    config = parse_config({
-        "version": 1, "name": "estimate", "owner": "@jane", "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
-        "dates": ["2021-05-04"], "hours": [0, 1], "feeds": ["partner"],
-        "downstream": {"max_depth": 1},  # etl_orders and its 7-day aggregate: both read and write here
-    })
+    config = parse_config(
+        {
+            "version": 1,
+            "name": "estimate",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+            "dates": ["2021-05-04"],
+            "hours": [0, 1],
+            "feeds": ["partner"],
+            "downstream": {"max_depth": 1},  # etl_orders and its 7-day aggregate: both read and write here
+        }
+    )
     plan = plan_with_planner(config)
-    spark_plan = plan.model_copy(update={"waves": [w for w in plan.waves if all(s.kind == "spark" for s in w.steps)]})
+    spark_plan = plan.model_copy(
+        update={"waves": [w for w in plan.waves if all(s.kind == "spark" for s in w.steps)]}
+    )
     verdict, planned = preflight_plan(
         config, spark_plan, catalog=CATALOG, limits=PreflightLimits(), lister=warehouse_lister(str(warehouse))
     )

@@ -27,19 +27,40 @@ pytestmark = pytest.mark.slow
 
 TODAY = date(2026, 1, 2)
 LATE_RAW_DAY, DROPPED_HOUR_DAY, CORRUPT_7_DAY, DROPPED_TOP_DAY, SOURCE_LOST_DAY = (
-    date(2021, 5, 3), date(2021, 5, 6), date(2021, 5, 2), date(2021, 5, 1), date(2021, 5, 8)
+    date(2021, 5, 3),
+    date(2021, 5, 6),
+    date(2021, 5, 2),
+    date(2021, 5, 1),
+    date(2021, 5, 8),
 )
 LAST_DAY = START + timedelta(days=DAYS - 1)
 FOOD = "food_delivery"
 
 
-def _reconcile(warehouse: Path, out: Path, *extra: str) -> tuple[int, ReconciliationReport | None, list[Path]]:
+def _reconcile(
+    warehouse: Path, out: Path, *extra: str
+) -> tuple[int, ReconciliationReport | None, list[Path]]:
     report = out / "report.json"
-    code = reconcile_job.main([
-        "--warehouse", str(warehouse), "--rules", str(REPO_ROOT / "examples" / "reconciliation.yaml"),
-        "--catalog", str(REPO_ROOT / "examples" / "catalog.yaml"), "--report", str(report),
-        "--configs-out", str(out / "configs"), "--days", f"{START}..{LAST_DAY}", "--owner", "@data-platform", *extra,
-    ], today=TODAY)
+    code = reconcile_job.main(
+        [
+            "--warehouse",
+            str(warehouse),
+            "--rules",
+            str(REPO_ROOT / "examples" / "reconciliation.yaml"),
+            "--catalog",
+            str(REPO_ROOT / "examples" / "catalog.yaml"),
+            "--report",
+            str(report),
+            "--configs-out",
+            str(out / "configs"),
+            "--days",
+            f"{START}..{LAST_DAY}",
+            "--owner",
+            "@data-platform",
+            *extra,
+        ],
+        today=TODAY,
+    )
     parsed = ReconciliationReport.from_json(report.read_bytes()) if report.exists() else None
     configs = sorted((out / "configs").glob("*.yaml")) if (out / "configs").exists() else []
     return code, parsed, configs
@@ -49,23 +70,50 @@ def _break(spark, warehouse: Path) -> None:
     # Late raw orders on one day of one feed (every hour); one hour of one feed of processed
     # orders lost; a 7-day table half lost on another day and feed; a top-10 partition gone;
     # one hour of raw orders deleted at the source (its processed partition is now orphaned).
-    break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
-                     scope=Scope(days=(LATE_RAW_DAY,), feeds=("partner",)), mode="late")
-    break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS,
-                     scope=Scope(days=(DROPPED_HOUR_DAY,), hours=(7,), feeds=("web",)), mode="drop")
-    break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS_7_DAYS,
-                     scope=Scope(days=(CORRUPT_7_DAY,), feeds=("app",)), mode="corrupt")
-    break_partitions(spark=spark, warehouse=str(warehouse), table=TOP_DELIVERY_TIMES,
-                     scope=Scope(days=(DROPPED_TOP_DAY,), feeds=("partner",)), mode="drop")
-    break_partitions(spark=spark, warehouse=str(warehouse), table=RAW_ORDERS,
-                     scope=Scope(days=(SOURCE_LOST_DAY,), hours=(4,), feeds=("app",)), mode="drop")
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=RAW_ORDERS,
+        scope=Scope(days=(LATE_RAW_DAY,), feeds=("partner",)),
+        mode="late",
+    )
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=ORDERS,
+        scope=Scope(days=(DROPPED_HOUR_DAY,), hours=(7,), feeds=("web",)),
+        mode="drop",
+    )
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=ORDERS_7_DAYS,
+        scope=Scope(days=(CORRUPT_7_DAY,), feeds=("app",)),
+        mode="corrupt",
+    )
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=TOP_DELIVERY_TIMES,
+        scope=Scope(days=(DROPPED_TOP_DAY,), feeds=("partner",)),
+        mode="drop",
+    )
+    break_partitions(
+        spark=spark,
+        warehouse=str(warehouse),
+        table=RAW_ORDERS,
+        scope=Scope(days=(SOURCE_LOST_DAY,), hours=(4,), feeds=("app",)),
+        mode="drop",
+    )
 
 
 def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, warehouse, tmp_path, capsys):
     _break(spark, warehouse)
     reference = tmp_path / "reference"
     shutil.copytree(warehouse, reference)
-    run_everything(spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY)  # clean run over the same raw data
+    run_everything(
+        spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY
+    )  # clean run over the same raw data
 
     code, report, config_files = _reconcile(warehouse, tmp_path / "first")
     assert code == 0, capsys.readouterr().err
@@ -90,12 +138,17 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     orphan = next(m for m in report.mismatches_listed if m.day == SOURCE_LOST_DAY)
     assert {d.check: d.expected for d in orphan.diffs}["row_count"] == 0
 
-    configs = {tuple(j.name for j in c.jobs): c for c in (parse_config(p.read_bytes(), source=str(p)) for p in config_files)}
+    configs = {
+        tuple(j.name for j in c.jobs): c
+        for c in (parse_config(p.read_bytes(), source=str(p)) for p in config_files)
+    }
     assert set(configs) == {("etl_orders",), ("etl_orders_7_days",), ("delivery_times_7_days",)}
     orders = configs[("etl_orders",)]
     assert orders.days == [LATE_RAW_DAY, DROPPED_HOUR_DAY, SOURCE_LOST_DAY] and orders.hours is None
     assert orders.feeds == ["app", "partner", "web"]
-    assert configs[("etl_orders_7_days",)].days == [CORRUPT_7_DAY] and configs[("etl_orders_7_days",)].feeds == ["app"]
+    assert configs[("etl_orders_7_days",)].days == [CORRUPT_7_DAY] and configs[
+        ("etl_orders_7_days",)
+    ].feeds == ["app"]
     assert configs[("delivery_times_7_days",)].days == [DROPPED_TOP_DAY]
     for config in configs.values():
         assert config.jobs[0].namespace == FOOD and len(config.name) <= 24
@@ -105,15 +158,20 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     # A backfill already in flight for etl_orders: its mismatches get no second config.
     in_flight = tmp_path / "in-flight-plan.json"
     in_flight.write_text(plan_with_planner(orders).to_json())
-    code, covered_report, covered_files = _reconcile(warehouse, tmp_path / "covered", "--in-flight-plan", str(in_flight))
+    code, covered_report, covered_files = _reconcile(
+        warehouse, tmp_path / "covered", "--in-flight-plan", str(in_flight)
+    )
     assert code == 0 and covered_report is not None
     assert covered_report.mismatches_in_flight == 26 + len(stale_7_days)
     assert sorted(parse_config(p.read_bytes()).jobs[0].name for p in covered_files) == [
-        "delivery_times_7_days", "etl_orders_7_days"
+        "delivery_times_7_days",
+        "etl_orders_7_days",
     ]
 
     for config in configs.values():  # the whole flow: the real planner, then the generic Spark job
-        run = run_plan(spark=spark, plan=plan_with_planner(config), warehouse=str(warehouse), registry=FOOD_DELIVERY)
+        run = run_plan(
+            spark=spark, plan=plan_with_planner(config), warehouse=str(warehouse), registry=FOOD_DELIVERY
+        )
         assert run.status == "succeeded", [step.error for step in run.steps]
         if config is orders:
             assert "day=2021-05-08/hour=4/feed=app" in run.step("etl_orders").partitions_deleted
@@ -126,18 +184,51 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     assert "0 mismatched partitions" in capsys.readouterr().out
 
 
-def test_rules_that_do_not_fit_the_pipeline_are_located_and_nothing_is_written(spark, warehouse, tmp_path, capsys):
+def test_rules_that_do_not_fit_the_pipeline_are_located_and_nothing_is_written(
+    spark, warehouse, tmp_path, capsys
+):
     rules = tmp_path / "rules.yaml"
-    rules.write_text(json.dumps({"version": 1, "tables": [
-        {"table": "orders", "upstream": ["menu_items"], "grain": ["day", "hour"],
-         "checks": [{"measure": "sum", "column": "comment"}, {"measure": "checksum", "columns": ["order_id", "nope"]}]},
-        {"table": "orders_7_days", "upstream": ["orders", "menu_items"], "grain": ["day", "hour"],
-         "checks": [{"measure": "row_count"}]},
-    ]}))
-    code = reconcile_job.main([
-        "--warehouse", str(warehouse), "--rules", str(rules), "--catalog", str(REPO_ROOT / "examples" / "catalog.yaml"),
-        "--report", str(tmp_path / "report.json"), "--configs-out", str(tmp_path / "configs"), "--window-days", "2",
-    ], today=TODAY)
+    rules.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "tables": [
+                    {
+                        "table": "orders",
+                        "upstream": ["menu_items"],
+                        "grain": ["day", "hour"],
+                        "checks": [
+                            {"measure": "sum", "column": "comment"},
+                            {"measure": "checksum", "columns": ["order_id", "nope"]},
+                        ],
+                    },
+                    {
+                        "table": "orders_7_days",
+                        "upstream": ["orders", "menu_items"],
+                        "grain": ["day", "hour"],
+                        "checks": [{"measure": "row_count"}],
+                    },
+                ],
+            }
+        )
+    )
+    code = reconcile_job.main(
+        [
+            "--warehouse",
+            str(warehouse),
+            "--rules",
+            str(rules),
+            "--catalog",
+            str(REPO_ROOT / "examples" / "catalog.yaml"),
+            "--report",
+            str(tmp_path / "report.json"),
+            "--configs-out",
+            str(tmp_path / "configs"),
+            "--window-days",
+            "2",
+        ],
+        today=TODAY,
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "tables[0].upstream: transform etl_orders reads raw_orders, not menu_items" in err
@@ -150,17 +241,49 @@ def test_rules_that_do_not_fit_the_pipeline_are_located_and_nothing_is_written(s
 def test_the_catalog_must_name_the_job_of_every_table(spark, warehouse, tmp_path, capsys):
     catalog = tmp_path / "catalog.yaml"
     catalog.write_text("version: 1\njobs:\n  - {namespace: food_delivery, name: etl_orders, kind: spark}\n")
-    code = reconcile_job.main([
-        "--warehouse", str(warehouse), "--rules", str(REPO_ROOT / "examples" / "reconciliation.yaml"),
-        "--catalog", str(catalog), "--report", str(tmp_path / "r.json"), "--configs-out", str(tmp_path / "c"),
-        "--days", "2021-05-02",
-    ], today=TODAY)
+    code = reconcile_job.main(
+        [
+            "--warehouse",
+            str(warehouse),
+            "--rules",
+            str(REPO_ROOT / "examples" / "reconciliation.yaml"),
+            "--catalog",
+            str(catalog),
+            "--report",
+            str(tmp_path / "r.json"),
+            "--configs-out",
+            str(tmp_path / "c"),
+            "--days",
+            "2021-05-02",
+        ],
+        today=TODAY,
+    )
     assert code == 2
-    assert "tables[1].table: no spark job in the catalog runs transform 'etl_orders_7_days'" in capsys.readouterr().err
+    assert (
+        "tables[1].table: no spark job in the catalog runs transform 'etl_orders_7_days'"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_default_window_is_the_days_before_today():
-    args = reconcile_job.build_parser().parse_args([
-        "--warehouse", "w", "--rules", "r", "--catalog", "c", "--report", "p", "--configs-out", "o", "--window-days", "3",
-    ])
-    assert reconcile_job.window_days(args, date(2021, 5, 10)) == (date(2021, 5, 7), date(2021, 5, 8), date(2021, 5, 9))
+    args = reconcile_job.build_parser().parse_args(
+        [
+            "--warehouse",
+            "w",
+            "--rules",
+            "r",
+            "--catalog",
+            "c",
+            "--report",
+            "p",
+            "--configs-out",
+            "o",
+            "--window-days",
+            "3",
+        ]
+    )
+    assert reconcile_job.window_days(args, date(2021, 5, 10)) == (
+        date(2021, 5, 7),
+        date(2021, 5, 8),
+        date(2021, 5, 9),
+    )

@@ -24,10 +24,14 @@ SETTINGS = GeneratorSettings(start=date(2021, 5, 1), days=2, orders_per_hour=6, 
 def test_generator_is_deterministic_and_sized_by_its_parameter(spark):
     first, second = raw_orders(spark, SETTINGS), raw_orders(spark, SETTINGS)
     assertDataFrameEqual(first, second, checkRowOrder=False)
-    other_seed = raw_orders(spark, GeneratorSettings(start=SETTINGS.start, days=2, orders_per_hour=6, seed=12))
+    other_seed = raw_orders(
+        spark, GeneratorSettings(start=SETTINGS.start, days=2, orders_per_hour=6, seed=12)
+    )
     assert first.exceptAll(other_seed).count() > 0
 
-    per_hour = first.groupBy("day", "hour", "feed").count().agg(F.min("count"), F.max("count"), F.count("*")).first()
+    per_hour = (
+        first.groupBy("day", "hour", "feed").count().agg(F.min("count"), F.max("count"), F.count("*")).first()
+    )
     assert per_hour[2] == 2 * 24 * 3  # every day, hour and feed has orders
     assert 3 <= per_hour[0] and per_hour[1] <= 9  # half to one and a half times orders_per_hour
     assert first.select("order_id").distinct().count() == first.count()
@@ -52,16 +56,41 @@ def test_corrupt_loses_rows_and_late_is_repeatable(spark, warehouse):
 
 
 def test_break_cli(spark, warehouse, capsys):
-    code = sample_pipeline.main(["break", "--warehouse", str(warehouse), "--days", "2021-05-03..2021-05-04",
-                                 "--table", "orders_7_days", "--feeds", "app"])
+    code = sample_pipeline.main(
+        [
+            "break",
+            "--warehouse",
+            str(warehouse),
+            "--days",
+            "2021-05-03..2021-05-04",
+            "--table",
+            "orders_7_days",
+            "--feeds",
+            "app",
+        ]
+    )
     assert code == 0
     assert "drop: 2 partitions of orders_7_days" in capsys.readouterr().out
     remaining = read_table(spark=spark, warehouse=str(warehouse), table=ORDERS_7_DAYS)
     assert remaining.where("feed = 'app' and day in ('2021-05-03', '2021-05-04')").count() == 0
 
     before = file_snapshot(warehouse)
-    assert sample_pipeline.main(["break", "--warehouse", str(warehouse), "--days", "2021-05-03",
-                                 "--layer", "raw", "--mode", "corrupt"]) == 2
+    assert (
+        sample_pipeline.main(
+            [
+                "break",
+                "--warehouse",
+                str(warehouse),
+                "--days",
+                "2021-05-03",
+                "--layer",
+                "raw",
+                "--mode",
+                "corrupt",
+            ]
+        )
+        == 2
+    )
     assert "does not apply to the raw layer" in capsys.readouterr().err
     assert sample_pipeline.main(["break", "--warehouse", str(warehouse), "--days", "2020-01-01"]) == 2
     assert "no partition of orders matches" in capsys.readouterr().err
@@ -72,10 +101,29 @@ def test_break_cli(spark, warehouse, capsys):
 
 def test_generate_and_run_clean_cli(spark, tmp_path, capsys):
     root = tmp_path / "small"
-    assert sample_pipeline.main(["generate", "--warehouse", str(root), "--start", "2021-05-01", "--days", "1",
-                                 "--orders-per-hour", "1", "--feeds", "web"]) == 0
+    assert (
+        sample_pipeline.main(
+            [
+                "generate",
+                "--warehouse",
+                str(root),
+                "--start",
+                "2021-05-01",
+                "--days",
+                "1",
+                "--orders-per-hour",
+                "1",
+                "--feeds",
+                "web",
+            ]
+        )
+        == 0
+    )
     assert sample_pipeline.main(["run-clean", "--warehouse", str(root)]) == 0
     out = capsys.readouterr().out
     raw = read_table(spark=spark, warehouse=str(root), table=RAW_ORDERS).count()
     assert f"generated {raw} raw orders" in out and f"orders: {raw} rows" in out
-    assert read_table(spark=spark, warehouse=str(root), table=ORDERS_7_DAYS).select("day").distinct().count() == 7
+    assert (
+        read_table(spark=spark, warehouse=str(root), table=ORDERS_7_DAYS).select("day").distinct().count()
+        == 7
+    )

@@ -64,8 +64,13 @@ def module_imports() -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:  # relative: from the module's own package upwards
                     package = name.split(".") if is_package else name.split(".")[:-1]
-                    base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+                    base = ".".join(
+                        package[: len(package) - node.level + 1] + ([node.module] if node.module else [])
+                    )
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
             for target in targets:
                 while target and target not in modules:  # a name inside a module: the module
                     target = target.rpartition(".")[0]
@@ -83,7 +88,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()

@@ -15,7 +15,10 @@ EXAMPLE_CATALOG = JobCatalog.load(str(EXAMPLES / "catalog.yaml"))
 TODAY = date(2021, 6, 30)
 NOW = datetime(2021, 6, 30, 12, tzinfo=UTC)
 LIMITS = PreflightLimits()
-UPSTREAM_ROOT = {"namespace": "food_delivery", "name": "etl_orders_7_days"}  # reads what etl_orders etc. write
+UPSTREAM_ROOT = {
+    "namespace": "food_delivery",
+    "name": "etl_orders_7_days",
+}  # reads what etl_orders etc. write
 DAY = datetime(2021, 6, 4, tzinfo=UTC)
 
 
@@ -27,7 +30,9 @@ def food_delivery() -> LineageStore:
 
 def plan_of(cfg, store=None, catalog=EXAMPLE_CATALOG):  # noqa: ANN001, ANN201
     lineage = InProcessMarquez(store or food_delivery())
-    return build_plan(cfg, backfill_id=backfill_id(cfg), lineage=lineage, catalog=catalog, today=TODAY, now=NOW)
+    return build_plan(
+        cfg, backfill_id=backfill_id(cfg), lineage=lineage, catalog=catalog, today=TODAY, now=NOW
+    )
 
 
 def codes(findings):  # noqa: ANN001, ANN201
@@ -36,10 +41,18 @@ def codes(findings):  # noqa: ANN001, ANN201
 
 def upstream_config(**extra):  # noqa: ANN003, ANN201
     """A config of UPSTREAM_ROOT for DAY and the day after, without downstream jobs."""
-    return parse_config({
-        "version": 1, "name": "fresh", "owner": "@jane", "mode": "batch", "jobs": [UPSTREAM_ROOT],
-        "dates": ["2021-06-04", "2021-06-05"], "downstream": {"enabled": False}, **extra,
-    })
+    return parse_config(
+        {
+            "version": 1,
+            "name": "fresh",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [UPSTREAM_ROOT],
+            "dates": ["2021-06-04", "2021-06-05"],
+            "downstream": {"enabled": False},
+            **extra,
+        }
+    )
 
 
 def store_with(*runs: tuple[str, datetime, str], sample: bool = True) -> LineageStore:
@@ -55,10 +68,16 @@ def store_with(*runs: tuple[str, datetime, str], sample: bool = True) -> Lineage
                 if (job, day) not in given:
                     runs = (*runs, (job, day, "COMPLETE"))
     for job, day, outcome in runs:
-        store.ingest_all(run_events(
-            "food_delivery", job, nominal=(day, day + timedelta(days=1)), outcome=outcome,
-            event_time=day + timedelta(days=1, hours=1), duration=timedelta(minutes=10),
-        ))
+        store.ingest_all(
+            run_events(
+                "food_delivery",
+                job,
+                nominal=(day, day + timedelta(days=1)),
+                outcome=outcome,
+                event_time=day + timedelta(days=1, hours=1),
+                duration=timedelta(minutes=10),
+            )
+        )
     return store
 
 

@@ -56,15 +56,22 @@ def write_archive(s3, tasks: list[ReplayTask], *, per_hour: int, objects: int = 
     for task in tasks:
         prefix = LAYOUT.prefix(feed=task.feed, day=task.day, hour=task.hour)
         lines = [
-            json.dumps({"feed": task.feed, "day": task.day.isoformat(), "hour": task.hour, "n": n}, separators=(",", ":"))
+            json.dumps(
+                {"feed": task.feed, "day": task.day.isoformat(), "hour": task.hour, "n": n},
+                separators=(",", ":"),
+            )
             for n in range(per_hour)
         ]
         bodies.extend(lines)
         chunk = -(-per_hour // objects)
         for index in range(objects):
-            part = "\n".join(lines[index * chunk:(index + 1) * chunk]) + "\n"
+            part = "\n".join(lines[index * chunk : (index + 1) * chunk]) + "\n"
             if index % 2:
-                s3.put_object(Bucket=ARCHIVE, Key=f"{prefix}part-{index:03d}.jsonl.gz", Body=gzip.compress(part.encode()))
+                s3.put_object(
+                    Bucket=ARCHIVE,
+                    Key=f"{prefix}part-{index:03d}.jsonl.gz",
+                    Body=gzip.compress(part.encode()),
+                )
             else:
                 s3.put_object(Bucket=ARCHIVE, Key=f"{prefix}part-{index:03d}.jsonl", Body=part.encode())
     return bodies
@@ -81,7 +88,8 @@ def drain(sqs, queue_url: str) -> list[dict]:
             return received
         received.extend(messages)
         sqs.delete_message_batch(
-            QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
         )
 
 
@@ -122,7 +130,9 @@ class ReplayEnv:
     def notifier(self) -> Notifier:
         return Notifier(
             slack=SlackWebApi(token=SecretStr(self.slack.token), api_url=self.slack.api_url),
-            pagerduty=PagerDutyClient(routing_key=SecretStr(self.pagerduty.routing_key), events_url=self.pagerduty.events_url),
+            pagerduty=PagerDutyClient(
+                routing_key=SecretStr(self.pagerduty.routing_key), events_url=self.pagerduty.events_url
+            ),
             status_store=self.store,
             default_channel="#data-oncall",
         )
@@ -153,7 +163,14 @@ class FlakySqs:
     class Crash(BaseException):
         pass
 
-    def __init__(self, sqs, *, fail=lambda call, index, body: False, crash_on: int | None = None, crash_after_send=False):
+    def __init__(
+        self,
+        sqs,
+        *,
+        fail=lambda call, index, body: False,
+        crash_on: int | None = None,
+        crash_after_send=False,
+    ):
         self._sqs = sqs
         self._fail = fail
         self._crash_on = crash_on
@@ -171,14 +188,21 @@ class FlakySqs:
         keep, failed = [], []
         for index, entry in enumerate(Entries):
             if self._fail(self.calls, index, entry["MessageBody"]):
-                failed.append({"Id": entry["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"})
+                failed.append(
+                    {"Id": entry["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"}
+                )
             else:
                 keep.append(entry)
         self.failed_entries += len(failed)
-        response = self._sqs.send_message_batch(QueueUrl=QueueUrl, Entries=keep) if keep else {"Successful": []}
+        response = (
+            self._sqs.send_message_batch(QueueUrl=QueueUrl, Entries=keep) if keep else {"Successful": []}
+        )
         if self._crash_on == self.calls:
             raise FlakySqs.Crash()
-        return {"Successful": response.get("Successful", []), "Failed": [*response.get("Failed", []), *failed]}
+        return {
+            "Successful": response.get("Successful", []),
+            "Failed": [*response.get("Failed", []), *failed],
+        }
 
 
 def replay_config(**changes):
@@ -193,7 +217,10 @@ def sqs_event(bodies: list[str], *, receive_count: int = 1, ids: list[str] | Non
                 "messageId": message_id,
                 "receiptHandle": f"handle-{message_id}",
                 "body": body,
-                "attributes": {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "1622538000000"},
+                "attributes": {
+                    "ApproximateReceiveCount": str(receive_count),
+                    "SentTimestamp": "1622538000000",
+                },
                 "messageAttributes": {},
                 "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
                 "eventSource": "aws:sqs",

@@ -25,7 +25,9 @@ def file_snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
         if path.is_file() and not path.name.startswith((".", "_")):
             stat = path.stat()
             snapshot[str(path.relative_to(root))] = (
-                stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()
+                stat.st_size,
+                stat.st_mtime_ns,
+                hashlib.sha256(path.read_bytes()).hexdigest(),
             )
     return snapshot
 
@@ -67,24 +69,39 @@ def partition_of(relative_file: str, table_location: str) -> dict[str, object] |
     if not relative_file.startswith(table_location + "/"):
         return None
     values: dict[str, object] = {}
-    for segment in relative_file[len(table_location) + 1:].split("/")[:-1]:
+    for segment in relative_file[len(table_location) + 1 :].split("/")[:-1]:
         column, _, text = segment.partition("=")
-        values[column] = date.fromisoformat(text) if column == "day" else int(text) if column == "hour" else text
+        values[column] = (
+            date.fromisoformat(text) if column == "day" else int(text) if column == "hour" else text
+        )
     return values
 
 
 def hand_step(transform, dates, *, upstream=(), hours=None, feeds=None, kind="spark") -> dict:
     return {
-        "id": transform, "job": {"namespace": "food_delivery", "name": transform}, "dag_id": transform,
-        "kind": kind, "transform": transform if kind == "spark" else None, "dates": [d.isoformat() for d in dates],
-        "hours": hours, "feeds": feeds, "reason": "downstream" if upstream else "root", "upstream": list(upstream),
+        "id": transform,
+        "job": {"namespace": "food_delivery", "name": transform},
+        "dag_id": transform,
+        "kind": kind,
+        "transform": transform if kind == "spark" else None,
+        "dates": [d.isoformat() for d in dates],
+        "hours": hours,
+        "feeds": feeds,
+        "reason": "downstream" if upstream else "root",
+        "upstream": list(upstream),
     }
 
 
 def hand_plan(*waves: list[dict]) -> Plan:
     """A plan built by hand, for shapes the planner does not produce (independent roots)."""
-    return Plan.model_validate({
-        "backfill_id": "hand-made-00000000", "name": "hand-made", "owner": "@data-platform",
-        "created_at": "2026-01-01T00:00:00Z", "roots": [{"namespace": "food_delivery", "name": "etl_orders"}],
-        "dates": ["2021-05-05"], "waves": [{"index": i, "steps": steps} for i, steps in enumerate(waves)],
-    })
+    return Plan.model_validate(
+        {
+            "backfill_id": "hand-made-00000000",
+            "name": "hand-made",
+            "owner": "@data-platform",
+            "created_at": "2026-01-01T00:00:00Z",
+            "roots": [{"namespace": "food_delivery", "name": "etl_orders"}],
+            "dates": ["2021-05-05"],
+            "waves": [{"index": i, "steps": steps} for i, steps in enumerate(waves)],
+        }
+    )

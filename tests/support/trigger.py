@@ -61,9 +61,16 @@ def fast_session() -> requests.Session:
     return retrying_session(retries=2, backoff_factor=0.01, backoff_max=0.05, timeout=(1.0, 5.0))
 
 
-def s3_event(key: str, *, size: int, version_id: str | None, etag: str, sequencer: str, bucket: str = BUCKET) -> dict[str, Any]:
+def s3_event(
+    key: str, *, size: int, version_id: str | None, etag: str, sequencer: str, bucket: str = BUCKET
+) -> dict[str, Any]:
     """The S3 notification shape (event version 2.1) for one ObjectCreated:Put."""
-    obj: dict[str, Any] = {"key": key.replace(" ", "+"), "size": size, "eTag": etag.strip('"'), "sequencer": sequencer}
+    obj: dict[str, Any] = {
+        "key": key.replace(" ", "+"),
+        "size": size,
+        "eTag": etag.strip('"'),
+        "sequencer": sequencer,
+    }
     if version_id:
         obj["versionId"] = version_id
     return {
@@ -80,7 +87,11 @@ def s3_event(key: str, *, size: int, version_id: str | None, etag: str, sequence
                 "s3": {
                     "s3SchemaVersion": "1.0",
                     "configurationId": "config-upload",
-                    "bucket": {"name": bucket, "ownerIdentity": {"principalId": "EXAMPLE"}, "arn": f"arn:aws:s3:::{bucket}"},
+                    "bucket": {
+                        "name": bucket,
+                        "ownerIdentity": {"principalId": "EXAMPLE"},
+                        "arn": f"arn:aws:s3:::{bucket}",
+                    },
                     "object": obj,
                 },
             }
@@ -98,7 +109,12 @@ class TriggerHarness:
     its Lambda handler with this harness's wiring standing for the container's."""
 
     def __init__(
-        self, stack: ExitStack, *, marquez_up: bool = True, env: dict[str, str] | None = None, bucket: str = BUCKET
+        self,
+        stack: ExitStack,
+        *,
+        marquez_up: bool = True,
+        env: dict[str, str] | None = None,
+        bucket: str = BUCKET,
     ):
         self.stack = stack
         self.bucket = bucket
@@ -116,11 +132,15 @@ class TriggerHarness:
         self.s3.create_bucket(Bucket=bucket)
         self.s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         create_table(self.dynamodb, "StatusTable", table_name=TABLE)
-        self.s3.put_object(Bucket=bucket, Key="catalog/catalog.yaml", Body=(EXAMPLES / "catalog.yaml").read_bytes())
+        self.s3.put_object(
+            Bucket=bucket, Key="catalog/catalog.yaml", Body=(EXAMPLES / "catalog.yaml").read_bytes()
+        )
         arns = {
             "slack": self._secret("backfill/slack", json.dumps({"bot_token": SLACK_TOKEN})),
             "pagerduty": self._secret("backfill/pagerduty", json.dumps({"routing_key": ROUTING_KEY})),
-            "airflow": self._secret("backfill/airflow", json.dumps({"username": "admin", "password": "admin"})),
+            "airflow": self._secret(
+                "backfill/airflow", json.dumps({"username": "admin", "password": "admin"})
+            ),
         }
         self.env = {
             "CONFIG_BUCKET": bucket,
@@ -146,9 +166,12 @@ class TriggerHarness:
     def make_wiring(self) -> TriggerWiring:
         """The container's wiring for `self.settings` (subclasses choose clients and sessions)."""
         return TriggerWiring(
-            self.settings, s3_client=self.s3, dynamodb_client=self.dynamodb, secrets_client=self.secrets,
+            self.settings,
+            s3_client=self.s3,
+            dynamodb_client=self.dynamodb,
+            secrets_client=self.secrets,
             session_factory=fast_session,
-        )  # fmt: skip
+        )
 
     def rewire(self, **env: str) -> None:
         """A new container with these variables changed (settings are read once per container)."""
@@ -169,25 +192,34 @@ class TriggerHarness:
     def upload(self, body: bytes, key: str = "incoming/minimal-batch.yaml") -> dict[str, Any]:
         put = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         return s3_event(
-            key, size=len(body), version_id=put.get("VersionId"), etag=put["ETag"],
-            sequencer=self.next_sequencer(), bucket=self.bucket,
-        )  # fmt: skip
+            key,
+            size=len(body),
+            version_id=put.get("VersionId"),
+            etag=put["ETag"],
+            sequencer=self.next_sequencer(),
+            bucket=self.bucket,
+        )
 
     def invoke(self, event: dict[str, Any]) -> list[UploadResult]:
         service = self.wiring.service(metrics=self.metrics, logger=logging.getLogger("test"))
         return service.handle_event(event, lease_seconds=60)
 
     def invoke_lambda(
-        self, event: dict[str, Any], *, request_id: str = "00000000-0000-0000-0000-000000000000",
+        self,
+        event: dict[str, Any],
+        *,
+        request_id: str = "00000000-0000-0000-0000-000000000000",
         remaining_seconds: float = 300.0,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """Run the Lambda handler as Lambda would: this harness's wiring stands for the
         container's, `request_id` is the invocation's (Lambda's retries of an event reuse it),
         the remaining time counts down."""
         from backfill_orchestrator.trigger import handler as trigger_handler
 
         trigger_handler.metrics.clear_metrics()  # Metrics instances share one store
-        context = FakeLambdaContext(request_id=request_id, remaining_seconds=remaining_seconds, counting_down=True)
+        context = FakeLambdaContext(
+            request_id=request_id, remaining_seconds=remaining_seconds, counting_down=True
+        )
         with trigger_handler.trigger_wiring(self.wiring):
             return trigger_handler.handler(event, context)
 

@@ -18,7 +18,13 @@ from backfill_orchestrator.airflow_api import (
 )
 
 CONF = {"backfill_id": "orders-fix-1a2b3c4d", "config_uri": "s3://b/c.yaml", "plan_uri": "s3://b/p.json"}
-RUN = {"dag_run_id": "orders-fix-1a2b3c4d", "dag_id": "backfill", "state": "queued", "conf": CONF, "logical_date": None}
+RUN = {
+    "dag_run_id": "orders-fix-1a2b3c4d",
+    "dag_id": "backfill",
+    "state": "queued",
+    "conf": CONF,
+    "logical_date": None,
+}
 
 
 @pytest.fixture
@@ -30,7 +36,9 @@ def mwaa() -> Iterator[tuple[object, Stubber]]:
 
 
 def make(client: object, sleeps: list[float] | None = None, **kwargs) -> MwaaAirflowClient:  # noqa: ANN003
-    return MwaaAirflowClient("data-prod", mwaa_client=client, sleep=(sleeps if sleeps is not None else []).append, **kwargs)
+    return MwaaAirflowClient(
+        "data-prod", mwaa_client=client, sleep=(sleeps if sleeps is not None else []).append, **kwargs
+    )
 
 
 def trigger_request(api_version: str = "v2") -> dict:
@@ -52,7 +60,9 @@ def airflow_error(stubber: Stubber, status: int, body: dict, *, server: bool = F
 
 def test_trigger_sends_the_strict_v2_body_without_the_version_prefix(mwaa) -> None:  # noqa: ANN001
     client, stubber = mwaa
-    stubber.add_response("invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request())
+    stubber.add_response(
+        "invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request()
+    )
 
     result = make(client).trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF)
 
@@ -61,8 +71,14 @@ def test_trigger_sends_the_strict_v2_body_without_the_version_prefix(mwaa) -> No
 
 def test_airflow_2_behind_mwaa_gets_no_logical_date(mwaa) -> None:  # noqa: ANN001
     client, stubber = mwaa
-    stubber.add_response("invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request("v1"))
-    assert make(client, api_version="v1").trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF).created
+    stubber.add_response(
+        "invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request("v1")
+    )
+    assert (
+        make(client, api_version="v1")
+        .trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF)
+        .created
+    )
 
 
 def test_409_with_the_run_present_is_an_earlier_trigger(mwaa) -> None:  # noqa: ANN001
@@ -89,7 +105,8 @@ def test_409_for_another_backfills_run_is_a_collision(mwaa) -> None:  # noqa: AN
     client, stubber = mwaa
     airflow_error(stubber, 409, {"detail": "already exists"})
     stubber.add_response(
-        "invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": {**RUN, "conf": {"backfill_id": "other"}}}
+        "invoke_rest_api",
+        {"RestApiStatusCode": 200, "RestApiResponse": {**RUN, "conf": {"backfill_id": "other"}}},
     )
     with pytest.raises(DagRunCollisionError, match="another backfill"):
         make(client).trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF)
@@ -99,7 +116,9 @@ def test_airflow_5xx_is_retried_with_backoff_then_recovers(mwaa) -> None:  # noq
     client, stubber = mwaa
     airflow_error(stubber, 500, {"detail": "boom"}, server=True)
     airflow_error(stubber, 503, {"detail": "boom"}, server=True)
-    stubber.add_response("invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request())
+    stubber.add_response(
+        "invoke_rest_api", {"RestApiStatusCode": 200, "RestApiResponse": RUN}, trigger_request()
+    )
     sleeps: list[float] = []
 
     assert make(client, sleeps).trigger_dag_run("backfill", run_id=CONF["backfill_id"], conf=CONF).created

@@ -47,7 +47,9 @@ def test_a_gone_parent_cancels_the_running_jobs_and_stops_new_steps(
     assert "its task process is gone: cancelling the running Spark jobs" in capsys.readouterr().err
 
 
-def test_without_the_variable_only_sigterm_stops_it(restore_sigterm: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_variable_only_sigterm_stops_it(
+    restore_sigterm: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("BACKFILL_STOP_WITH_PARENT", raising=False)
     monkeypatch.setattr(backfill_job, "PARENT_POLL_SECONDS", 0.05)
     monkeypatch.setattr(backfill_job.os, "getppid", iter([4242, *[1] * 100]).__next__)

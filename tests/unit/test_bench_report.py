@@ -30,7 +30,8 @@ def test_the_performance_page_has_one_row_per_benchmark_and_is_as_generated() ->
     for name, result in rows.items():
         assert result.line.startswith(f"BENCH {name} ") or result.line == report.NOT_RUN, (name, result.line)
     assert table == report.render(rows, report.benchmarks()), (
-        "the table differs from what benchmarks/report.py writes: run it with --no-run (or `make bench`)")
+        "the table differs from what benchmarks/report.py writes: run it with --no-run (or `make bench`)"
+    )
 
 
 BENCH_SCRIPT = '''"""Fake benchmark: counts to three.
@@ -80,7 +81,9 @@ def test_a_run_rewrites_its_own_row_and_keeps_the_rest(folder: Path, tmp_path: P
     assert rows["fake"] == result
     assert rows["other"] == report.Result("BENCH other x=1", "1.0 on 2 CPUs", "2026-01-02")  # not run: kept
     assert rows["new"].line == report.NOT_RUN and "gone" not in rows
-    assert f"| `fake.py` | Counts to three | `BENCH fake n=3 ok=true` | {result.load} | {result.date} |" in text
+    assert (
+        f"| `fake.py` | Counts to three | `BENCH fake n=3 ok=true` | {result.load} | {result.date} |" in text
+    )
     assert "| `new.py` | Never run; its row says so |" in text
 
 
@@ -91,7 +94,14 @@ def test_a_failing_benchmark_gives_no_result(tmp_path: Path) -> None:
     assert report.run(tmp_path / "silent.py") is None
 
 
-@pytest.mark.parametrize("text", ["no markers at all", f"{report.END}\n{report.BEGIN}\n", f"{report.BEGIN}\n| a row | of nothing |\n{report.END}\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no markers at all",
+        f"{report.END}\n{report.BEGIN}\n",
+        f"{report.BEGIN}\n| a row | of nothing |\n{report.END}\n",
+    ],
+)
 def test_a_malformed_page_is_refused_with_the_reason(text: str, tmp_path: Path) -> None:
     page = tmp_path / "performance.md"
     page.write_text(text)

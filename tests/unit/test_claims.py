@@ -43,10 +43,13 @@ class World:
 
     def make_registry(self, **kwargs) -> ClaimRegistry:
         return ClaimRegistry(
-            dynamodb_client=self.ddb, table_name="claims",
+            dynamodb_client=self.ddb,
+            table_name="claims",
             load_claims=lambda uri: ClaimSet.from_json(self.documents[uri], source=uri),
             live_holders=lambda backfill_ids: {i for i in backfill_ids if i in self.live},
-            clock=lambda: self.now[0], sleep=lambda s: self.now.__setitem__(0, self.now[0] + s), **kwargs,
+            clock=lambda: self.now[0],
+            sleep=lambda s: self.now.__setitem__(0, self.now[0] + s),
+            **kwargs,
         )
 
     def admit(self, backfill_id: str, claim_set: ClaimSet, *, at: str, on_overlap="wait", registry=None):
@@ -75,7 +78,9 @@ def test_claim_sets_round_trip_and_overlap():
 
 
 def test_from_plan_takes_every_steps_dates_minus_what_is_done():
-    plan = SimpleNamespace(steps=[SimpleNamespace(id="a", dates=sorted(days(0, 1))), SimpleNamespace(id="b", dates=[D])])
+    plan = SimpleNamespace(
+        steps=[SimpleNamespace(id="a", dates=sorted(days(0, 1))), SimpleNamespace(id="b", dates=[D])]
+    )
     assert ClaimSet.from_plan(plan) == claims(a=days(0, 1), b=days(0))
     assert ClaimSet.from_plan(plan, skip={"b": [D], "a": [D]}) == claims(a=days(1))
 
@@ -139,25 +144,37 @@ def test_a_cancelled_queued_backfill_leaves_the_queue(world):
 
 
 def test_a_crashed_lock_holder_blocks_for_at_most_the_lease(world):
-    world.ddb.put_item(TableName="claims", Item={
-        "pk": {"S": "lock"}, "sk": {"S": "admission"}, "token": {"S": "dead"},
-        "lease_until": {"N": str(int(world.now[0]) + 30)},
-    })
+    world.ddb.put_item(
+        TableName="claims",
+        Item={
+            "pk": {"S": "lock"},
+            "sk": {"S": "admission"},
+            "token": {"S": "dead"},
+            "lease_until": {"N": str(int(world.now[0]) + 30)},
+        },
+    )
     # waits (on the fake clock) until the dead holder's lease is over, then admits
     assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
     assert world.now[0] >= 1_000_030
 
 
 def test_a_lock_that_stays_taken_is_a_service_error(world):
-    world.ddb.put_item(TableName="claims", Item={
-        "pk": {"S": "lock"}, "sk": {"S": "admission"}, "token": {"S": "busy"},
-        "lease_until": {"N": str(int(world.now[0]) + 3600)},
-    })
+    world.ddb.put_item(
+        TableName="claims",
+        Item={
+            "pk": {"S": "lock"},
+            "sk": {"S": "admission"},
+            "token": {"S": "busy"},
+            "lease_until": {"N": str(int(world.now[0]) + 3600)},
+        },
+    )
     with pytest.raises(ClaimsUnavailableError, match="stayed taken"):
         world.admit("a-1", claims(s=days(0)), at="t1")
 
 
-def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from backfill_orchestrator.claims import registry
 
     monkeypatch.setattr(registry, "_CLAIM_SETS", registry.LRUCache(maxsize=4, getsizeof=len))
@@ -166,9 +183,17 @@ def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_
     three = ClaimSet({"a": frozenset({day, date(2021, 6, 5), date(2021, 6, 6)})})
     one = ClaimSet({"b": frozenset({day})})
     registry.keep_claim_set("s3://b/backfills/x/claims.json", one)  # a plain key may be rewritten: not kept
-    registry.keep_claim_set("s3://b/backfills/big/claims.json?versionId=1", ClaimSet({"c": frozenset(three.steps["a"] | {date(2021, 6, 7), date(2021, 6, 8)})}))
+    registry.keep_claim_set(
+        "s3://b/backfills/big/claims.json?versionId=1",
+        ClaimSet({"c": frozenset(three.steps["a"] | {date(2021, 6, 7), date(2021, 6, 8)})}),
+    )
     assert len(registry._CLAIM_SETS) == 0  # 5 pairs: over the bound, never kept
     registry.keep_claim_set("s3://b/backfills/y/claims.json?versionId=1", three)
     registry.keep_claim_set("s3://b/backfills/z/claims.json?versionId=1", one)
-    registry.keep_claim_set("s3://b/backfills/w/claims.json?versionId=1", one)  # 5 pairs in all: the oldest goes
-    assert set(registry._CLAIM_SETS) == {"s3://b/backfills/z/claims.json?versionId=1", "s3://b/backfills/w/claims.json?versionId=1"}
+    registry.keep_claim_set(
+        "s3://b/backfills/w/claims.json?versionId=1", one
+    )  # 5 pairs in all: the oldest goes
+    assert set(registry._CLAIM_SETS) == {
+        "s3://b/backfills/z/claims.json?versionId=1",
+        "s3://b/backfills/w/claims.json?versionId=1",
+    }

@@ -20,8 +20,10 @@ def test_validate_valid_files_prints_summaries(capsys):
 
 def test_validate_invalid_file_prints_located_errors(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("version: 1\nname: ok-name\nowner: '@me'\nmode: batch\njobs: [{namespace: a, name: b}]\n"
-                   "dates: [2021-06-04, {start: 2021-06-12, end: 2021-06-10}]\n")
+    bad.write_text(
+        "version: 1\nname: ok-name\nowner: '@me'\nmode: batch\njobs: [{namespace: a, name: b}]\n"
+        "dates: [2021-06-04, {start: 2021-06-12, end: 2021-06-10}]\n"
+    )
     code = main(["validate", str(bad)])
     err = capsys.readouterr().err
     assert code == 1
@@ -56,7 +58,10 @@ def test_schema_prints_json_schema(capsys):
 def test_module_entry_point_runs():
     result = subprocess.run(
         [sys.executable, "-m", "backfill_orchestrator", "validate", str(EXAMPLES / "minimal-batch.yaml")],
-        capture_output=True, text=True, cwd=REPO_ROOT, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "etl-orders-0604 (batch), 1 day" in result.stdout

@@ -28,7 +28,11 @@ print(json.dumps(sorted({{name.split(".")[0] for name in sys.modules}})))
 def test_importing_the_client_loads_nothing_server_side(module: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "layers" / "shared"), str(REPO)])}
     completed = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", PROBE.format(module=module)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
     loaded = set(json.loads(completed.stdout))

@@ -55,7 +55,12 @@ def test_what_looks_like_a_path(text, expected):
 
 @pytest.mark.parametrize(
     "location",
-    ["orders-outage-jun.yaml", "./configs/orders.yml", "/Volumes/main/ops/configs/no-such-config.yaml", "~/no-such-dir/x.json"],
+    [
+        "orders-outage-jun.yaml",
+        "./configs/orders.yml",
+        "/Volumes/main/ops/configs/no-such-config.yaml",
+        "~/no-such-dir/x.json",
+    ],
 )
 def test_a_mistyped_path_is_no_such_file_not_a_yaml_error(location, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
@@ -97,7 +102,9 @@ def test_a_volume_style_path_is_read_as_a_local_file(tmp_path):
 def test_dbfs_path_through_the_mount(dbfs):
     (dbfs / "FileStore" / "backfills" / "orders.yaml").write_text(yaml.safe_dump(VALID_BATCH))
     assert validate_backfill("dbfs:/FileStore/backfills/orders.yaml").name == VALID_BATCH["name"]
-    with pytest.raises(ConfigFileNotFoundError, match="^no such file: dbfs:/FileStore/backfills/orderz.yaml$"):
+    with pytest.raises(
+        ConfigFileNotFoundError, match="^no such file: dbfs:/FileStore/backfills/orderz.yaml$"
+    ):
         validate_backfill("dbfs:/FileStore/backfills/orderz.yaml")
 
 

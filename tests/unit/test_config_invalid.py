@@ -60,8 +60,18 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("jobs-not-list", batch(jobs={"namespace": "a", "name": "b"}), "jobs", "valid list"),
     ("job-name-missing", batch(jobs=[{"namespace": "food_delivery"}]), "jobs[0].name", "field required"),
     ("job-namespace-blank", batch(jobs=[{"namespace": " ", "name": "x"}]), "jobs[0].namespace", "non-blank"),
-    ("job-extra-key", batch(jobs=[{"namespace": "a", "name": "b", "nmae": "c"}]), "jobs[0].nmae", "did you mean 'name'"),
-    ("job-duplicate", batch(jobs=[{"namespace": "a", "name": "b"}, {"namespace": "a", "name": "b"}]), "jobs[1]", "duplicate of jobs[0]"),
+    (
+        "job-extra-key",
+        batch(jobs=[{"namespace": "a", "name": "b", "nmae": "c"}]),
+        "jobs[0].nmae",
+        "did you mean 'name'",
+    ),
+    (
+        "job-duplicate",
+        batch(jobs=[{"namespace": "a", "name": "b"}, {"namespace": "a", "name": "b"}]),
+        "jobs[1]",
+        "duplicate of jobs[0]",
+    ),
     ("dates-missing", batch(dates=DELETE), "dates", "field required"),
     ("dates-empty", batch(dates=[]), "dates", "at least 1"),
     ("date-not-calendar", batch(dates=["2021-02-30"]), "dates[0]", "not a real calendar date"),
@@ -69,10 +79,25 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("date-number", batch(dates=[20210604]), "dates[0]", "YYYY-MM-DD"),
     ("date-future", batch(dates=["2026-11-22"]), "dates[0]", "after today"),
     ("date-with-time", batch(dates=["2021-06-04T00:00:00"]), "dates[0]", "YYYY-MM-DD"),
-    ("range-reversed", batch(dates=["2021-06-04", {"start": "2021-06-12", "end": "2021-06-10"}]), "dates[1].end", "must not be before start (2021-06-12)"),
+    (
+        "range-reversed",
+        batch(dates=["2021-06-04", {"start": "2021-06-12", "end": "2021-06-10"}]),
+        "dates[1].end",
+        "must not be before start (2021-06-12)",
+    ),
     ("range-missing-end", batch(dates=[{"start": "2021-06-12"}]), "dates[0].end", "field required"),
-    ("range-extra-key", batch(dates=[{"start": "2021-06-10", "end": "2021-06-12", "step": 2}]), "dates[0].step", "unknown key"),
-    ("range-future-end", batch(dates=[{"start": "2026-11-01", "end": "2026-12-01"}]), "dates[0].end", "after today"),
+    (
+        "range-extra-key",
+        batch(dates=[{"start": "2021-06-10", "end": "2021-06-12", "step": 2}]),
+        "dates[0].step",
+        "unknown key",
+    ),
+    (
+        "range-future-end",
+        batch(dates=[{"start": "2026-11-01", "end": "2026-12-01"}]),
+        "dates[0].end",
+        "after today",
+    ),
     ("dates-too-many", batch(dates=[{"start": "2020-01-01", "end": "2021-02-04"}]), "dates", "at most 400"),
     ("hours-out-of-range", batch(hours=[0, 24]), "hours[1]", "less than or equal to 23"),
     ("hours-negative", batch(hours=[-1]), "hours[0]", "greater than or equal to 0"),
@@ -83,23 +108,73 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("feeds-bad-pattern", batch(feeds=["Orders"]), "feeds[0]", "a-z, 0-9 and _"),
     ("feeds-duplicate", batch(feeds=["orders", "orders"]), "feeds[1]", "duplicate of feeds[0]"),
     ("feeds-too-long", batch(feeds=["x" * 65]), "feeds[0]", "1 to 64"),
-    ("downstream-depth-zero", batch(downstream={"max_depth": 0}), "downstream.max_depth", "greater than or equal to 1"),
-    ("downstream-depth-big", batch(downstream={"max_depth": 201}), "downstream.max_depth", "less than or equal to 200"),
-    ("downstream-enabled-string", batch(downstream={"enabled": "yes"}), "downstream.enabled", "valid boolean"),
-    ("downstream-exclude-dup", batch(downstream={"exclude": [{"namespace": "a", "name": "b"}] * 2}), "downstream.exclude[1]", "duplicate of downstream.exclude[0]"),
-    ("downstream-exclude-incomplete", batch(downstream={"exclude": [{"name": "b"}]}), "downstream.exclude[0].namespace", "field required"),
+    (
+        "downstream-depth-zero",
+        batch(downstream={"max_depth": 0}),
+        "downstream.max_depth",
+        "greater than or equal to 1",
+    ),
+    (
+        "downstream-depth-big",
+        batch(downstream={"max_depth": 201}),
+        "downstream.max_depth",
+        "less than or equal to 200",
+    ),
+    (
+        "downstream-enabled-string",
+        batch(downstream={"enabled": "yes"}),
+        "downstream.enabled",
+        "valid boolean",
+    ),
+    (
+        "downstream-exclude-dup",
+        batch(downstream={"exclude": [{"namespace": "a", "name": "b"}] * 2}),
+        "downstream.exclude[1]",
+        "duplicate of downstream.exclude[0]",
+    ),
+    (
+        "downstream-exclude-incomplete",
+        batch(downstream={"exclude": [{"name": "b"}]}),
+        "downstream.exclude[0].namespace",
+        "field required",
+    ),
     ("downstream-typo", batch(downstream={"max_deph": 3}), "downstream.max_deph", "did you mean 'max_depth'"),
-    ("spark-profile", batch(spark={"profile": "huge"}), "spark.profile", "unknown profile 'huge'; known: large, medium, small"),
+    (
+        "spark-profile",
+        batch(spark={"profile": "huge"}),
+        "spark.profile",
+        "unknown profile 'huge'; known: large, medium, small",
+    ),
     ("spark-profile-typo", batch(spark={"profile": "lage"}), "spark.profile", "did you mean 'large'"),
     ("batch-with-replay", batch(replay={"target": "orders-ingest"}), "replay", "not allowed for mode batch"),
     ("replay-missing-target", replay(replay=DELETE), "replay", "required for mode replay"),
     ("replay-missing-feeds", replay(feeds=DELETE), "feeds", "required for mode replay"),
-    ("replay-with-jobs", replay(jobs=[{"namespace": "a", "name": "b"}]), "jobs", "not allowed for mode replay"),
-    ("replay-with-downstream", replay(downstream={"enabled": False}), "downstream", "not allowed for mode replay"),
+    (
+        "replay-with-jobs",
+        replay(jobs=[{"namespace": "a", "name": "b"}]),
+        "jobs",
+        "not allowed for mode replay",
+    ),
+    (
+        "replay-with-downstream",
+        replay(downstream={"enabled": False}),
+        "downstream",
+        "not allowed for mode replay",
+    ),
     ("replay-with-spark", replay(spark={"profile": "small"}), "spark", "not allowed for mode replay"),
-    ("replay-rate-high", replay(replay={"target": "orders-ingest", "max_messages_per_second": 3001}), "replay.max_messages_per_second", "less than or equal to 3000"),
+    (
+        "replay-rate-high",
+        replay(replay={"target": "orders-ingest", "max_messages_per_second": 3001}),
+        "replay.max_messages_per_second",
+        "less than or equal to 3000",
+    ),
     ("replay-target-bad", replay(replay={"target": "Orders Ingest"}), "replay.target", "target name"),
-    ("notify-channel-bad", batch(notify={"slack_channel": "data-oncall"}), "notify.slack_channel", "Slack channel"),
+    (
+        "notify-channel-bad",
+        batch(notify={"slack_channel": "data-oncall"}),
+        "notify.slack_channel",
+        "Slack channel",
+    ),
     ("notify-pagerduty-string", batch(notify={"pagerduty": "false"}), "notify.pagerduty", "valid boolean"),
     ("dry-run-int", batch(dry_run=1), "dry_run", "valid boolean"),
     ("unknown-top-key", batch(datse=["2021-06-04"]), "datse", "did you mean 'dates'"),
@@ -144,7 +219,9 @@ def test_there_are_at_least_forty_distinct_cases():
     assert len({case[0] for case in CASES}) == len(CASES) >= 40
 
 
-@pytest.mark.parametrize(("document", "location", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("document", "location", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_invalid_config_is_rejected_at_its_location(document, location, fragment):
     errors = _errors(document)
     matching = [message for loc, message in errors if loc == location]
@@ -153,7 +230,12 @@ def test_invalid_config_is_rejected_at_its_location(document, location, fragment
 
 
 def test_all_errors_of_a_file_are_reported_at_once():
-    document = batch(name="Bad", owner="nobody", dates=["2021-02-30", {"start": "2021-06-12", "end": "2021-06-10"}], hours=[1, 1])
+    document = batch(
+        name="Bad",
+        owner="nobody",
+        dates=["2021-02-30", {"start": "2021-06-12", "end": "2021-06-10"}],
+        hours=[1, 1],
+    )
     locations = {loc for loc, _ in _errors(document)}
     assert {"name", "owner", "dates[0]", "dates[1].end", "hours[1]"} <= locations
 

@@ -20,9 +20,14 @@ from backfill_orchestrator.config import (
 from backfill_orchestrator.parsing import load_document
 from tests.support.configs import EXAMPLES
 
-NOT_CONFIGS = ("catalog", "reconciliation")  # the job catalog and the reconciliation rules sit beside the configs
+NOT_CONFIGS = (
+    "catalog",
+    "reconciliation",
+)  # the job catalog and the reconciliation rules sit beside the configs
 EXAMPLE_FILES = sorted(
-    p for p in EXAMPLES.glob("*") if p.suffix in {".yaml", ".yml", ".json"} and not any(n in p.name for n in NOT_CONFIGS)
+    p
+    for p in EXAMPLES.glob("*")
+    if p.suffix in {".yaml", ".yml", ".json"} and not any(n in p.name for n in NOT_CONFIGS)
 )
 
 
@@ -47,7 +52,9 @@ def test_example_is_valid(path: Path):
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_json_schema_accepts_example(path: Path, schema_validator):
-    document = load_document(path.read_bytes(), error=InvalidConfigError, max_bytes=MAX_CONFIG_BYTES, source=str(path))
+    document = load_document(
+        path.read_bytes(), error=InvalidConfigError, max_bytes=MAX_CONFIG_BYTES, source=str(path)
+    )
     assert list(schema_validator.iter_errors(document)) == []
 
 
@@ -63,7 +70,9 @@ def test_json_schema_rejects_what_the_validator_rejects(schema_validator, batch_
 
 
 def test_full_example_reads_as_documented():
-    config = parse_config((EXAMPLES / "orders-outage-june.yaml").read_bytes(), source="orders-outage-june.yaml")
+    config = parse_config(
+        (EXAMPLES / "orders-outage-june.yaml").read_bytes(), source="orders-outage-june.yaml"
+    )
     assert config.days == [date(2021, 6, 4), date(2021, 6, 10), date(2021, 6, 11), date(2021, 6, 12)]
     assert config.hours == [0, 1, 2, 13]
     assert config.feeds == ["orders", "menus"]
@@ -83,7 +92,11 @@ def test_defaults(batch_config):
 
 
 def test_union_of_overlapping_dates(batch_config):
-    batch_config["dates"] = [{"start": "2021-06-01", "end": "2021-06-03"}, "2021-06-02", {"start": "2021-06-03", "end": "2021-06-04"}]
+    batch_config["dates"] = [
+        {"start": "2021-06-01", "end": "2021-06-03"},
+        "2021-06-02",
+        {"start": "2021-06-03", "end": "2021-06-04"},
+    ]
     assert parse_config(batch_config).days == [date(2021, 6, d) for d in range(1, 5)]
 
 

@@ -42,96 +42,190 @@ NOW = datetime(2021, 6, 14, 9, 30, tzinfo=UTC)
 
 def sample_plan() -> Plan:
     step = {
-        "id": "etl_orders", "job": {"namespace": "food_delivery", "name": "etl_orders"}, "dag_id": "etl_orders",
-        "kind": "spark", "transform": "etl_orders", "dates": ["2021-06-04"], "reason": "root",
-    }  # fmt: skip
+        "id": "etl_orders",
+        "job": {"namespace": "food_delivery", "name": "etl_orders"},
+        "dag_id": "etl_orders",
+        "kind": "spark",
+        "transform": "etl_orders",
+        "dates": ["2021-06-04"],
+        "reason": "root",
+    }
     rerun = {
-        **step, "id": "email_discounts", "kind": "airflow_dag", "transform": None, "dag_id": "email_discounts",
-        "job": {"namespace": "food_delivery", "name": "email_discounts"}, "reason": "downstream", "upstream": ["etl_orders"],
-    }  # fmt: skip
-    return Plan.model_validate({
-        "backfill_id": "orders-fix-1a2b3c4d", "name": "orders-fix", "owner": "@jane", "created_at": NOW.isoformat(),
-        "roots": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"],
-        "waves": [{"index": 0, "steps": [step]}, {"index": 1, "steps": [rerun]}],
-    })  # fmt: skip
+        **step,
+        "id": "email_discounts",
+        "kind": "airflow_dag",
+        "transform": None,
+        "dag_id": "email_discounts",
+        "job": {"namespace": "food_delivery", "name": "email_discounts"},
+        "reason": "downstream",
+        "upstream": ["etl_orders"],
+    }
+    return Plan.model_validate(
+        {
+            "backfill_id": "orders-fix-1a2b3c4d",
+            "name": "orders-fix",
+            "owner": "@jane",
+            "created_at": NOW.isoformat(),
+            "roots": [{"namespace": "food_delivery", "name": "etl_orders"}],
+            "dates": ["2021-06-04"],
+            "waves": [{"index": 0, "steps": [step]}, {"index": 1, "steps": [rerun]}],
+        }
+    )
 
 
 def sample_run_report() -> RunReport:
     """As spark_jobs.runner builds it."""
     return RunReport(
-        backfill_id="orders-fix-1a2b3c4d", plan="s3://b/backfills/orders-fix-1a2b3c4d/rounds/0/plan.json",
-        warehouse="s3a://lake", application_id="local-1", started_at=NOW, finished_at=NOW, seconds=12.5,
+        backfill_id="orders-fix-1a2b3c4d",
+        plan="s3://b/backfills/orders-fix-1a2b3c4d/rounds/0/plan.json",
+        warehouse="s3a://lake",
+        application_id="local-1",
+        started_at=NOW,
+        finished_at=NOW,
+        seconds=12.5,
         steps=[
-            StepResult(id="a", transform="a", wave=0, status=StepStatus.SUCCEEDED, seconds=3.0, rows_in=10,
-                       rows_in_by_input={"orders": 10}, rows_out=9, partitions_written=["day=2021-06-04/feed=web"]),
+            StepResult(
+                id="a",
+                transform="a",
+                wave=0,
+                status=StepStatus.SUCCEEDED,
+                seconds=3.0,
+                rows_in=10,
+                rows_in_by_input={"orders": 10},
+                rows_out=9,
+                partitions_written=["day=2021-06-04/feed=web"],
+            ),
             StepResult(id="b", transform="b", wave=0, status=StepStatus.FAILED, seconds=1.0, error="boom"),
-            StepResult(id="c", transform="c", wave=1, status=StepStatus.BLOCKED, seconds=0.0, blocked_by=["b"]),
+            StepResult(
+                id="c", transform="c", wave=1, status=StepStatus.BLOCKED, seconds=0.0, blocked_by=["b"]
+            ),
         ],
         external_steps=["email_discounts"],
-    )  # fmt: skip
+    )
 
 
 def sample_backfill_report() -> BackfillReport:
     """As the DAG's finish builds it from its ledger."""
     steps = {
-        "a": StepOutcome(status=StepStatus.SUCCEEDED, kind="spark", round=0, dag_id="etl",
-                         figures={"seconds": 3.0, "rows_out": 9, "partitions_written_count": 1}),
-        "d": StepOutcome(status=StepStatus.FAILED, kind="airflow_dag", round=1, dag_id="d", detail="DAG run failed for 2021-06-04",
-                         dates={"2021-06-04": "failed"}),
-    }  # fmt: skip
+        "a": StepOutcome(
+            status=StepStatus.SUCCEEDED,
+            kind="spark",
+            round=0,
+            dag_id="etl",
+            figures={"seconds": 3.0, "rows_out": 9, "partitions_written_count": 1},
+        ),
+        "d": StepOutcome(
+            status=StepStatus.FAILED,
+            kind="airflow_dag",
+            round=1,
+            dag_id="d",
+            detail="DAG run failed for 2021-06-04",
+            dates={"2021-06-04": "failed"},
+        ),
+    }
     return BackfillReport.build(
-        backfill_id="orders-fix-1a2b3c4d", dag_run_id="orders-fix-1a2b3c4d", steps=steps,
-        spark_reports=["s3://b/backfills/orders-fix-1a2b3c4d/rounds/0/run_report.json"], written_at=NOW,
-    )  # fmt: skip
+        backfill_id="orders-fix-1a2b3c4d",
+        dag_run_id="orders-fix-1a2b3c4d",
+        steps=steps,
+        spark_reports=["s3://b/backfills/orders-fix-1a2b3c4d/rounds/0/run_report.json"],
+        written_at=NOW,
+    )
 
 
 def sample_result_file() -> ResultFile:
     """As the trigger writes it for an accepted upload."""
     return ResultFile(
-        source="s3://b/incoming/team-a/orders.yaml", outcome="accepted", backfill_id="orders-fix-1a2b3c4d",
-        state="TRIGGERED", status_id="orders-fix-1a2b3c4d", config_uri="s3://b/backfills/orders-fix-1a2b3c4d/config.yaml",
-        plan_uri="s3://b/backfills/orders-fix-1a2b3c4d/plan.json", plan={"waves": [["etl_orders"]], "steps": 1},
-        dag_id="backfill", dag_run_id="orders-fix-1a2b3c4d", status_command="backfill status orders-fix-1a2b3c4d",
+        source="s3://b/incoming/team-a/orders.yaml",
+        outcome="accepted",
+        backfill_id="orders-fix-1a2b3c4d",
+        state="TRIGGERED",
+        status_id="orders-fix-1a2b3c4d",
+        config_uri="s3://b/backfills/orders-fix-1a2b3c4d/config.yaml",
+        plan_uri="s3://b/backfills/orders-fix-1a2b3c4d/plan.json",
+        plan={"waves": [["etl_orders"]], "steps": 1},
+        dag_id="backfill",
+        dag_run_id="orders-fix-1a2b3c4d",
+        status_command="backfill status orders-fix-1a2b3c4d",
         written_at=NOW,
-    )  # fmt: skip
+    )
 
 
 def sample_run_state() -> RunState:
     """As a round's `prepare` writes it: the ledger so far and the round it launched."""
-    conf = RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/backfills/o/plan.json",
-                   trace_id="1-5e1b4151-abc")  # fmt: skip
+    conf = RunConf(
+        backfill_id="orders-fix-1a2b3c4d",
+        config_uri="s3://b/c.yaml",
+        plan_uri="s3://b/backfills/o/plan.json",
+        trace_id="1-5e1b4151-abc",
+    )
     ledger = {
         "etl_orders": StepOutcome(status=StepStatus.PENDING, kind="spark", round=0, dag_id="etl"),
-        "email_discounts": StepOutcome(status=StepStatus.PENDING, kind="airflow_dag", round=0, dag_id="email_discounts",
-                                       dates={"2021-06-04": "success"}),
-    }  # fmt: skip
+        "email_discounts": StepOutcome(
+            status=StepStatus.PENDING,
+            kind="airflow_dag",
+            round=0,
+            dag_id="email_discounts",
+            dates={"2021-06-04": "success"},
+        ),
+    }
     launch = RoundLaunch(
-        index=0, slot=0,
-        spark=SparkSubmission(plan_uri="s3://b/backfills/o/rounds/0/plan.json",
-                              report_uri="s3://b/backfills/o/rounds/0/run_report.json", step_ids=["etl_orders"]),
-        reruns={"email_discounts": ["2021-06-05", "2021-06-06"]}, rerun_conf={"backfill_id": "orders-fix-1a2b3c4d"},
-        chunks=[RerunChunk(start=0, end=2, label="email_discounts 2021-06-05 .. email_discounts 2021-06-06 (2 runs)",
-                           outcomes_uri="s3://b/backfills/o/rounds/0/reruns/0.json")],
-    )  # fmt: skip
+        index=0,
+        slot=0,
+        spark=SparkSubmission(
+            plan_uri="s3://b/backfills/o/rounds/0/plan.json",
+            report_uri="s3://b/backfills/o/rounds/0/run_report.json",
+            step_ids=["etl_orders"],
+        ),
+        reruns={"email_discounts": ["2021-06-05", "2021-06-06"]},
+        rerun_conf={"backfill_id": "orders-fix-1a2b3c4d"},
+        chunks=[
+            RerunChunk(
+                start=0,
+                end=2,
+                label="email_discounts 2021-06-05 .. email_discounts 2021-06-06 (2 runs)",
+                outcomes_uri="s3://b/backfills/o/rounds/0/reruns/0.json",
+            )
+        ],
+    )
     return RunState(
-        conf=conf, plan_sha256="0" * 64, rounds=1, first_round=0, end_round=1, started_at=NOW,
-        spark_profile={"name": "medium", "runner": "local"}, ledger=ledger,
-    ).with_launched(launch)  # fmt: skip
+        conf=conf,
+        plan_sha256="0" * 64,
+        rounds=1,
+        first_round=0,
+        end_round=1,
+        started_at=NOW,
+        spark_profile={"name": "medium", "runner": "local"},
+        ledger=ledger,
+    ).with_launched(launch)
 
 
 SAMPLES: dict[str, Any] = {
-    "run-conf": lambda: RunConf(backfill_id="orders-fix-1a2b3c4d", config_uri="s3://b/c.yaml", plan_uri="s3://b/p.json",
-                                result_uri="s3://b/results/orders.yaml.result.json", trace_id="1-5e1b4151-abc"),
+    "run-conf": lambda: RunConf(
+        backfill_id="orders-fix-1a2b3c4d",
+        config_uri="s3://b/c.yaml",
+        plan_uri="s3://b/p.json",
+        result_uri="s3://b/results/orders.yaml.result.json",
+        trace_id="1-5e1b4151-abc",
+    ),
     "plan": sample_plan,
     "run-report": sample_run_report,
     "backfill-report": sample_backfill_report,
     "result-file": sample_result_file,
-    "control": lambda: ControlRequest(action="cancel", backfill_id="orders-fix-1a2b3c4d", reason="wrong dates",
-                                      requested_by="jane.doe@example.com", requested_at=NOW),
-    "attempt": lambda: AttemptDone(backfill_id="orders-fix-1a2b3c4d", attempt=2, steps_done=["etl_orders"],
-                                   dates_done={"email_discounts": ["2021-06-04"]}),
+    "control": lambda: ControlRequest(
+        action="cancel",
+        backfill_id="orders-fix-1a2b3c4d",
+        reason="wrong dates",
+        requested_by="jane.doe@example.com",
+        requested_at=NOW,
+    ),
+    "attempt": lambda: AttemptDone(
+        backfill_id="orders-fix-1a2b3c4d",
+        attempt=2,
+        steps_done=["etl_orders"],
+        dates_done={"email_discounts": ["2021-06-04"]},
+    ),
     "run-state": sample_run_state,
-}  # fmt: skip
+}
 
 
 def written(name: str) -> str:
@@ -173,12 +267,24 @@ def test_another_version_is_refused_with_one_clear_issue(name: str) -> None:
 
 def test_a_version_1_run_report_with_skipped_steps_is_refused_as_the_old_format() -> None:
     old = {  # what the Spark job wrote before the contracts
-        "report_version": 1, "backfill_id": "orders-fix-1a2b3c4d", "plan": "p", "warehouse": "w",
-        "application_id": "a", "started_at": "2021-06-14T09:00:00+00:00", "finished_at": "2021-06-14T09:01:00+00:00",
-        "seconds": 60, "status": "failed", "external_steps": [],
-        "steps": [{"id": "c", "transform": "c", "wave": 1, "status": "skipped", "seconds": 0, "blocked_by": ["b"]}],
-    }  # fmt: skip
-    with pytest.raises(InvalidDocumentError, match="report_version: unsupported version 1: this release reads Spark run report version 2 only"):
+        "report_version": 1,
+        "backfill_id": "orders-fix-1a2b3c4d",
+        "plan": "p",
+        "warehouse": "w",
+        "application_id": "a",
+        "started_at": "2021-06-14T09:00:00+00:00",
+        "finished_at": "2021-06-14T09:01:00+00:00",
+        "seconds": 60,
+        "status": "failed",
+        "external_steps": [],
+        "steps": [
+            {"id": "c", "transform": "c", "wave": 1, "status": "skipped", "seconds": 0, "blocked_by": ["b"]}
+        ],
+    }
+    with pytest.raises(
+        InvalidDocumentError,
+        match="report_version: unsupported version 1: this release reads Spark run report version 2 only",
+    ):
         RunReport.from_json(json.dumps(old))
 
 
@@ -204,13 +310,19 @@ def test_a_malformed_run_report_names_every_problem_where_it_is() -> None:
         "steps[1].eror: unknown key; did you mean 'error'?",
         "steps[2].status: input should be 'pending', 'succeeded', 'failed' or 'blocked', got 'skipped'",
     ]
-    assert str(caught.value).splitlines()[2].startswith("s3://b/run_report.json: Spark run report: steps[2].status")
+    assert (
+        str(caught.value)
+        .splitlines()[2]
+        .startswith("s3://b/run_report.json: Spark run report: steps[2].status")
+    )
 
 
 def test_a_run_report_whose_status_contradicts_its_steps_is_refused() -> None:
     document = json.loads(written("run-report"))
     document["status"] = "succeeded"
-    with pytest.raises(InvalidDocumentError, match=r"<root>: status is succeeded but steps b, c did not succeed"):
+    with pytest.raises(
+        InvalidDocumentError, match=r"<root>: status is succeeded but steps b, c did not succeed"
+    ):
         RunReport.from_json(json.dumps(document))
     document = json.loads(written("run-report"))
     document["steps"][0]["partitions_written_count"] = 5
@@ -238,7 +350,9 @@ def test_a_malformed_result_file_and_plan_are_located() -> None:
     assert [issue.location for issue in caught.value.issues] == ["state", "plan.steps"]
     document = json.loads(written("backfill-report"))
     document["steps"]["a"]["figures"]["rows_ot"] = 1
-    with pytest.raises(InvalidDocumentError, match=r"steps\.a\.figures\.rows_ot: unknown key; did you mean 'rows_out'\?"):
+    with pytest.raises(
+        InvalidDocumentError, match=r"steps\.a\.figures\.rows_ot: unknown key; did you mean 'rows_out'\?"
+    ):
         BackfillReport.from_json(json.dumps(document))
     plan = json.loads(written("plan"))
     plan["waves"][1]["steps"][0]["upstream"] = ["nope"]
@@ -250,21 +364,34 @@ def test_a_malformed_result_file_and_plan_are_located() -> None:
 
 def test_control_documents_are_validated_like_a_config() -> None:
     bad = {
-        "control_version": 1, "action": "pause", "backfill_id": "Orders", "reason": "  ",
-        "requested_by": "jane doe", "requested_at": "2021-06-14T09:30:00", "extra": True,
-    }  # fmt: skip
+        "control_version": 1,
+        "action": "pause",
+        "backfill_id": "Orders",
+        "reason": "  ",
+        "requested_by": "jane doe",
+        "requested_at": "2021-06-14T09:30:00",
+        "extra": True,
+    }
     with pytest.raises(InvalidDocumentError) as caught:
         ControlRequest.from_json(json.dumps(bad), source="control/cancel.json")
     by_location = {issue.location: issue.message for issue in caught.value.issues}
     assert set(by_location) == {"action", "backfill_id", "reason", "requested_by", "requested_at", "extra"}
-    assert by_location["action"].startswith("input should be 'cancel', 'retry', 'approve', 'reject' or 'start'")
+    assert by_location["action"].startswith(
+        "input should be 'cancel', 'retry', 'approve', 'reject' or 'start'"
+    )
     assert by_location["backfill_id"] == "expected <name>-<8 hex digits>, got 'Orders'"
     assert by_location["reason"] == "must not be blank"
     assert "pattern" in by_location["requested_by"] or "match" in by_location["requested_by"]
     assert "timezone" in by_location["requested_at"]
     for action in ("cancel", "retry", "approve", "reject", "start"):
-        ok = {**bad, "action": action, "backfill_id": "orders-1a2b3c4d", "reason": "why", "requested_by": "@jane",
-              "requested_at": "2021-06-14T09:30:00Z"}  # fmt: skip
+        ok = {
+            **bad,
+            "action": action,
+            "backfill_id": "orders-1a2b3c4d",
+            "reason": "why",
+            "requested_by": "@jane",
+            "requested_at": "2021-06-14T09:30:00Z",
+        }
         del ok["extra"]
         assert ControlRequest.from_json(json.dumps(ok)).action == action
 
@@ -318,7 +445,10 @@ def test_a_run_state_changes_only_into_a_new_one() -> None:
     assert later.progress_written_at == NOW and settled.progress_written_at is None
     assert RunState.from_json(json.loads(json.dumps(later.to_xcom()))) == later
     assert (state.backfill_id, state.slots_used) == ("orders-fix-1a2b3c4d", 1)
-    assert list(state.launched.rerun_requests()) == [("email_discounts", date(2021, 6, 5)), ("email_discounts", date(2021, 6, 6))]
+    assert list(state.launched.rerun_requests()) == [
+        ("email_discounts", date(2021, 6, 5)),
+        ("email_discounts", date(2021, 6, 6)),
+    ]
     assert state.launched.with_reruns_done().chunks == [] and state.launched.chunks
 
 

@@ -62,6 +62,14 @@ def test_relative_links_lead_somewhere(page: Path) -> None:
 
 def test_anchors_follow_githubs_rules(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# A page\n## Configuration (`[backfill]` section — never a code edit)\n## `backfill plan`\n"
-                    "```\n# not a heading\n```\n## Notes\n## Notes\n")  # fmt: skip
-    assert anchors(page) == {"a-page", "configuration-backfill-section--never-a-code-edit", "backfill-plan", "notes", "notes-1"}
+    page.write_text(
+        "# A page\n## Configuration (`[backfill]` section — never a code edit)\n## `backfill plan`\n"
+        "```\n# not a heading\n```\n## Notes\n## Notes\n"
+    )
+    assert anchors(page) == {
+        "a-page",
+        "configuration-backfill-section--never-a-code-edit",
+        "backfill-plan",
+        "notes",
+        "notes-1",
+    }

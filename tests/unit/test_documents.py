@@ -31,8 +31,13 @@ def test_local_paths_and_file_uris_round_trip(tmp_path):
 
 
 def test_sibling_keeps_the_scheme_and_folder(tmp_path):
-    assert documents.sibling("s3://b/backfills/x/plan.json", "run_report.json") == "s3://b/backfills/x/run_report.json"
-    assert documents.sibling("dbfs:/tmp/x/plan.json", "rounds/0/plan.json") == "dbfs:/tmp/x/rounds/0/plan.json"
+    assert (
+        documents.sibling("s3://b/backfills/x/plan.json", "run_report.json")
+        == "s3://b/backfills/x/run_report.json"
+    )
+    assert (
+        documents.sibling("dbfs:/tmp/x/plan.json", "rounds/0/plan.json") == "dbfs:/tmp/x/rounds/0/plan.json"
+    )
     assert documents.sibling(str(tmp_path / "plan.json"), "r.json") == str(tmp_path / "r.json")
 
 
@@ -70,8 +75,15 @@ def test_dbfs_paths_go_through_the_mount(tmp_path, monkeypatch):
 def test_list_local_folder_recursively_sorted(tmp_path):
     for name in ("b/2.json", "a.json", "b/1.yaml"):
         documents.write_text(str(tmp_path / name), "{}")
-    assert documents.list_uris(str(tmp_path)) == [f"{tmp_path}/a.json", f"{tmp_path}/b/1.yaml", f"{tmp_path}/b/2.json"]
-    assert documents.list_uris(str(tmp_path), suffix=".json") == [f"{tmp_path}/a.json", f"{tmp_path}/b/2.json"]
+    assert documents.list_uris(str(tmp_path)) == [
+        f"{tmp_path}/a.json",
+        f"{tmp_path}/b/1.yaml",
+        f"{tmp_path}/b/2.json",
+    ]
+    assert documents.list_uris(str(tmp_path), suffix=".json") == [
+        f"{tmp_path}/a.json",
+        f"{tmp_path}/b/2.json",
+    ]
     assert documents.list_uris(str(tmp_path / "missing")) == []
 
 
@@ -87,7 +99,10 @@ def test_s3_round_trip_list_and_errors(monkeypatch):
         assert documents.read_bytes("s3://plans/a/empty.json", s3_client=s3) == b""
         assert documents.exists("s3://plans/a/report.json", s3_client=s3)
         assert not documents.exists("s3://plans/a/plan.json", s3_client=s3)
-        assert documents.list_uris("s3://plans/a/", s3_client=s3) == ["s3://plans/a/empty.json", "s3://plans/a/report.json"]
+        assert documents.list_uris("s3://plans/a/", s3_client=s3) == [
+            "s3://plans/a/empty.json",
+            "s3://plans/a/report.json",
+        ]
         with pytest.raises(DocumentTooLargeError):
             documents.read_bytes("s3://plans/a/report.json", max_bytes=4, s3_client=s3)
         with pytest.raises(DocumentNotFoundError, match="NoSuchKey"):

@@ -81,9 +81,14 @@ def problems(classes: dict[str, dict]) -> list[str]:
 def hierarchy(tmp_path_factory: pytest.TempPathFactory) -> dict:
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path_factory.mktemp("airflow-home"))}
     walked = subprocess.run(
-        [sys.executable, "-c", WALK, str(REPO / "dags")], env=env, cwd=REPO,
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", WALK, str(REPO / "dags")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert walked.returncode == 0, walked.stderr[-3000:]
     return json.loads(walked.stdout.strip().splitlines()[-1])
 

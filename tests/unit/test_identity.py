@@ -19,8 +19,11 @@ from backfill_orchestrator.identity import (
 
 def test_principal_ids_without_iam_stay_readable() -> None:
     session = principal_from_id("AWS:AROAEXAMPLE:jane.doe@example.com")
-    assert (session.name, session.session, session.display) == ("AROAEXAMPLE", "jane.doe@example.com",
-                                                               "AROAEXAMPLE/jane.doe@example.com")  # fmt: skip
+    assert (session.name, session.session, session.display) == (
+        "AROAEXAMPLE",
+        "jane.doe@example.com",
+        "AROAEXAMPLE/jane.doe@example.com",
+    )
     user = principal_from_id("AWS:AIDAEXAMPLE")
     assert (user.name, user.session, user.display) == ("AIDAEXAMPLE", None, "AIDAEXAMPLE")
     root = principal_from_id("A3NL1KOZZKEXAMPLE")
@@ -37,7 +40,11 @@ def test_iam_resolves_role_and_user_ids_and_caches_the_listing(mocked_aws: None)
         def get_paginator(self, name: str) -> Any:
             calls.append(name)
             if name == "list_users":
-                return type("P", (), {"paginate": lambda self: [{"Users": [{"UserId": "AIDAJANE", "UserName": "jane"}]}]})()
+                return type(
+                    "P",
+                    (),
+                    {"paginate": lambda self: [{"Users": [{"UserId": "AIDAJANE", "UserName": "jane"}]}]},
+                )()
             return iam.get_paginator(name)
 
     now = [0.0]
@@ -79,7 +86,11 @@ def test_record_and_display_round_trip() -> None:
         slack_principal("U0BOB"),
     ):
         back = principal_from_display(principal.display)
-        assert (back.name, back.session, back.slack_user) == (principal.name, principal.session, principal.slack_user)
+        assert (back.name, back.session, back.slack_user) == (
+            principal.name,
+            principal.session,
+            principal.slack_user,
+        )
 
 
 def test_eventbridge_events_name_only_the_requesting_account() -> None:

@@ -73,7 +73,9 @@ def test_the_running_handler_owns_the_packages_loggers_and_redacts_them() -> Non
     try:
         other = Powertools.for_function("backfill-other-function")  # imported later, as in the tests' process
         assert other.logger is not tools.logger
-        assert handler({}, FakeLambdaContext(function_name="backfill-test-function", request_id="r-1")) == {"ok": True}
+        assert handler({}, FakeLambdaContext(function_name="backfill-test-function", request_id="r-1")) == {
+            "ok": True
+        }
     finally:
         tools.logger.registered_handler.stream = previous  # type: ignore[attr-defined]
     (line,) = [json.loads(text) for text in stream.getvalue().splitlines() if "posting with" in text]

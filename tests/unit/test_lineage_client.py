@@ -71,7 +71,11 @@ def test_asks_for_the_job_node_url_encoded_with_depth_and_bearer_key():
 @pytest.mark.parametrize(
     ("namespace", "name", "misread"),
     [
-        ("arn:aws:glue:us-east-1:123456789012", "etl", "job 'aws:glue:us-east-1:123456789012:etl' in namespace 'arn'"),
+        (
+            "arn:aws:glue:us-east-1:123456789012",
+            "etl",
+            "job 'aws:glue:us-east-1:123456789012:etl' in namespace 'arn'",
+        ),
         ("team:", "etl", "job ':etl' in namespace 'team'"),
         ("shard:1", "2", "nothing (it fails on the id)"),  # no second ':' that is not before a digit
     ],
@@ -152,4 +156,7 @@ def test_from_env_reads_url_and_key():
     assert client._headers["Authorization"] == "Bearer k"
     with pytest.raises(InvalidMarquezUrlError, match="MARQUEZ_URL"):
         MarquezClient.from_env(environ={})
-    assert MarquezClient.from_env(base_url="http://flag:1", environ={"MARQUEZ_URL": "http://env:2"}).base_url == "http://flag:1"
+    assert (
+        MarquezClient.from_env(base_url="http://flag:1", environ={"MARQUEZ_URL": "http://env:2"}).base_url
+        == "http://flag:1"
+    )

@@ -31,10 +31,16 @@ from tests.support.lineage import Recorder
 
 BACKFILL = "orders-june-0123abcd"
 FACTS = BackfillFacts(
-    backfill_id=BACKFILL, attempt=2, namespace="backfill_test", config_uri="s3://cfg/backfills/x/config.yaml",
-    dates=["2021-06-04", "2021-06-10"], hours=[0, 13], feeds=["orders"], submitter="jane@example.com",
+    backfill_id=BACKFILL,
+    attempt=2,
+    namespace="backfill_test",
+    config_uri="s3://cfg/backfills/x/config.yaml",
+    dates=["2021-06-04", "2021-06-10"],
+    hours=[0, 13],
+    feeds=["orders"],
+    submitter="jane@example.com",
     trace_id="1-5759e988-bd862e3fe1be46a994272793",
-)  # fmt: skip
+)
 
 
 class Metrics:
@@ -53,34 +59,62 @@ def recording() -> tuple[LineageEmitter, Recorder]:
 def run_report() -> RunReport:
     steps = [
         StepResult(
-            id="etl_orders", transform="etl_orders", wave=0, status=StepStatus.SUCCEEDED, seconds=3.5, rows_in=10,
-            rows_in_by_input={"raw_orders": 10}, rows_out=9, partitions_written=["day=2021-06-04/hour=0"],
-            partitions_deleted=["day=2021-06-04/hour=13"], bytes_written=4096, output_table="orders",
+            id="etl_orders",
+            transform="etl_orders",
+            wave=0,
+            status=StepStatus.SUCCEEDED,
+            seconds=3.5,
+            rows_in=10,
+            rows_in_by_input={"raw_orders": 10},
+            rows_out=9,
+            partitions_written=["day=2021-06-04/hour=0"],
+            partitions_deleted=["day=2021-06-04/hour=13"],
+            bytes_written=4096,
+            output_table="orders",
             input_tables={"raw_orders": "raw_orders"},
         ),
         StepResult(
-            id="etl_orders_7_days", transform="etl_orders_7_days", wave=1, status=StepStatus.FAILED, seconds=1.0,
-            error="AnalysisException: boom", output_table="orders_7_days",
+            id="etl_orders_7_days",
+            transform="etl_orders_7_days",
+            wave=1,
+            status=StepStatus.FAILED,
+            seconds=1.0,
+            error="AnalysisException: boom",
+            output_table="orders_7_days",
             input_tables={"orders": "orders", "menu_items": "menu_items"},
         ),
         StepResult(
-            id="etl_delivery_7_days", transform="etl_delivery_7_days", wave=2, status=StepStatus.BLOCKED,
-            seconds=0.0, blocked_by=["etl_orders_7_days"],
+            id="etl_delivery_7_days",
+            transform="etl_delivery_7_days",
+            wave=2,
+            status=StepStatus.BLOCKED,
+            seconds=0.0,
+            blocked_by=["etl_orders_7_days"],
         ),
-    ]  # fmt: skip
+    ]
     return RunReport(
-        backfill_id=BACKFILL, plan="s3://cfg/backfills/x/rounds/0/plan.json", warehouse="s3a://lake/warehouse",
-        application_id="app-1", started_at=datetime(2026, 1, 2, 9, tzinfo=UTC),
-        finished_at=datetime(2026, 1, 2, 9, 5, tzinfo=UTC), seconds=300.0, steps=steps,
-    )  # fmt: skip
+        backfill_id=BACKFILL,
+        plan="s3://cfg/backfills/x/rounds/0/plan.json",
+        warehouse="s3a://lake/warehouse",
+        application_id="app-1",
+        started_at=datetime(2026, 1, 2, 9, tzinfo=UTC),
+        finished_at=datetime(2026, 1, 2, 9, 5, tzinfo=UTC),
+        seconds=300.0,
+        steps=steps,
+    )
 
 
 def every_kind_of_event() -> list[dict[str, Any]]:
     emitter, recorder = recording()
     backfill_started(emitter, FACTS)
     spark_steps(emitter, FACTS, run_report(), warehouse="s3a://lake/warehouse")
-    dag_reruns(emitter, FACTS, step_id="email_discounts", dag_id="email_discounts",
-               dates={"2021-06-04": "success", "2021-06-10": "failed", "2021-06-11": "not run"})  # fmt: skip
+    dag_reruns(
+        emitter,
+        FACTS,
+        step_id="email_discounts",
+        dag_id="email_discounts",
+        dates={"2021-06-04": "success", "2021-06-10": "failed", "2021-06-11": "not run"},
+    )
     backfill_finished(emitter, FACTS, "COMPLETE")
     backfill_finished(emitter, FACTS, "FAIL", reason="steps not succeeded: etl_orders_7_days")
     backfill_aborted(emitter, FACTS, reason="cancelled by jane")
@@ -92,10 +126,17 @@ def test_every_emitted_event_validates_against_the_openlineage_schemas():
     events = every_kind_of_event()
     kinds = {(e["job"]["facets"]["jobType"]["jobType"], e["eventType"]) for e in events}
     assert kinds == {
-        ("BACKFILL", "START"), ("BACKFILL", "COMPLETE"), ("BACKFILL", "FAIL"), ("BACKFILL", "ABORT"),
-        ("SPARK_STEP", "START"), ("SPARK_STEP", "COMPLETE"), ("SPARK_STEP", "FAIL"),
-        ("DAG_RERUN", "START"), ("DAG_RERUN", "COMPLETE"), ("DAG_RERUN", "FAIL"),
-    }  # fmt: skip
+        ("BACKFILL", "START"),
+        ("BACKFILL", "COMPLETE"),
+        ("BACKFILL", "FAIL"),
+        ("BACKFILL", "ABORT"),
+        ("SPARK_STEP", "START"),
+        ("SPARK_STEP", "COMPLETE"),
+        ("SPARK_STEP", "FAIL"),
+        ("DAG_RERUN", "START"),
+        ("DAG_RERUN", "COMPLETE"),
+        ("DAG_RERUN", "FAIL"),
+    }
     for event in events:
         assert validate_event(event) == [], event
 
@@ -128,10 +169,15 @@ def test_the_backfill_run_carries_the_backfill_facet():
     assert start["run"]["runId"] == backfill_run_id(backfill_id=BACKFILL, attempt=2)
     facet = start["run"]["facets"]["backfill"]
     assert {k: v for k, v in facet.items() if not k.startswith("_")} == {
-        "backfillId": BACKFILL, "attempt": 2, "configUri": "s3://cfg/backfills/x/config.yaml",
-        "dates": ["2021-06-04", "2021-06-10"], "hours": [0, 13], "feeds": ["orders"],
-        "submitter": "jane@example.com", "traceId": "1-5759e988-bd862e3fe1be46a994272793",
-    }  # fmt: skip
+        "backfillId": BACKFILL,
+        "attempt": 2,
+        "configUri": "s3://cfg/backfills/x/config.yaml",
+        "dates": ["2021-06-04", "2021-06-10"],
+        "hours": [0, 13],
+        "feeds": ["orders"],
+        "submitter": "jane@example.com",
+        "traceId": "1-5759e988-bd862e3fe1be46a994272793",
+    }
 
 
 def test_spark_steps_and_dag_reruns_are_children_of_the_backfill_run():
@@ -151,22 +197,32 @@ def test_spark_steps_and_dag_reruns_are_children_of_the_backfill_run():
     # START and its end event share one run id; two dates are two runs.
     reruns = [c for c in children if c["job"]["name"] == f"{BACKFILL}.email_discounts"]
     assert len({r["run"]["runId"] for r in reruns}) == 2
-    assert [r["run"]["facets"]["nominalTime"]["nominalStartTime"][:10] for r in reruns] == ["2021-06-04"] * 2 + ["2021-06-10"] * 2
+    assert [r["run"]["facets"]["nominalTime"]["nominalStartTime"][:10] for r in reruns] == [
+        "2021-06-04"
+    ] * 2 + ["2021-06-10"] * 2
 
 
 def test_a_spark_step_has_its_datasets_partitions_and_statistics():
     events = every_kind_of_event()
-    complete = next(e for e in events if e["job"]["name"] == f"{BACKFILL}.etl_orders" and e["eventType"] == "COMPLETE")
-    assert complete["inputs"] == [{"namespace": "s3://lake", "name": "warehouse/raw_orders", "facets": {}, "inputFacets": {}}]
+    complete = next(
+        e for e in events if e["job"]["name"] == f"{BACKFILL}.etl_orders" and e["eventType"] == "COMPLETE"
+    )
+    assert complete["inputs"] == [
+        {"namespace": "s3://lake", "name": "warehouse/raw_orders", "facets": {}, "inputFacets": {}}
+    ]
     [output] = complete["outputs"]
     assert (output["namespace"], output["name"]) == ("s3://lake", "warehouse/orders")
     assert output["outputFacets"]["outputStatistics"]["rowCount"] == 9
     assert output["outputFacets"]["outputStatistics"]["size"] == 4096
     partitions = output["outputFacets"]["backfillPartitions"]
     assert (partitions["written"], partitions["deleted"], partitions["writtenCount"]) == (
-        ["day=2021-06-04/hour=0"], ["day=2021-06-04/hour=13"], 1
+        ["day=2021-06-04/hour=0"],
+        ["day=2021-06-04/hour=13"],
+        1,
     )
-    failed = next(e for e in events if e["job"]["name"] == f"{BACKFILL}.etl_orders_7_days" and e["eventType"] == "FAIL")
+    failed = next(
+        e for e in events if e["job"]["name"] == f"{BACKFILL}.etl_orders_7_days" and e["eventType"] == "FAIL"
+    )
     assert failed["run"]["facets"]["errorMessage"]["message"] == "AnalysisException: boom"
     assert "outputStatistics" not in failed["outputs"][0]["outputFacets"]
 
@@ -175,23 +231,36 @@ def test_the_rerun_conf_names_the_backfill_run_as_parent_under_the_providers_key
     conf = rerun_parent_conf(FACTS)
     run_id = backfill_run_id(backfill_id=BACKFILL, attempt=2)
     assert conf == {
-        "parentRunId": run_id, "parentJobNamespace": "backfill_test", "parentJobName": BACKFILL,
-        "rootParentRunId": run_id, "rootParentJobNamespace": "backfill_test", "rootParentJobName": BACKFILL,
-    }  # fmt: skip
+        "parentRunId": run_id,
+        "parentJobNamespace": "backfill_test",
+        "parentJobName": BACKFILL,
+        "rootParentRunId": run_id,
+        "rootParentJobNamespace": "backfill_test",
+        "rootParentJobName": BACKFILL,
+    }
 
 
 def test_run_ids_are_the_same_wherever_they_are_computed_and_differ_per_attempt():
-    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) == backfill_run_id(backfill_id=BACKFILL, attempt=1)
-    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) != backfill_run_id(backfill_id=BACKFILL, attempt=2)
-    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) != backfill_run_id(backfill_id="other-0123abcd", attempt=1)
+    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) == backfill_run_id(
+        backfill_id=BACKFILL, attempt=1
+    )
+    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) != backfill_run_id(
+        backfill_id=BACKFILL, attempt=2
+    )
+    assert backfill_run_id(backfill_id=BACKFILL, attempt=1) != backfill_run_id(
+        backfill_id="other-0123abcd", attempt=1
+    )
 
 
 # -- cancel ----------------------------------------------------------------------------------
 def test_cancel_emits_abort_for_the_same_run_that_started():
     emitter, recorder = recording()
     backfill_started(emitter, FACTS)
-    assert backfill_aborted(emitter, BackfillFacts(backfill_id=BACKFILL, attempt=2, namespace="backfill_test"),
-                            reason="cancelled by @jane from Slack")  # fmt: skip
+    assert backfill_aborted(
+        emitter,
+        BackfillFacts(backfill_id=BACKFILL, attempt=2, namespace="backfill_test"),
+        reason="cancelled by @jane from Slack",
+    )
     start, abort = recorder.events
     assert abort["eventType"] == "ABORT"
     assert abort["run"]["runId"] == start["run"]["runId"]
@@ -209,7 +278,11 @@ def closed_port() -> int:
 
 def test_a_marquez_that_is_down_is_counted_and_logged_never_raised(caplog):
     metrics = Metrics()
-    settings = LineageSettings.parse(json.dumps({"type": "http", "url": f"http://127.0.0.1:{closed_port()}", "timeout": 2, "retry": {"total": 0}}))
+    settings = LineageSettings.parse(
+        json.dumps(
+            {"type": "http", "url": f"http://127.0.0.1:{closed_port()}", "timeout": 2, "retry": {"total": 0}}
+        )
+    )
     emitter = LineageEmitter.from_settings(settings, metrics=metrics)
     assert emitter.enabled
     with caplog.at_level("WARNING"):
@@ -234,7 +307,11 @@ def test_a_client_that_raises_anything_does_not_escape():
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("{not json", "not JSON"), ('["http"]', 'expected a JSON object with a "type"'), ('{"url": "x"}', '"type"')],
+    [
+        ("{not json", "not JSON"),
+        ('["http"]', 'expected a JSON object with a "type"'),
+        ('{"url": "x"}', '"type"'),
+    ],
 )
 def test_an_unusable_transport_setting_turns_events_off_and_says_why(text, problem, caplog):
     settings = LineageSettings.parse(text)
@@ -250,9 +327,12 @@ def test_settings_default_to_off_and_fill_http_defaults():
     assert LineageSettings.parse("", " ").namespace == "backfill"
     http = LineageSettings.parse('{"type": "http", "url": "http://marquez:5000"}', "ops").transport
     assert http == {
-        "type": "http", "url": "http://marquez:5000", "endpoint": "api/v1/lineage", "timeout": 5.0,
+        "type": "http",
+        "url": "http://marquez:5000",
+        "endpoint": "api/v1/lineage",
+        "timeout": 5.0,
         "retry": {"total": 2, "backoff_factor": 0.5},
-    }  # fmt: skip
+    }
 
 
 def test_the_trace_id_is_the_x_ray_root_of_the_invocation():

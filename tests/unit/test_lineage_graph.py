@@ -101,17 +101,35 @@ def test_parent_and_airflow_facets_are_read():
         ([], "no 'graph' list"),
         ({"graph": [{"type": "JOB"}]}, "graph[0] has no id"),
         ({"graph": [{"id": "job:a:b", "type": "JOB"}]}, "graph[0] (a job) has no data"),
-        ({"graph": [{"id": "job:a:b", "type": "JOB", "data": {"id": {"namespace": "a"}}}]}, "namespace and name"),
         (
-            {"graph": [{"id": "job:a:b", "type": "JOB", "data": {"namespace": "a", "name": "b"}, "outEdges": {}}]},
+            {"graph": [{"id": "job:a:b", "type": "JOB", "data": {"id": {"namespace": "a"}}}]},
+            "namespace and name",
+        ),
+        (
+            {
+                "graph": [
+                    {"id": "job:a:b", "type": "JOB", "data": {"namespace": "a", "name": "b"}, "outEdges": {}}
+                ]
+            },
             "graph[0].outEdges is not a list",
         ),
         (
-            {"graph": [{"id": "job:a:b", "type": "JOB", "data": {"namespace": "a", "name": "b"}, "outEdges": [{}]}]},
+            {
+                "graph": [
+                    {
+                        "id": "job:a:b",
+                        "type": "JOB",
+                        "data": {"namespace": "a", "name": "b"},
+                        "outEdges": [{}],
+                    }
+                ]
+            },
             "without destination",
         ),
     ],
 )
 def test_malformed_answers_are_located(payload, message):
-    with pytest.raises(MalformedLineageError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        MalformedLineageError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
+    ):
         parse_lineage_response(payload, start=("a", "b"), depth=3)

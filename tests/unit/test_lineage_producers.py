@@ -29,8 +29,12 @@ def test_an_answer_names_the_same_producers_as_the_one_hop_question(depth):
     with_producers = 0
     for name in names:
         job = JobRef(namespace=NAMESPACE, name=name)
-        graph = parse_lineage_response(store.lineage(job_node_id(NAMESPACE, name), depth), start=job.key, depth=depth)
-        expected = tuple(p.key for p in upstream_producers(store.lineage(job_node_id(NAMESPACE, name), 1), job))
+        graph = parse_lineage_response(
+            store.lineage(job_node_id(NAMESPACE, name), depth), start=job.key, depth=depth
+        )
+        expected = tuple(
+            p.key for p in upstream_producers(store.lineage(job_node_id(NAMESPACE, name), 1), job)
+        )
         assert graph.producers == {job.key: expected}, name
         with_producers += bool(expected)
     assert with_producers >= 3  # the sample has jobs reading what others write
@@ -70,7 +74,12 @@ def test_the_walk_keeps_the_roots_producers_and_freshness_asks_nothing_more():
     seen = ProducersSeen(InProcessMarquez(store))
     fetch_downstream(seen, cfg.jobs, max_depth=3)
     root = cfg.jobs[0]
-    assert {key[1] for key in seen.producers[root.key]} == {"etl_menus", "etl_menu_items", "etl_categories", "etl_orders"}
+    assert {key[1] for key in seen.producers[root.key]} == {
+        "etl_menus",
+        "etl_menu_items",
+        "etl_categories",
+        "etl_orders",
+    }
 
     plan = plan_of(cfg, store)
     plain = CountingHistory(InProcessMarquez(store))
@@ -91,4 +100,3 @@ def test_a_job_the_answers_did_not_cover_is_still_asked():
     assert known.producers(JobRef(namespace=NAMESPACE, name="etl_orders")) == []
     asked = known.producers(JobRef(namespace=NAMESPACE, name="etl_orders_7_days"))
     assert history.asked == ["etl_orders_7_days"] and "etl_orders" in {job.name for job in asked}
-

@@ -25,7 +25,9 @@ def ref(name: str, namespace: str = "ns") -> JobRef:
 def chain(length: int) -> LineageStore:
     store = LineageStore()
     for index in range(length):
-        store.ingest_all(run_events("ns", f"j{index}", inputs=[f"d{index - 1}"] if index else [], outputs=[f"d{index}"]))
+        store.ingest_all(
+            run_events("ns", f"j{index}", inputs=[f"d{index - 1}"] if index else [], outputs=[f"d{index}"])
+        )
     return store
 
 
@@ -50,7 +52,9 @@ def test_a_wide_frontier_costs_one_query_per_region_not_per_job():
     for branch in range(50):  # 50 chains of 30 below one root
         for level in range(30):
             inputs = ["r"] if level == 0 else [f"b{branch}_{level - 1}"]
-            store.ingest_all(run_events("ns", f"b{branch}_{level}", inputs=inputs, outputs=[f"b{branch}_{level}"]))
+            store.ingest_all(
+                run_events("ns", f"b{branch}_{level}", inputs=inputs, outputs=[f"b{branch}_{level}"])
+            )
     source = InProcessMarquez(store)
     graph = fetch_downstream(source, [ref("root")], max_depth=40)
     assert all(graph.is_complete(key) for key in graph.jobs)
@@ -109,7 +113,14 @@ def test_an_unaddressable_job_on_the_frontier_stops_the_walk_by_name():
     store = LineageStore()
     for index in range(6):  # j3 ends the first answer (query_depth 3) and lives in an ARN namespace
         namespace = ARN if index == 3 else "ns"
-        store.ingest_all(run_events(namespace, f"j{index}", inputs=[("ns", f"d{index - 1}")] if index else [], outputs=[("ns", f"d{index}")]))
+        store.ingest_all(
+            run_events(
+                namespace,
+                f"j{index}",
+                inputs=[("ns", f"d{index - 1}")] if index else [],
+                outputs=[("ns", f"d{index}")],
+            )
+        )
     source = InProcessMarquez(store)
     with pytest.raises(UnwalkableLineageError) as caught:
         fetch_downstream(source, [ref("j0")], max_depth=5, query_depth=3)

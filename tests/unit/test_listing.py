@@ -25,7 +25,9 @@ def table(mocked_aws, monkeypatch):
     store = StatusStore(table_name="status", dynamodb_client=client, clock=lambda: now[0])
     for n in range(12):
         now[0] = START + timedelta(days=5 * n)
-        store.create(f"bf{n:02d}-0000000{n % 10}", attributes={"name": f"bf{n:02d}", "owner": "@a" if n % 2 else "@b"})
+        store.create(
+            f"bf{n:02d}-0000000{n % 10}", attributes={"name": f"bf{n:02d}", "owner": "@a" if n % 2 else "@b"}
+        )
         if n % 3 == 0:
             store.transition(f"bf{n:02d}-0000000{n % 10}", BackfillState.REJECTED, detail="no")
     calls: list[str] = []
@@ -38,18 +40,30 @@ def table(mocked_aws, monkeypatch):
 
 def test_newest_first_across_months_with_a_limit(table):
     client, calls = table
-    records = list_backfills(dynamodb_client=client, table_name="status", where=ListFilter(limit=5), today=START.date() + timedelta(days=60))
+    records = list_backfills(
+        dynamodb_client=client,
+        table_name="status",
+        where=ListFilter(limit=5),
+        today=START.date() + timedelta(days=60),
+    )
     assert [r.backfill_id[:4] for r in records] == ["bf11", "bf10", "bf09", "bf08", "bf07"]
     assert set(calls) == {"Query"}
 
 
 def test_filters_by_state_owner_and_since(table):
     client, calls = table
-    rejected = list_backfills(dynamodb_client=client, table_name="status", where=ListFilter(state=BackfillState.REJECTED), today=START.date())
+    rejected = list_backfills(
+        dynamodb_client=client,
+        table_name="status",
+        where=ListFilter(state=BackfillState.REJECTED),
+        today=START.date(),
+    )
     assert [r.backfill_id[:4] for r in rejected] == ["bf09", "bf06", "bf03", "bf00"]
     mine = list_backfills(
-        dynamodb_client=client, table_name="status",
-        where=ListFilter(owner="@a", since=START + timedelta(days=30)), today=START.date() + timedelta(days=60),
+        dynamodb_client=client,
+        table_name="status",
+        where=ListFilter(owner="@a", since=START + timedelta(days=30)),
+        today=START.date() + timedelta(days=60),
     )
     assert [r.backfill_id[:4] for r in mine] == ["bf11", "bf09", "bf07"]
     assert "Scan" not in calls and set(calls) == {"Query"}
@@ -76,11 +90,15 @@ def test_cli_list_refuses_bad_arguments(table, capsys):
 def test_backfills_awaiting_approval_are_listed_with_who_submitted_them(table, capsys):
     client, calls = table
     store = StatusStore(table_name="status", dynamodb_client=client)
-    store.create("bf99-00000099", attributes={"name": "bf99", "owner": "@c", "submitted_by": "role/data-eng/jane"})
+    store.create(
+        "bf99-00000099", attributes={"name": "bf99", "owner": "@c", "submitted_by": "role/data-eng/jane"}
+    )
     store.transition("bf99-00000099", BackfillState.PLANNED)
     store.transition("bf99-00000099", BackfillState.AWAITING_APPROVAL, by="role/data-eng/jane")
     assert main(["list", "--state", "awaiting_approval", "--submitted-by", "role/data-eng/jane"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [line.split()[:4] for line in out[1:]] == [["bf99-00000099", "AWAITING_APPROVAL", "@c", "role/data-eng/jane"]]
+    assert [line.split()[:4] for line in out[1:]] == [
+        ["bf99-00000099", "AWAITING_APPROVAL", "@c", "role/data-eng/jane"]
+    ]
     assert main(["list", "--state", "awaiting_approval", "--submitted-by", "role/data-eng/bob"]) == 0
     assert capsys.readouterr().out.strip() == "no backfills match"

@@ -36,11 +36,16 @@ def test_the_conf_dir_names_the_compiled_file_system_and_is_built_once(cache: Pa
     jar = Path(lines["spark.driver.extraClassPath"])
     assert jar.parent == cache
     with zipfile.ZipFile(jar) as archive:
-        assert {"backfill_local/NioLocalFileSystem.class", "backfill_local/NioRawLocalFileSystem.class"} <= set(archive.namelist())
+        assert {
+            "backfill_local/NioLocalFileSystem.class",
+            "backfill_local/NioRawLocalFileSystem.class",
+        } <= set(archive.namelist())
     built = jar.stat().st_mtime_ns
     assert local_spark.use_local_spark_defaults({}) == conf_dir  # the second call finds both
     assert jar.stat().st_mtime_ns == built
-    assert sorted(path.name for path in cache.iterdir()) == sorted([jar.name, conf_dir.name])  # no scratch left
+    assert sorted(path.name for path in cache.iterdir()) == sorted(
+        [jar.name, conf_dir.name]
+    )  # no scratch left
 
 
 def test_without_javac_spark_keeps_its_own_file_system(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,7 +56,9 @@ def test_without_javac_spark_keeps_its_own_file_system(cache: Path, monkeypatch:
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK's javac")
-def test_a_source_that_does_not_compile_leaves_no_jar(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_that_does_not_compile_leaves_no_jar(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broken = tmp_path / "java"
     broken.mkdir()
     (broken / "Broken.java").write_text("class Broken { not java }")

@@ -29,17 +29,30 @@ from tests.support.configs import NOTIFIED_CONFIG as CONFIG
 def make_plan(waves: int, steps_per_wave: int) -> Plan:
     job = {"namespace": "food_delivery", "name": "etl_orders"}
     document = {
-        "backfill_id": "orders-fix-1a2b3c4d", "name": "orders-fix", "owner": "co@example.com",
-        "created_at": datetime(2021, 6, 14, tzinfo=UTC), "roots": [job], "dates": [date(2021, 6, 4)],
+        "backfill_id": "orders-fix-1a2b3c4d",
+        "name": "orders-fix",
+        "owner": "co@example.com",
+        "created_at": datetime(2021, 6, 14, tzinfo=UTC),
+        "roots": [job],
+        "dates": [date(2021, 6, 4)],
         "waves": [
-            {"index": w, "steps": [
-                {"id": f"dag_{w}_{s}_" + "x" * 40, "job": job, "dag_id": f"dag_{w}_{s}", "kind": "airflow_dag",
-                 "dates": [date(2021, 6, 4)], "reason": "root" if w == 0 else "downstream"}
-                for s in range(steps_per_wave)
-            ]}
+            {
+                "index": w,
+                "steps": [
+                    {
+                        "id": f"dag_{w}_{s}_" + "x" * 40,
+                        "job": job,
+                        "dag_id": f"dag_{w}_{s}",
+                        "kind": "airflow_dag",
+                        "dates": [date(2021, 6, 4)],
+                        "reason": "root" if w == 0 else "downstream",
+                    }
+                    for s in range(steps_per_wave)
+                ],
+            }
             for w in range(waves)
         ],
-    }  # fmt: skip
+    }
     return Plan.model_validate(document)
 
 
@@ -50,7 +63,9 @@ class MemorySlack(SlackClient):
         self.posts: list[dict[str, Any]] = []
         self.fail = fail
 
-    def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
+    def post(
+        self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None
+    ) -> PostedMessage | None:
         if self.fail:
             raise SlackError("chat.postMessage answered 503")
         self.posts.append({"channel": channel, "thread_ts": thread_ts, "message": message})
@@ -101,13 +116,25 @@ class Counter:
 # -- messages -----------------------------------------------------------------------------------
 def test_backfill_message_has_the_facts_and_links_in_valid_block_kit() -> None:
     message = backfill_message(
-        config=CONFIG, backfill_id="orders-fix-1a2b3c4d", plan=make_plan(2, 2), state="TRIGGERED",
-        run_url="http://airflow/dags/backfill/runs/orders-fix-1a2b3c4d", lineage_url="http://marquez/lineage/job/x/y",
-    )  # fmt: skip
+        config=CONFIG,
+        backfill_id="orders-fix-1a2b3c4d",
+        plan=make_plan(2, 2),
+        state="TRIGGERED",
+        run_url="http://airflow/dags/backfill/runs/orders-fix-1a2b3c4d",
+        lineage_url="http://marquez/lineage/job/x/y",
+    )
     check_blocks(message.block_dicts())
     text = json.dumps(message.block_dicts())
-    for fact in ("orders-fix-1a2b3c4d", "co@example.com", "batch", "2021-06-04, 06-10..06-12 (4 days)",
-                 "Wave 1", "Wave 2", "http://airflow/dags/backfill/runs/", "http://marquez/lineage/job/x/y"):  # fmt: skip
+    for fact in (
+        "orders-fix-1a2b3c4d",
+        "co@example.com",
+        "batch",
+        "2021-06-04, 06-10..06-12 (4 days)",
+        "Wave 1",
+        "Wave 2",
+        "http://airflow/dags/backfill/runs/",
+        "http://marquez/lineage/job/x/y",
+    ):
         assert fact in text
     assert "orders-fix-1a2b3c4d" in message.text
 
@@ -129,7 +156,9 @@ def test_rejection_lists_located_errors_escaped_and_clipped() -> None:
 
 def test_other_messages_are_valid_block_kit() -> None:
     for message in (
-        already_known_message(backfill_id="b", state="TRIGGERED", source_uri="s3://b/k", run_url="http://a/r"),
+        already_known_message(
+            backfill_id="b", state="TRIGGERED", source_uri="s3://b/k", run_url="http://a/r"
+        ),
         status_message(backfill_id="b", state="SUCCEEDED", detail="3 waves done"),
     ):
         check_blocks(message.block_dicts())
@@ -156,7 +185,9 @@ def test_first_message_starts_the_thread_and_later_ones_reply() -> None:
 
 def test_open_thread_posts_and_leaves_storing_the_thread_to_the_callers_write() -> None:
     slack, threads, counter = MemorySlack(), MemoryThreads(), Counter()
-    notifier = Notifier(slack=slack, pagerduty=None, status_store=threads, default_channel="#backfills", metrics=counter)
+    notifier = Notifier(
+        slack=slack, pagerduty=None, status_store=threads, default_channel="#backfills", metrics=counter
+    )
 
     assert notifier.open_thread("b-1", SlackMessage("triggered"), channel="#orders") == ("C42", "1.0")
     assert threads.threads == {}  # no write of its own: the caller's status write carries it

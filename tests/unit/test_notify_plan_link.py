@@ -21,7 +21,9 @@ def buttons(message) -> dict[str, str]:
 def test_the_default_link_is_the_s3_console_page_of_the_object(monkeypatch):
     monkeypatch.delenv("PLAN_LINK_BASE", raising=False)
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    message = backfill_message(config=CONFIG, backfill_id="b1", plan=None, state="TRIGGERED", plan_uri=PLAN_URI)
+    message = backfill_message(
+        config=CONFIG, backfill_id="b1", plan=None, state="TRIGGERED", plan_uri=PLAN_URI
+    )
     assert buttons(message)["Plan picture"] == (
         "https://eu-west-1.console.aws.amazon.com/s3/object/backfill-configs?region=eu-west-1&bucketType=general"
         "&prefix=backfills%2Forders%20fix%2B1%2Fplan.html"
@@ -30,14 +32,21 @@ def test_the_default_link_is_the_s3_console_page_of_the_object(monkeypatch):
 
 def test_a_deployment_link_base_serves_the_key(monkeypatch):
     monkeypatch.setenv("PLAN_LINK_BASE", "https://backfills.internal.example.com/")
-    message = backfill_message(config=CONFIG, backfill_id="b1", plan=None, state="TRIGGERED", plan_uri=PLAN_URI)
-    assert buttons(message)["Plan picture"] == "https://backfills.internal.example.com/backfills/orders%20fix%2B1/plan.html"
+    message = backfill_message(
+        config=CONFIG, backfill_id="b1", plan=None, state="TRIGGERED", plan_uri=PLAN_URI
+    )
+    assert (
+        buttons(message)["Plan picture"]
+        == "https://backfills.internal.example.com/backfills/orders%20fix%2B1/plan.html"
+    )
 
 
 @pytest.mark.parametrize("base", ["http://backfills.example.com", "javascript:alert(1)", "https://"])
 def test_a_base_that_is_not_https_falls_back_to_the_console(base):
     url = plan_page_url(PLAN_URI, environ={"PLAN_LINK_BASE": base, "AWS_REGION": "us-east-2"})
-    assert url is not None and url.startswith("https://us-east-2.console.aws.amazon.com/s3/object/backfill-configs?")
+    assert url is not None and url.startswith(
+        "https://us-east-2.console.aws.amazon.com/s3/object/backfill-configs?"
+    )
 
 
 def test_no_link_without_a_stored_plan():

@@ -35,26 +35,50 @@ def random_case(seed: int) -> tuple[LineageStore, JobCatalog, Any]:
             inputs = rng.sample(previous, k=rng.randint(1, min(3, len(previous))))
             store.ingest_all(run_events("gen", name, inputs=inputs, outputs=[f"{name}.out"], parent=parent))
             if parent is None and rng.random() < 0.5:
-                entries.append({"namespace": "gen", "name": name, "kind": "spark", "window_days": rng.choice((1, 2, 3, 7))})
+                entries.append(
+                    {
+                        "namespace": "gen",
+                        "name": name,
+                        "kind": "spark",
+                        "window_days": rng.choice((1, 2, 3, 7)),
+                    }
+                )
             elif rng.random() < 0.2:
-                entries.append({"namespace": "gen", "name": parent and f"{parent}.{name}" or name, "window_days": rng.randint(1, 4)})
+                entries.append(
+                    {
+                        "namespace": "gen",
+                        "name": parent and f"{parent}.{name}" or name,
+                        "window_days": rng.randint(1, 4),
+                    }
+                )
             names.append(parent and f"{parent}.{name}" or name)
             current.append(f"{name}.out")
         previous = current
-    extra: dict[str, Any] = {"downstream": {
-        "max_depth": rng.randint(1, 15),
-        "exclude": [{"namespace": "gen", "name": name} for name in rng.sample(names, k=min(len(names), rng.randint(0, 3)))],
-    }}  # fmt: skip
+    extra: dict[str, Any] = {
+        "downstream": {
+            "max_depth": rng.randint(1, 15),
+            "exclude": [
+                {"namespace": "gen", "name": name}
+                for name in rng.sample(names, k=min(len(names), rng.randint(0, 3)))
+            ],
+        }
+    }
     if rng.random() < 0.5:
         extra["hours"] = sorted(rng.sample(range(24), k=3))
     if rng.random() < 0.5:
         extra["feeds"] = ["web", "app"]
     roots = ["root", *rng.sample(names, k=rng.randint(0, 2))]
-    config = parse_config({
-        "version": 1, "name": "random", "owner": "@jane", "mode": "batch",
-        "jobs": [{"namespace": "gen", "name": name} for name in roots],
-        "dates": ["2021-06-04", {"start": "2021-06-20", "end": "2021-06-22"}], **extra,
-    })  # fmt: skip
+    config = parse_config(
+        {
+            "version": 1,
+            "name": "random",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": "gen", "name": name} for name in roots],
+            "dates": ["2021-06-04", {"start": "2021-06-20", "end": "2021-06-22"}],
+            **extra,
+        }
+    )
     return store, JobCatalog.parse({"version": 1, "jobs": entries}), config
 
 
@@ -62,19 +86,31 @@ def anatomy(value: Any) -> Any:
     """Everything that tells two models apart: classes, fields set, extras, values and their types."""
     if isinstance(value, BaseModel):
         return (
-            type(value).__name__, sorted(value.model_fields_set), value.__pydantic_extra__, value.__pydantic_private__,
-            list(value.__dict__), {key: anatomy(field) for key, field in value.__dict__.items()},
-        )  # fmt: skip
+            type(value).__name__,
+            sorted(value.model_fields_set),
+            value.__pydantic_extra__,
+            value.__pydantic_private__,
+            list(value.__dict__),
+            {key: anatomy(field) for key, field in value.__dict__.items()},
+        )
     if isinstance(value, list | tuple | set | dict):
         items = value.items() if isinstance(value, dict) else value
         return (type(value).__name__, [anatomy(item) for item in items])
     return (type(value).__name__, value)
 
 
-def plans(store: LineageStore, catalog: JobCatalog, config: Any, monkeypatch, *, in_memory: bool) -> tuple[Plan, Plan]:
+def plans(
+    store: LineageStore, catalog: JobCatalog, config: Any, monkeypatch, *, in_memory: bool
+) -> tuple[Plan, Plan]:
     def plan() -> Plan:
-        lineage = InMemoryLineage.from_response(store.lineage("job:gen:root", 100)) if in_memory else InProcessMarquez(store)
-        return build_plan(config, backfill_id=backfill_id(config), lineage=lineage, catalog=catalog, today=TODAY, now=NOW)
+        lineage = (
+            InMemoryLineage.from_response(store.lineage("job:gen:root", 100))
+            if in_memory
+            else InProcessMarquez(store)
+        )
+        return build_plan(
+            config, backfill_id=backfill_id(config), lineage=lineage, catalog=catalog, today=TODAY, now=NOW
+        )
 
     trusted = plan()
     with monkeypatch.context() as patched:
@@ -102,7 +138,14 @@ def test_random_cases_reach_what_they_are_meant_to():
     for seed in range(40):
         store, catalog, config = random_case(seed)
         try:
-            plan = build_plan(config, backfill_id="x", lineage=InProcessMarquez(store), catalog=catalog, today=TODAY, now=NOW)
+            plan = build_plan(
+                config,
+                backfill_id="x",
+                lineage=InProcessMarquez(store),
+                catalog=catalog,
+                today=TODAY,
+                now=NOW,
+            )
         except PlanRefusedError:
             continue
         kinds |= {step.kind for step in plan.steps}
@@ -114,7 +157,24 @@ def test_random_cases_reach_what_they_are_meant_to():
 
 @pytest.mark.parametrize(
     "name",
-    ["a", "a b", "ns:x/y", "é", "x" * 1024, "x" * 1025, "", " a", "a ", "a\nb", "a\n", "\ta", "a\u00a0", "a\u2003b", "a\x1cb", "a\x00"],
+    [
+        "a",
+        "a b",
+        "ns:x/y",
+        "é",
+        "x" * 1024,
+        "x" * 1025,
+        "",
+        " a",
+        "a ",
+        "a\nb",
+        "a\n",
+        "\ta",
+        "a\u00a0",
+        "a\u2003b",
+        "a\x1cb",
+        "a\x00",
+    ],
 )
 def test_the_bulk_name_check_is_job_refs_rule(name):
     try:
@@ -130,7 +190,15 @@ def test_a_lineage_name_job_ref_refuses_takes_the_validating_path():
     store = LineageStore()
     store.ingest_all(run_events("ns", "a", outputs=["a.out"]))
     store.ingest_all(run_events("ns", "b ", inputs=["a.out"]))  # a trailing space: not a JobRef name
-    config = parse_config({"version": 1, "name": "x", "owner": "@jane", "mode": "batch",
-                           "jobs": [{"namespace": "ns", "name": "a"}], "dates": ["2021-06-04"]})  # fmt: skip
+    config = parse_config(
+        {
+            "version": 1,
+            "name": "x",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": "ns", "name": "a"}],
+            "dates": ["2021-06-04"],
+        }
+    )
     with pytest.raises(ValidationError, match=r"waves\.1\.steps\.0\.job\.name"):
         build_plan(config, backfill_id="x", lineage=InProcessMarquez(store), today=TODAY, now=NOW)

@@ -40,7 +40,14 @@ def config(jobs, dates=("2021-06-04",), namespace="ns", **extra):
 
 
 def plan_for(store, cfg, *, catalog=None, today=TODAY) -> Plan:
-    return build_plan(cfg, backfill_id=backfill_id(cfg), lineage=InProcessMarquez(store), catalog=catalog, today=today, now=NOW)
+    return build_plan(
+        cfg,
+        backfill_id=backfill_id(cfg),
+        lineage=InProcessMarquez(store),
+        catalog=catalog,
+        today=today,
+        now=NOW,
+    )
 
 
 def graph(edges: dict[str, list[str]], namespace: str = "ns") -> LineageStore:
@@ -53,7 +60,11 @@ def graph(edges: dict[str, list[str]], namespace: str = "ns") -> LineageStore:
             readers_of.setdefault(reader, []).append(job)
     store = LineageStore()
     for job in sorted(jobs):
-        store.ingest_all(run_events(namespace, job, inputs=[f"{u}.out" for u in readers_of.get(job, [])], outputs=[f"{job}.out"]))
+        store.ingest_all(
+            run_events(
+                namespace, job, inputs=[f"{u}.out" for u in readers_of.get(job, [])], outputs=[f"{job}.out"]
+            )
+        )
     return store
 
 
@@ -82,8 +93,12 @@ def test_food_delivery_etl_orders_waves():
         ["delivery_times_7_days"],
         ["email_discounts", "orders_popular_day_of_week"],
     ]
-    assert not [step for step in plan.steps if step.id.startswith("etl_") and step.id not in (
-        "etl_orders", "etl_orders_7_days", "etl_delivery_7_days")]
+    assert not [
+        step
+        for step in plan.steps
+        if step.id.startswith("etl_")
+        and step.id not in ("etl_orders", "etl_orders_7_days", "etl_delivery_7_days")
+    ]
     assert all(step.dates == [date(2021, 6, 4)] for step in plan.steps)  # no catalog: window 1
     assert all(step.kind == "airflow_dag" and step.dag_id == step.id for step in plan.steps)
     assert plan.step("etl_orders").reason == "root" and plan.step("etl_orders").upstream == []
@@ -98,7 +113,10 @@ SEVEN_DAY_WINDOWS = JobCatalog.parse(
     + "".join(
         f"  - {{namespace: food_delivery, name: {name}, kind: spark, window_days: {window}}}\n"
         for name, window in (
-            ("etl_orders", 1), ("etl_orders_7_days", 7), ("etl_delivery_7_days", 7), ("delivery_times_7_days", 7)
+            ("etl_orders", 1),
+            ("etl_orders_7_days", 7),
+            ("etl_delivery_7_days", 7),
+            ("delivery_times_7_days", 7),
         )
     )
     + "  - {namespace: food_delivery, name: orders_popular_day_of_week, kind: airflow_dag}\n"
@@ -118,13 +136,18 @@ def test_food_delivery_with_the_catalog_expands_seven_day_windows():
     }
     assert {step.id: step.dates for step in plan.steps} == expected
     spark = {step.id: step.transform for step in plan.steps if step.kind == "spark"}
-    assert spark == {name: name for name in ("etl_orders", "etl_orders_7_days", "etl_delivery_7_days", "delivery_times_7_days")}
+    assert spark == {
+        name: name
+        for name in ("etl_orders", "etl_orders_7_days", "etl_delivery_7_days", "delivery_times_7_days")
+    }
     assert plan.step("etl_delivery_7_days").window_days == 7
 
 
 def test_example_catalog_has_the_sample_transforms_windows():
     """Only etl_orders_7_days rolls over 7 days; the jobs after it read one day of their input."""
-    plan = plan_for(food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG)))
+    plan = plan_for(
+        food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG))
+    )
     week = days("2021-06-04", "2021-06-10")
     assert {step.id: step.dates for step in plan.steps} == {
         "etl_orders": [date(2021, 6, 4)],
@@ -138,7 +161,9 @@ def test_example_catalog_has_the_sample_transforms_windows():
 
 def test_expanded_dates_never_pass_today():
     plan = plan_for(
-        food_delivery(), config(["etl_orders"], namespace=FD), catalog=SEVEN_DAY_WINDOWS,
+        food_delivery(),
+        config(["etl_orders"], namespace=FD),
+        catalog=SEVEN_DAY_WINDOWS,
         today=date(2021, 6, 8),
     )
     assert max(day for step in plan.steps for day in step.dates) == date(2021, 6, 8)
@@ -149,7 +174,12 @@ def test_plan_document_round_trips_and_carries_the_config():
     cfg = config(["etl_orders"], namespace=FD, hours=[0, 13], feeds=["orders"], spark={"profile": "large"})
     plan = plan_for(food_delivery(), cfg)
     assert Plan.from_json(plan.to_json()) == plan
-    assert (plan.plan_version, plan.backfill_id, plan.name, plan.owner) == (1, backfill_id(cfg), "test-backfill", "@jane")
+    assert (plan.plan_version, plan.backfill_id, plan.name, plan.owner) == (
+        1,
+        backfill_id(cfg),
+        "test-backfill",
+        "@jane",
+    )
     assert plan.created_at == NOW and plan.spark_profile == "large"
     assert all(step.hours == [0, 13] and step.feeds == ["orders"] for step in plan.steps)
 
@@ -193,7 +223,10 @@ def test_colon_namespaces_are_kept_whole():
     store.ingest_all(run_events(pg, "load", outputs=["public.orders"]))
     store.ingest_all(run_events(pg, "report", inputs=["public.orders"], outputs=["public.report"]))
     plan = plan_for(store, config(["load"], namespace=pg))
-    assert [step.job for step in plan.steps] == [JobRef(namespace=pg, name="load"), JobRef(namespace=pg, name="report")]
+    assert [step.job for step in plan.steps] == [
+        JobRef(namespace=pg, name="load"),
+        JobRef(namespace=pg, name="report"),
+    ]
 
 
 def test_task_jobs_of_one_dag_collapse_into_one_step():
@@ -259,18 +292,24 @@ def test_excluding_a_middle_job_keeps_what_another_path_reaches():
 def test_dates_do_not_flow_through_an_excluded_job():
     store = graph({"a": ["x", "b"], "x": ["y"], "b": ["y"]})
     catalog = JobCatalog.parse("version: 1\njobs:\n  - {namespace: ns, name: b, window_days: 3}\n")
-    plan = plan_for(store, config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "x"}]}), catalog=catalog)
+    plan = plan_for(
+        store, config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "x"}]}), catalog=catalog
+    )
     assert plan.step("y").dates == days("2021-06-04", "2021-06-06")  # only b's days
 
 
 def test_an_exclusion_off_the_graph_says_it_had_no_effect():
-    plan = plan_for(graph({"a": ["b"]}), config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "zzz"}]}))
+    plan = plan_for(
+        graph({"a": ["b"]}), config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "zzz"}]})
+    )
     assert plan.exclusions[0].reason.endswith("no effect")
     assert waves_of(plan) == [["a"], ["b"]]
 
 
 def test_an_excluded_root_is_still_planned_with_a_warning():
-    plan = plan_for(graph({"a": ["b"]}), config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "a"}]}))
+    plan = plan_for(
+        graph({"a": ["b"]}), config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "a"}]})
+    )
     assert waves_of(plan) == [["a"], ["b"]]
     assert [w.code for w in plan.warnings] == ["root_excluded"]
 
@@ -280,7 +319,11 @@ def test_windows_cascade_down_a_chain():
     catalog = JobCatalog.parse(
         "version: 1\njobs:\n  - {namespace: ns, name: b, window_days: 2}\n  - {namespace: ns, name: c, window_days: 3}\n"
     )
-    plan = plan_for(graph({"a": ["b"], "b": ["c"], "c": ["d"]}), config(["a"], dates=["2021-06-04", "2021-06-10"]), catalog=catalog)
+    plan = plan_for(
+        graph({"a": ["b"], "b": ["c"], "c": ["d"]}),
+        config(["a"], dates=["2021-06-04", "2021-06-10"]),
+        catalog=catalog,
+    )
     assert compact(plan, "b") == "2021-06-04..06-05, 06-10..06-11"
     assert compact(plan, "c") == "2021-06-04..06-07, 06-10..06-13"
     assert compact(plan, "d") == "2021-06-04..06-07, 06-10..06-13"
@@ -301,16 +344,25 @@ def test_a_root_downstream_of_another_root_waits_and_takes_both_dates():
 
 
 def test_replay_configs_have_no_plan():
-    cfg = parse_config({
-        "version": 1, "name": "r", "owner": "@a", "mode": "replay", "dates": ["2021-06-04"],
-        "feeds": ["orders"], "replay": {"target": "orders-queue"},
-    })
+    cfg = parse_config(
+        {
+            "version": 1,
+            "name": "r",
+            "owner": "@a",
+            "mode": "replay",
+            "dates": ["2021-06-04"],
+            "feeds": ["orders"],
+            "replay": {"target": "orders-queue"},
+        }
+    )
     with pytest.raises(NotPlannableError, match="mode replay"):
         build_plan(cfg, backfill_id="r-1", lineage=InProcessMarquez(LineageStore()))
 
 
 def test_readable_text_compacts_dates():
-    plan = plan_for(food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG)))
+    plan = plan_for(
+        food_delivery(), config(["etl_orders"], namespace=FD), catalog=JobCatalog.load(str(EXAMPLE_CATALOG))
+    )
     text = render_plan_text(plan)
     assert "6 steps in 5 waves" in text
     assert "wave 2:\n  etl_orders_7_days: spark transform etl_orders_7_days (DAG etl_orders_7_days)" in text

@@ -30,10 +30,17 @@ RECORD = os.environ.get("PLANNER_GOLDEN_RECORD") == "1"
 
 
 def config(jobs, *, namespace="ns", dates=("2021-06-04",), **extra):
-    return parse_config({
-        "version": 1, "name": "golden", "owner": "@jane", "mode": "batch",
-        "jobs": [{"namespace": namespace, "name": job} for job in jobs], "dates": list(dates), **extra,
-    })  # fmt: skip
+    return parse_config(
+        {
+            "version": 1,
+            "name": "golden",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": namespace, "name": job} for job in jobs],
+            "dates": list(dates),
+            **extra,
+        }
+    )
 
 
 def edges_store(edges: dict[str, list[str]], namespace: str = "ns") -> LineageStore:
@@ -45,11 +52,17 @@ def edges_store(edges: dict[str, list[str]], namespace: str = "ns") -> LineageSt
             readers_of.setdefault(reader, []).append(job)
     store = LineageStore()
     for job in sorted(jobs):
-        store.ingest_all(run_events(namespace, job, inputs=[f"{u}.out" for u in readers_of.get(job, [])], outputs=[f"{job}.out"]))
+        store.ingest_all(
+            run_events(
+                namespace, job, inputs=[f"{u}.out" for u in readers_of.get(job, [])], outputs=[f"{job}.out"]
+            )
+        )
     return store
 
 
-def layered_store(jobs: int, *, layers: int, seed: int, dags_across_layers: bool = False) -> tuple[LineageStore, JobCatalog]:
+def layered_store(
+    jobs: int, *, layers: int, seed: int, dags_across_layers: bool = False
+) -> tuple[LineageStore, JobCatalog]:
     """As benchmarks/planner.py: layers of random readers; every other job a spark transform
     with a 2-7 day window, every seventh a task of a DAG (of its layer, or shared across
     layers, which makes step cycles), so windows and collapsing both happen."""
@@ -69,7 +82,9 @@ def layered_store(jobs: int, *, layers: int, seed: int, dags_across_layers: bool
             parent = dag if made % 7 == 0 else None
             store.ingest_all(run_events("gen", name, inputs=inputs, outputs=[f"{name}.out"], parent=parent))
             if made % 2 == 0 and parent is None:
-                entries.append({"namespace": "gen", "name": name, "kind": "spark", "window_days": rng.choice((2, 3, 7))})
+                entries.append(
+                    {"namespace": "gen", "name": name, "kind": "spark", "window_days": rng.choice((2, 3, 7))}
+                )
             layer.append(f"{name}.out")
             made += 1
         previous = layer
@@ -88,7 +103,9 @@ def plan_text(store: LineageStore, cfg, *, catalog=None, today=TODAY, in_memory=
     else:
         lineage = InProcessMarquez(store)
     try:
-        plan = build_plan(cfg, backfill_id=backfill_id(cfg), lineage=lineage, catalog=catalog, today=today, now=NOW)
+        plan = build_plan(
+            cfg, backfill_id=backfill_id(cfg), lineage=lineage, catalog=catalog, today=today, now=NOW
+        )
     except PlanRefusedError as refused:
         return f"refused: {type(refused).__name__}: {refused}\n"
     return plan.to_json()
@@ -103,42 +120,72 @@ def _cases():
     chain45 = {f"j{i:02d}": [f"j{i + 1:02d}"] for i in range(44)}
     return {
         "food_delivery_example_catalog": lambda: plan_text(
-            food_delivery(), config(["etl_orders"], namespace="food_delivery", dates=("2021-06-04", "2021-06-20")),
-            catalog=JobCatalog.load(str(EXAMPLE_CATALOG))),
+            food_delivery(),
+            config(["etl_orders"], namespace="food_delivery", dates=("2021-06-04", "2021-06-20")),
+            catalog=JobCatalog.load(str(EXAMPLE_CATALOG)),
+        ),
         "food_delivery_no_catalog": lambda: plan_text(
-            food_delivery(), config(["etl_orders", "etl_drivers"], namespace="food_delivery")),
+            food_delivery(), config(["etl_orders", "etl_drivers"], namespace="food_delivery")
+        ),
         "diamond_windows": lambda: plan_text(
             edges_store({"a": ["b", "c"], "b": ["d"], "c": ["d", "e"], "d": ["e"]}),
-            config(["a"], dates=("2021-06-04", {"start": "2021-06-20", "end": "2021-06-22"})), catalog=windows),
+            config(["a"], dates=("2021-06-04", {"start": "2021-06-20", "end": "2021-06-22"})),
+            catalog=windows,
+        ),
         "exclusions": lambda: plan_text(
             edges_store({"a": ["x", "b"], "x": ["y", "z"], "b": ["y"], "z": ["w"]}),
-            config(["a"], downstream=exclude_x), catalog=windows),
+            config(["a"], downstream=exclude_x),
+            catalog=windows,
+        ),
         "excluded_root": lambda: plan_text(
-            edges_store({"a": ["b"], "b": ["c"]}), config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "a"}]})),
+            edges_store({"a": ["b"], "b": ["c"]}),
+            config(["a"], downstream={"exclude": [{"namespace": "ns", "name": "a"}]}),
+        ),
         "two_roots_one_downstream": lambda: plan_text(
-            edges_store({"a": ["b"], "b": ["c"]}), config(["a", "b"], dates=("2021-06-28",)), catalog=windows),
+            edges_store({"a": ["b"], "b": ["c"]}), config(["a", "b"], dates=("2021-06-28",)), catalog=windows
+        ),
         "max_depth_cut": lambda: plan_text(
             edges_store({f"j{i:02d}": [f"j{i + 1:02d}", f"k{i:02d}"] for i in range(29)}),
-            config(["j00"], downstream={"max_depth": 25})),
+            config(["j00"], downstream={"max_depth": 25}),
+        ),
         "deep_chain": lambda: plan_text(edges_store(chain45), config(["j00"])),
         "downstream_disabled": lambda: plan_text(
-            edges_store({"a": ["b"], "c": ["d"]}), config(["a", "c"], downstream={"enabled": False})),
-        "cycle_refused": lambda: plan_text(edges_store({"a": ["b"], "b": ["c"], "c": ["b", "d"]}), config(["a"])),
+            edges_store({"a": ["b"], "c": ["d"]}), config(["a", "c"], downstream={"enabled": False})
+        ),
+        "cycle_refused": lambda: plan_text(
+            edges_store({"a": ["b"], "b": ["c"], "c": ["b", "d"]}), config(["a"])
+        ),
         "step_conflict_refused": lambda: plan_text(
-            edges_store({"a": ["b"]}), config(["a"]),
-            catalog=JobCatalog.parse("version: 1\njobs:\n  - {namespace: ns, name: a, kind: spark, transform: b}\n")),
+            edges_store({"a": ["b"]}),
+            config(["a"]),
+            catalog=JobCatalog.parse(
+                "version: 1\njobs:\n  - {namespace: ns, name: a, kind: spark, transform: b}\n"
+            ),
+        ),
         "layered_1000_marquez": lambda: _layered(
-            1000, layers=30, seed=3, cfg=config(["root"], namespace="gen", dates=("2021-06-01", "2021-06-10"))),
+            1000, layers=30, seed=3, cfg=config(["root"], namespace="gen", dates=("2021-06-01", "2021-06-10"))
+        ),
         "layered_1000_cycle_refused": lambda: _layered(
-            1000, layers=30, seed=3, dags_across_layers=True, cfg=config(["root"], namespace="gen")),
+            1000, layers=30, seed=3, dags_across_layers=True, cfg=config(["root"], namespace="gen")
+        ),
         "layered_1000_in_memory": lambda: _layered(
-            1000, layers=49, seed=7, in_memory=True,
-            cfg=config(["root"], namespace="gen", dates=("2021-06-04", {"start": "2021-06-10", "end": "2021-06-11"}),
-                       downstream={"max_depth": 40, "exclude": [{"namespace": "gen", "name": "job000050"}]})),
+            1000,
+            layers=49,
+            seed=7,
+            in_memory=True,
+            cfg=config(
+                ["root"],
+                namespace="gen",
+                dates=("2021-06-04", {"start": "2021-06-10", "end": "2021-06-11"}),
+                downstream={"max_depth": 40, "exclude": [{"namespace": "gen", "name": "job000050"}]},
+            ),
+        ),
     }
 
 
-def _layered(jobs: int, *, layers: int, seed: int, cfg, in_memory: bool = False, dags_across_layers: bool = False) -> str:
+def _layered(
+    jobs: int, *, layers: int, seed: int, cfg, in_memory: bool = False, dags_across_layers: bool = False
+) -> str:
     store, catalog = layered_store(jobs, layers=layers, seed=seed, dags_across_layers=dags_across_layers)
     return plan_text(store, cfg, catalog=catalog, in_memory=in_memory)
 

@@ -18,14 +18,21 @@ from tests.support.preflight import EXAMPLE_CATALOG, LIMITS, codes, plan_of
 
 def config(**extra):
     document = {
-        "version": 1, "name": "pf", "owner": "@jane", "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"], **extra,
+        "version": 1,
+        "name": "pf",
+        "owner": "@jane",
+        "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+        "dates": ["2021-06-04"],
+        **extra,
     }
     return parse_config(document)
 
 
 def verdict_of(cfg, *, catalog=EXAMPLE_CATALOG, limits=LIMITS, lister=None, strict=False, store=None):
-    return run_preflight(cfg, plan=plan_of(cfg, store, catalog), catalog=catalog, limits=limits, lister=lister, strict=strict)
+    return run_preflight(
+        cfg, plan=plan_of(cfg, store, catalog), catalog=catalog, limits=limits, lister=lister, strict=strict
+    )
 
 
 def warehouse(tmp_path: Path, files: dict[str, int]) -> str:
@@ -46,7 +53,9 @@ def test_an_unknown_feed_is_a_located_refusal_with_a_suggestion():
 
 def test_a_job_without_declared_feeds_is_a_warning_not_silence():
     document = EXAMPLE_CATALOG.entries
-    catalog = JobCatalog([e.model_copy(update={"feeds": None}) if e.name == "email_discounts" else e for e in document])
+    catalog = JobCatalog(
+        [e.model_copy(update={"feeds": None}) if e.name == "email_discounts" else e for e in document]
+    )
     verdict = verdict_of(config(feeds=["web"]), catalog=catalog)
     assert verdict.accepted
     assert ("no_declared_feeds", "steps.email_discounts") in codes(verdict.warnings)
@@ -55,7 +64,11 @@ def test_a_job_without_declared_feeds_is_a_warning_not_silence():
 def test_hours_on_daily_steps_are_a_warning():
     verdict = verdict_of(config(hours=[3]))
     (warning,) = [w for w in verdict.warnings if w.code == "hours_on_daily_steps"]
-    assert warning.location == "hours" and "etl_orders_7_days" in warning.message and "etl_orders," not in warning.message
+    assert (
+        warning.location == "hours"
+        and "etl_orders_7_days" in warning.message
+        and "etl_orders," not in warning.message
+    )
 
 
 def test_without_a_catalog_every_step_warns_that_its_window_is_unknown():
@@ -74,19 +87,31 @@ def test_a_deployment_can_require_a_catalog():
 def test_an_exclusion_that_matches_nothing_warns_and_strict_refuses():
     cfg = config(downstream={"exclude": [{"namespace": "food_delivery", "name": "nothing_here"}]})
     assert ("exclusion_matches_nothing", "downstream.exclude[0]") in codes(verdict_of(cfg).warnings)
-    assert ("exclusion_matches_nothing", "downstream.exclude[0]") in codes(verdict_of(cfg, strict=True).refusals)
+    assert ("exclusion_matches_nothing", "downstream.exclude[0]") in codes(
+        verdict_of(cfg, strict=True).refusals
+    )
     assert ("exclusion_matches_nothing", "downstream.exclude[0]") in codes(
         verdict_of(cfg, limits=PreflightLimits(strict=True)).refusals
     )
-    strict_config = config(strict=True, downstream={"exclude": [{"namespace": "food_delivery", "name": "nothing_here"}]})
+    strict_config = config(
+        strict=True, downstream={"exclude": [{"namespace": "food_delivery", "name": "nothing_here"}]}
+    )
     assert not verdict_of(strict_config).accepted
 
 
 def test_a_root_without_downstream_jobs_is_a_warning():
     store = LineageStore()
     store.ingest_all(run_events("ns", "lonely", inputs=[], outputs=["lonely.out"]))
-    cfg = parse_config({"version": 1, "name": "pf", "owner": "@jane", "mode": "batch",
-                        "jobs": [{"namespace": "ns", "name": "lonely"}], "dates": ["2021-06-04"]})
+    cfg = parse_config(
+        {
+            "version": 1,
+            "name": "pf",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": "ns", "name": "lonely"}],
+            "dates": ["2021-06-04"],
+        }
+    )
     verdict = verdict_of(cfg, store=store, catalog=JobCatalog.empty())
     assert ("nothing_downstream", "jobs") in codes(verdict.warnings)
 
@@ -108,8 +133,16 @@ def chain(length: int) -> LineageStore:
 def test_a_deep_chain_and_a_wide_round_are_no_longer_refused_the_dag_continues_and_chunks():
     """The DAG runs any number of rounds (continuation runs) and any number of reruns per
     round (chunks): preflight counts them for the estimate and refuses neither."""
-    cfg = parse_config({"version": 1, "name": "pf", "owner": "@jane", "mode": "batch",
-                        "jobs": [{"namespace": "ns", "name": "j0"}], "dates": ["2021-06-04"]})
+    cfg = parse_config(
+        {
+            "version": 1,
+            "name": "pf",
+            "owner": "@jane",
+            "mode": "batch",
+            "jobs": [{"namespace": "ns", "name": "j0"}],
+            "dates": ["2021-06-04"],
+        }
+    )
     verdict = verdict_of(cfg, store=chain(30), catalog=JobCatalog.empty())
     assert verdict.refusals == [] and verdict.estimate.rounds.value == 30
     wide = verdict_of(config(dates=[{"start": "2021-01-01", "end": "2021-12-31"}]))
@@ -135,22 +168,33 @@ def test_no_input_partitions_at_all_is_nothing_to_reprocess(tmp_path):
 
 def test_some_missing_input_dates_are_a_warning_listing_them(tmp_path):
     root = warehouse(tmp_path, {"raw/orders/day=2021-06-04/hour=0/feed=web/part-0.json": 10})
-    verdict = verdict_of(config(dates=[{"start": "2021-06-04", "end": "2021-06-06"}]), lister=warehouse_lister(root))
+    verdict = verdict_of(
+        config(dates=[{"start": "2021-06-04", "end": "2021-06-06"}]), lister=warehouse_lister(root)
+    )
     (warning,) = [w for w in verdict.warnings if w.code == "missing_inputs" and "raw/orders" in w.message]
-    assert warning.location == "steps.etl_orders.inputs[0]" and "2 of 3 dates: 2021-06-05..06-06" in warning.message
+    assert (
+        warning.location == "steps.etl_orders.inputs[0]"
+        and "2 of 3 dates: 2021-06-05..06-06" in warning.message
+    )
 
 
 def test_the_estimate_counts_partitions_by_grain_and_bytes_by_listing(tmp_path):
-    root = warehouse(tmp_path, {
-        "raw/orders/day=2021-06-04/hour=3/feed=web/part-0.json": 100,
-        "raw/orders/day=2021-06-04/hour=3/feed=app/part-0.json": 1000,  # another feed: not read
-        "raw/orders/day=2021-06-04/hour=4/feed=web/part-0.json": 10,  # another hour: not read
-        "raw/orders/day=2021-06-04/hour=3/feed=web/_SUCCESS": 7,  # a marker: not data
-    })
+    root = warehouse(
+        tmp_path,
+        {
+            "raw/orders/day=2021-06-04/hour=3/feed=web/part-0.json": 100,
+            "raw/orders/day=2021-06-04/hour=3/feed=app/part-0.json": 1000,  # another feed: not read
+            "raw/orders/day=2021-06-04/hour=4/feed=web/part-0.json": 10,  # another hour: not read
+            "raw/orders/day=2021-06-04/hour=3/feed=web/_SUCCESS": 7,  # a marker: not data
+        },
+    )
     verdict = verdict_of(config(feeds=["web"], hours=[3]), lister=warehouse_lister(root))
     steps = {step.step_id: step for step in verdict.estimate.steps}
     assert steps["etl_orders"].partitions.value == 1 and steps["etl_orders"].partitions.basis == "measured"
-    assert steps["etl_orders"].bytes_to_read.value == 100 and steps["etl_orders"].bytes_to_read.basis == "measured"
+    assert (
+        steps["etl_orders"].bytes_to_read.value == 100
+        and steps["etl_orders"].bytes_to_read.basis == "measured"
+    )
     assert steps["etl_orders_7_days"].partitions.value == 7  # a 7-day window, grain day, one feed
     assert verdict.estimate.dag_reruns.value == 14 and verdict.estimate.cost.basis == "assumed"
 

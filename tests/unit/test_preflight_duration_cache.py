@@ -50,10 +50,15 @@ class CountingHistory:
 def timed_store():
     store = store_with(sample=False)
     day = DAY - timedelta(days=10)
-    store.ingest_all(run_events(
-        "food_delivery", ROOT, nominal=(day, day + timedelta(days=1)), event_time=day + timedelta(days=1),
-        duration=timedelta(minutes=20),
-    ))
+    store.ingest_all(
+        run_events(
+            "food_delivery",
+            ROOT,
+            nominal=(day, day + timedelta(days=1)),
+            event_time=day + timedelta(days=1),
+            duration=timedelta(minutes=20),
+        )
+    )
     return store
 
 
@@ -102,8 +107,17 @@ def test_the_preflight_keeps_durations_measured_but_reads_upstream_runs_every_ti
     plan = plan_of(cfg, store)
     durations = RecentDurations(ttl_seconds=600)
     history = CountingHistory(store)
-    found = [run_preflight(cfg, plan=plan, catalog=EXAMPLE_CATALOG, limits=PreflightLimits(), history=history,
-                           durations=durations) for _ in range(2)]  # fmt: skip
+    found = [
+        run_preflight(
+            cfg,
+            plan=plan,
+            catalog=EXAMPLE_CATALOG,
+            limits=PreflightLimits(),
+            history=history,
+            durations=durations,
+        )
+        for _ in range(2)
+    ]
     assert found[0].estimate == found[1].estimate
     assert seconds_of(found[1], ROOT).basis == "measured"
     assert history.reads[(ROOT, 20)] == 1  # the duration: read once

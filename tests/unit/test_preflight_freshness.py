@@ -32,8 +32,12 @@ from tests.support.preflight import upstream_config as config
 def verdict(cfg, store, *, limits=LIMITS, history=True, raise_errors=False):
     marquez = InProcessMarquez(store)
     return run_preflight(
-        cfg, plan=plan_of(cfg, store), catalog=EXAMPLE_CATALOG, limits=limits,
-        history=marquez if history else None, marquez_errors_raise=raise_errors,
+        cfg,
+        plan=plan_of(cfg, store),
+        catalog=EXAMPLE_CATALOG,
+        limits=limits,
+        history=marquez if history else None,
+        marquez_errors_raise=raise_errors,
     )
 
 
@@ -47,15 +51,23 @@ def test_a_failed_upstream_run_is_a_warning_naming_the_job_and_dates():
     found = verdict(config(), store_with(("etl_orders", DAY, "FAIL"), sample=False))
     [finding] = stale(found)
     assert (finding.location, finding.severity) == ("jobs[0]", "warning")
-    assert "food_delivery/etl_orders" in finding.message and "latest run FAILED for 2021-06-04" in finding.message
+    assert (
+        "food_delivery/etl_orders" in finding.message
+        and "latest run FAILED for 2021-06-04" in finding.message
+    )
     assert found.accepted
 
 
 def test_a_later_successful_rerun_makes_the_date_fresh():
     store = store_with(("etl_orders", DAY, "FAIL"), sample=False)
-    store.ingest_all(run_events(
-        "food_delivery", "etl_orders", nominal=(DAY, DAY + timedelta(days=1)), event_time=DAY + timedelta(days=2)
-    ))
+    store.ingest_all(
+        run_events(
+            "food_delivery",
+            "etl_orders",
+            nominal=(DAY, DAY + timedelta(days=1)),
+            event_time=DAY + timedelta(days=2),
+        )
+    )
     assert stale(verdict(config(), store)) == []
 
 
@@ -63,8 +75,12 @@ def test_a_missing_or_aborted_run_is_named_and_required_freshness_refuses():
     store = store_with(("etl_menus", DAY, "ABORT"), sample=True)  # the others only ran on 2020-02-22
     found = verdict(config(require_fresh_upstream=True), store)
     by_job = {f.message.split(" ")[1]: f for f in stale(found)}
-    assert set(by_job) == {"food_delivery/etl_menus", "food_delivery/etl_menu_items", "food_delivery/etl_categories",
-                           "food_delivery/etl_orders"}
+    assert set(by_job) == {
+        "food_delivery/etl_menus",
+        "food_delivery/etl_menu_items",
+        "food_delivery/etl_categories",
+        "food_delivery/etl_orders",
+    }
     assert "latest run ABORTED for 2021-06-04" in by_job["food_delivery/etl_menus"].message
     assert "no run for 2021-06-05" in by_job["food_delivery/etl_menus"].message
     assert "no run for 2021-06-04..06-05" in by_job["food_delivery/etl_orders"].message
@@ -72,8 +88,11 @@ def test_a_missing_or_aborted_run_is_named_and_required_freshness_refuses():
 
 
 def test_the_deployment_can_require_fresh_upstream():
-    found = verdict(config(), store_with(("etl_orders", DAY, "FAIL"), sample=False),
-                    limits=PreflightLimits(require_fresh_upstream=True))
+    found = verdict(
+        config(),
+        store_with(("etl_orders", DAY, "FAIL"), sample=False),
+        limits=PreflightLimits(require_fresh_upstream=True),
+    )
     assert [f.severity for f in stale(found)] == ["refusal"]
 
 
@@ -87,8 +106,14 @@ def test_runs_are_paged_and_reading_stops_before_the_earliest_date():
     store = store_with(sample=False)
     for back in range(1, 250):  # a long history before the dates, started before them
         day = DAY - timedelta(days=back)
-        store.ingest_all(run_events("food_delivery", "etl_orders", nominal=(day, day + timedelta(days=1)),
-                                    event_time=day + timedelta(hours=1)))
+        store.ingest_all(
+            run_events(
+                "food_delivery",
+                "etl_orders",
+                nominal=(day, day + timedelta(days=1)),
+                event_time=day + timedelta(hours=1),
+            )
+        )
     marquez = InProcessMarquez(store)
     calls = []
     original = marquez.job_runs
@@ -98,7 +123,9 @@ def test_runs_are_paged_and_reading_stops_before_the_earliest_date():
         return original(job, limit=limit, offset=offset)
 
     marquez.job_runs = counting
-    read = read_runs(marquez, JobRef(namespace="food_delivery", name="etl_orders"), earliest=DAY.date(), max_runs=500)
+    read = read_runs(
+        marquez, JobRef(namespace="food_delivery", name="etl_orders"), earliest=DAY.date(), max_runs=500
+    )
     assert read.reached_earliest and calls == [(100, 0)]  # the first page already reaches before the dates
     assert judge_dates(read, [DAY.date()]) == ({}, [])
 
@@ -107,12 +134,21 @@ def test_dates_older_than_the_runs_read_are_not_checked_rather_than_stale():
     store = store_with(sample=False)
     for hours in range(1, 30):  # many recent reruns of a later date push the dates out of reach
         later = DAY + timedelta(days=20)
-        store.ingest_all(run_events("food_delivery", "etl_orders", nominal=(later, later + timedelta(days=1)),
-                                    event_time=later + timedelta(days=1, hours=hours)))
+        store.ingest_all(
+            run_events(
+                "food_delivery",
+                "etl_orders",
+                nominal=(later, later + timedelta(days=1)),
+                event_time=later + timedelta(days=1, hours=hours),
+            )
+        )
     found = verdict(config(), store, limits=PreflightLimits(upstream_max_runs=10))
     assert stale(found) == []
-    assert any("upstream freshness of food_delivery/etl_orders for 2021-06-04..06-05 (older than its last 10 runs)" in u
-               for u in found.unchecked)
+    assert any(
+        "upstream freshness of food_delivery/etl_orders for 2021-06-04..06-05 (older than its last 10 runs)"
+        in u
+        for u in found.unchecked
+    )
 
 
 def test_runs_without_a_nominal_time_cannot_be_matched_to_dates():
@@ -128,7 +164,9 @@ def test_a_zero_length_window_covers_the_day_it_falls_in():
 
 
 def test_without_marquez_freshness_is_not_checked_and_said_so():
-    found = verdict(config(require_fresh_upstream=True), store_with(("etl_orders", DAY, "FAIL")), history=False)
+    found = verdict(
+        config(require_fresh_upstream=True), store_with(("etl_orders", DAY, "FAIL")), history=False
+    )
     assert stale(found) == [] and "upstream freshness and run durations (no Marquez)" in found.unchecked
 
 
@@ -140,15 +178,25 @@ class DownMarquez(InProcessMarquez):
         raise MarquezUnavailableError("http://marquez", "cannot connect")
 
 
-@pytest.mark.parametrize(("extra", "raise_errors", "outcome"), [
-    ({}, False, "unchecked"), ({"require_fresh_upstream": True}, False, "unchecked"), ({}, True, "warning"),
-    ({"require_fresh_upstream": True}, True, "raised"), ({"strict": True}, True, "raised"),
-])
+@pytest.mark.parametrize(
+    ("extra", "raise_errors", "outcome"),
+    [
+        ({}, False, "unchecked"),
+        ({"require_fresh_upstream": True}, False, "unchecked"),
+        ({}, True, "warning"),
+        ({"require_fresh_upstream": True}, True, "raised"),
+        ({"strict": True}, True, "raised"),
+    ],
+)
 def test_marquez_down_while_reading_runs(extra, raise_errors, outcome):
     store = store_with()
     cfg = config(**extra)
     call = lambda: run_preflight(  # noqa: E731
-        cfg, plan=plan_of(cfg, store), catalog=EXAMPLE_CATALOG, limits=LIMITS, history=DownMarquez(store),
+        cfg,
+        plan=plan_of(cfg, store),
+        catalog=EXAMPLE_CATALOG,
+        limits=LIMITS,
+        history=DownMarquez(store),
         marquez_errors_raise=raise_errors,
     )
     if outcome == "raised":
@@ -157,7 +205,10 @@ def test_marquez_down_while_reading_runs(extra, raise_errors, outcome):
         return
     found = call()
     if outcome == "unchecked":
-        assert any(u.startswith("upstream freshness (Marquez at http://marquez is unavailable") for u in found.unchecked)
+        assert any(
+            u.startswith("upstream freshness (Marquez at http://marquez is unavailable")
+            for u in found.unchecked
+        )
         assert "upstream_not_checked" not in str(codes(found.findings))
     else:
         assert ("upstream_not_checked", "jobs") in codes(found.findings) and found.accepted
@@ -169,15 +220,25 @@ def test_durations_are_measured_from_completed_runs_and_scaled_by_dates():
     store = store_with(sample=False)
     for minutes, outcome in ((10, "COMPLETE"), (30, "COMPLETE"), (20, "COMPLETE"), (600, "FAIL")):
         day = DAY - timedelta(days=minutes)
-        store.ingest_all(run_events(
-            "food_delivery", "etl_orders_7_days", nominal=(day, day + timedelta(days=2)), outcome=outcome,
-            event_time=day + timedelta(days=2), duration=timedelta(minutes=minutes),
-        ))
+        store.ingest_all(
+            run_events(
+                "food_delivery",
+                "etl_orders_7_days",
+                nominal=(day, day + timedelta(days=2)),
+                outcome=outcome,
+                event_time=day + timedelta(days=2),
+                duration=timedelta(minutes=minutes),
+            )
+        )
     found = verdict(config(), store)
     seconds = seconds_of(found, "etl_orders_7_days")
     # Per date: 300, 600 and 900 s (10, 20, 30 minutes per 2-day run; the failed run left out)
     # and the sample's own run (a zero-length window: one date); the median, times 2 dates.
-    [sample] = [r for r in store.runs("food_delivery", "etl_orders_7_days")["runs"] if r["nominalStartTime"] == r["nominalEndTime"]]
+    [sample] = [
+        r
+        for r in store.runs("food_delivery", "etl_orders_7_days")["runs"]
+        if r["nominalStartTime"] == r["nominalEndTime"]
+    ]
     assert 300_000 < sample["durationMs"] < 600_000
     assert (seconds.value, seconds.basis) == ((sample["durationMs"] / 1000 + 600) / 2 * 2, "measured")
 
@@ -194,28 +255,49 @@ def test_durations_without_history_are_assumed():
 
 def test_a_spark_round_over_the_time_limit_is_a_warning_refused_when_strict():
     store = store_with(sample=False)
-    store.ingest_all(run_events(
-        "food_delivery", "etl_orders_7_days", nominal=(DAY - timedelta(days=1), DAY), event_time=DAY,
-        duration=timedelta(hours=2),
-    ))
+    store.ingest_all(
+        run_events(
+            "food_delivery",
+            "etl_orders_7_days",
+            nominal=(DAY - timedelta(days=1), DAY),
+            event_time=DAY,
+            duration=timedelta(hours=2),
+        )
+    )
     found = verdict(config(), store, limits=PreflightLimits(spark_timeout_seconds=3600))
     [finding] = [f for f in found.findings if f.code == "over_runtime_limit"]
-    assert finding.severity == "warning" and "round 1" in finding.message and "over the Spark job's time limit of 1.0 h" in finding.message
+    assert (
+        finding.severity == "warning"
+        and "round 1" in finding.message
+        and "over the Spark job's time limit of 1.0 h" in finding.message
+    )
     strict = verdict(config(strict=True), store, limits=PreflightLimits(spark_timeout_seconds=3600))
     assert not strict.accepted
 
 
 def test_the_settings_come_from_the_deployments_variables():
-    env = EnvironmentReader({
-        "REQUIRE_FRESH_UPSTREAM": "true", "SPARK_TIMEOUT_SECONDS": "7200", "UPSTREAM_CHECK_MAX_JOBS": "5",
-        "UPSTREAM_CHECK_MAX_RUNS": "300", "RUN_HISTORY_MAX_JOBS": "0",
-    })
+    env = EnvironmentReader(
+        {
+            "REQUIRE_FRESH_UPSTREAM": "true",
+            "SPARK_TIMEOUT_SECONDS": "7200",
+            "UPSTREAM_CHECK_MAX_JOBS": "5",
+            "UPSTREAM_CHECK_MAX_RUNS": "300",
+            "RUN_HISTORY_MAX_JOBS": "0",
+        }
+    )
     limits = PreflightLimits.read(env)
-    assert (limits.require_fresh_upstream, limits.spark_timeout_seconds, limits.upstream_max_jobs,
-            limits.upstream_max_runs, limits.history_max_jobs) == (True, 7200, 5, 300, 0)
+    assert (
+        limits.require_fresh_upstream,
+        limits.spark_timeout_seconds,
+        limits.upstream_max_jobs,
+        limits.upstream_max_runs,
+        limits.history_max_jobs,
+    ) == (True, 7200, 5, 300, 0)
     bad = EnvironmentReader({"SPARK_TIMEOUT_SECONDS": "10", "REQUIRE_FRESH_UPSTREAM": "yes"})
     PreflightLimits.read(bad)
-    with pytest.raises(SettingsError, match="SPARK_TIMEOUT_SECONDS: expected a whole number from 60") as raised:
+    with pytest.raises(
+        SettingsError, match="SPARK_TIMEOUT_SECONDS: expected a whole number from 60"
+    ) as raised:
         bad.check()
     assert "REQUIRE_FRESH_UPSTREAM: expected true or false" in str(raised.value)
 

@@ -47,29 +47,53 @@ def package_entries() -> set[str]:
 def tracked_top_level() -> set[str]:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the top-level entries are git's tracked files")
-    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True, text=True).stdout
+    files = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True, text=True
+    ).stdout
     return {name.split("/", 1)[0] for name in files.split("\0") if name} - NOT_LISTED
 
 
 def test_layout_names_every_package_entry_and_nothing_else() -> None:
     listed, _ = layout_table((REPO / "README.md").read_text())
     actual = package_entries()
-    assert not actual - listed, f"package entries missing from the README's Layout table: {sorted(actual - listed)}"
-    assert not listed - actual, f"the README's Layout table names package entries that do not exist: {sorted(listed - actual)}"
+    assert not actual - listed, (
+        f"package entries missing from the README's Layout table: {sorted(actual - listed)}"
+    )
+    assert not listed - actual, (
+        f"the README's Layout table names package entries that do not exist: {sorted(listed - actual)}"
+    )
 
 
 def test_layout_names_every_top_level_entry_and_nothing_else() -> None:
     _, listed = layout_table((REPO / "README.md").read_text())
     actual = tracked_top_level()
-    assert not actual - listed, f"top-level entries missing from the README's Layout table: {sorted(actual - listed)}"
-    assert not listed - actual, f"the README's Layout table names top-level entries that do not exist: {sorted(listed - actual)}"
+    assert not actual - listed, (
+        f"top-level entries missing from the README's Layout table: {sorted(actual - listed)}"
+    )
+    assert not listed - actual, (
+        f"the README's Layout table names top-level entries that do not exist: {sorted(listed - actual)}"
+    )
 
 
 def test_the_table_parser_sees_rows_missing_and_extra() -> None:
-    readme = "\n".join([
-        "# x", "", "## Layout", "", "| path | what |", "| --- | --- |",
-        "| `layers/shared/backfill_orchestrator/` | the package |",
-        "| ├ `config/` | config |", "| └ `errors.py`, `http.py` | errors; http |",
-        "| `template.yaml`, `samconfig.toml` | SAM |", "", "## Next", "| `ignored/` | not the layout |",
-    ])  # fmt: skip
-    assert layout_table(readme) == ({"config/", "errors.py", "http.py"}, {"layers", "template.yaml", "samconfig.toml"})
+    readme = "\n".join(
+        [
+            "# x",
+            "",
+            "## Layout",
+            "",
+            "| path | what |",
+            "| --- | --- |",
+            "| `layers/shared/backfill_orchestrator/` | the package |",
+            "| ├ `config/` | config |",
+            "| └ `errors.py`, `http.py` | errors; http |",
+            "| `template.yaml`, `samconfig.toml` | SAM |",
+            "",
+            "## Next",
+            "| `ignored/` | not the layout |",
+        ]
+    )
+    assert layout_table(readme) == (
+        {"config/", "errors.py", "http.py"},
+        {"layers", "template.yaml", "samconfig.toml"},
+    )

@@ -24,8 +24,14 @@ def no_registered_secrets() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
-        ("posting to https://hooks.slack.com/services/T01ABC/B02DEF/abcDEF123xyz failed", "T01ABC/B02DEF/abcDEF123xyz"),
-        ("Retrying (Retry(total=1)) after connection broken by 'x': /services/T01ABC/B02DEF/abcDEF123xyz", "abcDEF123xyz"),
+        (
+            "posting to https://hooks.slack.com/services/T01ABC/B02DEF/abcDEF123xyz failed",
+            "T01ABC/B02DEF/abcDEF123xyz",
+        ),
+        (
+            "Retrying (Retry(total=1)) after connection broken by 'x': /services/T01ABC/B02DEF/abcDEF123xyz",
+            "abcDEF123xyz",
+        ),
         ("token xoxb-1234-5678-abcdefABCDEF in use", "1234-5678-abcdefABCDEF"),
         ("app token xapp-1-A0-123-abcdef", "1-A0-123-abcdef"),
         ("headers: {'Authorization': 'Bearer eyJhbGciOi.JIUzI1NiJ9.sig'}", "eyJhbGciOi"),
@@ -35,8 +41,11 @@ def no_registered_secrets() -> Iterator[None]:
         ("api_key=abcdef0123456789&x=1", "abcdef0123456789"),
         ("routing_key: R0UT1NGKEYR0UT1NGKEY", "R0UT1NGKEY"),
         # botocore's DEBUG line for a GetSecretValue answer, before the reader registered it
-        ("Response body:\n" + repr(json.dumps({"Name": "n", "SecretString": json.dumps({"k": "v'al\"UE-9"})}).encode()),
-         "UE-9"),
+        (
+            "Response body:\n"
+            + repr(json.dumps({"Name": "n", "SecretString": json.dumps({"k": "v'al\"UE-9"})}).encode()),
+            "UE-9",
+        ),
         ('{"SecretString": "bare-K3Y-value", "VersionId": "v1"}', "bare-K3Y"),
     ],
 )

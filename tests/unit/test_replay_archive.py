@@ -30,24 +30,35 @@ def s3(mocked_aws):
 
 def read_all(s3, prefix, **kwargs):
     keys = list_archive_keys(s3, bucket=BUCKET, prefix=prefix)
-    return list(read_archive(s3, bucket=BUCKET, keys=keys, max_line_bytes=kwargs.pop("max_line_bytes", 1024), **kwargs))
+    return list(
+        read_archive(
+            s3, bucket=BUCKET, keys=keys, max_line_bytes=kwargs.pop("max_line_bytes", 1024), **kwargs
+        )
+    )
 
 
 def test_plain_and_gzip_objects_in_key_order(s3):
     s3.put_object(Bucket=BUCKET, Key="orders/h/b.jsonl.gz", Body=gzip.compress(b'{"n": 3}\n{"n": 4}\n'))
-    s3.put_object(Bucket=BUCKET, Key="orders/h/a.jsonl", Body=b'{"n": 1}\r\n\n  \n{"n": 2}')  # CRLF, blanks, no final newline
+    s3.put_object(
+        Bucket=BUCKET, Key="orders/h/a.jsonl", Body=b'{"n": 1}\r\n\n  \n{"n": 2}'
+    )  # CRLF, blanks, no final newline
     s3.put_object(Bucket=BUCKET, Key="orders/h/c.json", Body=gzip.compress(b'{"n": 5}\n'))  # gzip without .gz
     s3.put_object(Bucket=BUCKET, Key="orders/h/", Body=b"")  # a folder marker
     s3.put_object(Bucket=BUCKET, Key="orders/other/x.jsonl", Body=b'{"n": 99}\n')
     messages = read_all(s3, "orders/h/")
     assert [json.loads(m.body)["n"] for m in messages] == [1, 2, 3, 4, 5]
-    assert [m.position for m in messages][:2] == [Position("orders/h/a.jsonl", 1), Position("orders/h/a.jsonl", 4)]
+    assert [m.position for m in messages][:2] == [
+        Position("orders/h/a.jsonl", 1),
+        Position("orders/h/a.jsonl", 4),
+    ]
     assert messages[0].body == '{"n": 1}'  # sent as archived, without the line ending
 
 
 def test_unsendable_lines_are_reported_with_their_position(s3):
     long_line = json.dumps({"pad": "x" * 5000}).encode()
-    body = b"\n".join([b'{"ok": 1}', b"not json", b'{"bad": "\xff"}', long_line, b'"\xef\xbf\xbe"', b'{"ok": 2}'])
+    body = b"\n".join(
+        [b'{"ok": 1}', b"not json", b'{"bad": "\xff"}', long_line, b'"\xef\xbf\xbe"', b'{"ok": 2}']
+    )
     s3.put_object(Bucket=BUCKET, Key="f/1.jsonl", Body=body)
     messages = read_all(s3, "f/", max_line_bytes=1024)
     problems = {m.position.line: m.problem.split(":")[0] for m in messages if m.problem}
@@ -59,7 +70,12 @@ def test_resume_skips_what_the_checkpoint_resolved(s3):
     for name in ("a", "b", "c"):
         s3.put_object(Bucket=BUCKET, Key=f"f/{name}", Body=b"".join(b'{"i": %d}\n' % i for i in range(1, 4)))
     resumed = read_all(s3, "f/", resume_from=Position("f/b", 3))
-    assert [(m.position.key, m.position.line) for m in resumed] == [("f/b", 3), ("f/c", 1), ("f/c", 2), ("f/c", 3)]
+    assert [(m.position.key, m.position.line) for m in resumed] == [
+        ("f/b", 3),
+        ("f/c", 1),
+        ("f/c", 2),
+        ("f/c", 3),
+    ]
 
 
 def test_listing_follows_every_page(s3):

@@ -23,11 +23,16 @@ from backfill_orchestrator.replay.sender import (
 )
 from backfill_orchestrator.replay.task import ReplayTask
 
-TASK = ReplayTask(backfill_id="replay-orders-1a2b3c4d", target="orders-ingest", feed="orders", day=date(2021, 6, 4), hour=9)
+TASK = ReplayTask(
+    backfill_id="replay-orders-1a2b3c4d", target="orders-ingest", feed="orders", day=date(2021, 6, 4), hour=9
+)
 
 
 def archived(count: int, *, body_size: int = 10) -> list[ArchivedMessage]:
-    return [ArchivedMessage(Position("k", line), '"' + "x" * (body_size - 2) + '"') for line in range(1, count + 1)]
+    return [
+        ArchivedMessage(Position("k", line), '"' + "x" * (body_size - 2) + '"')
+        for line in range(1, count + 1)
+    ]
 
 
 def test_attributes_mark_a_replay_and_count_towards_the_size():
@@ -40,7 +45,9 @@ def test_attributes_mark_a_replay_and_count_towards_the_size():
         "original_hour": "9",
         "replay_source": "s3://b/k#L1",
     }
-    expected = len("héllo".encode()) + sum(len(n) + len(v["DataType"]) + len(v["StringValue"]) for n, v in attributes.items())
+    expected = len("héllo".encode()) + sum(
+        len(n) + len(v["DataType"]) + len(v["StringValue"]) for n, v in attributes.items()
+    )
     assert message_size("héllo", attributes) == expected
 
 
@@ -63,8 +70,14 @@ def test_batches_stay_within_the_byte_limit_and_too_big_is_reported():
 
 
 def test_unreadable_lines_become_rejections():
-    items = list(build_messages(TASK, [ArchivedMessage(Position("k", 3), None, "invalid_json: x")], bucket="b",
-                                max_message_bytes=1024))  # fmt: skip
+    items = list(
+        build_messages(
+            TASK,
+            [ArchivedMessage(Position("k", 3), None, "invalid_json: x")],
+            bucket="b",
+            max_message_bytes=1024,
+        )
+    )
     assert items == [Rejection(Position("k", 3), "invalid_json: x")]
 
 
@@ -78,7 +91,9 @@ class ScriptedSqs:
         self.delivered: list[int] = []
 
     def send_message_batch(self, *, QueueUrl, Entries):  # noqa: N803 - boto3's names
-        lines = [int(e["MessageAttributes"]["replay_source"]["StringValue"].rsplit("#L", 1)[1]) for e in Entries]
+        lines = [
+            int(e["MessageAttributes"]["replay_source"]["StringValue"].rsplit("#L", 1)[1]) for e in Entries
+        ]
         self.calls.append(lines)
         step = self.script.pop(0) if self.script else {}
         if isinstance(step, Exception):
@@ -86,9 +101,13 @@ class ScriptedSqs:
         ok, failed = [], []
         for entry, line in zip(Entries, lines, strict=True):
             if line in step.get("transient", ()):
-                failed.append({"Id": entry["Id"], "SenderFault": False, "Code": "InternalError", "Message": "try again"})
+                failed.append(
+                    {"Id": entry["Id"], "SenderFault": False, "Code": "InternalError", "Message": "try again"}
+                )
             elif line in step.get("refuse", ()):
-                failed.append({"Id": entry["Id"], "SenderFault": True, "Code": "InvalidParameterValue", "Message": "no"})
+                failed.append(
+                    {"Id": entry["Id"], "SenderFault": True, "Code": "InvalidParameterValue", "Message": "no"}
+                )
             else:
                 ok.append({"Id": entry["Id"], "MessageId": f"m{line}", "MD5OfMessageBody": "x"})
                 self.delivered.append(line)
@@ -96,7 +115,11 @@ class ScriptedSqs:
 
 
 def messages(count: int) -> list[ReplayMessage]:
-    return [m for m in build_messages(TASK, archived(count), bucket="b", max_message_bytes=1024) if isinstance(m, ReplayMessage)]
+    return [
+        m
+        for m in build_messages(TASK, archived(count), bucket="b", max_message_bytes=1024)
+        if isinstance(m, ReplayMessage)
+    ]
 
 
 def sender(sqs, **kwargs) -> tuple[BatchSender, list[float]]:
@@ -132,8 +155,10 @@ def test_entries_failing_every_attempt_raise_with_what_was_sent():
 
 
 def client_error(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
-                       "SendMessageBatch")  # fmt: skip
+    return ClientError(
+        {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "SendMessageBatch",
+    )
 
 
 def test_whole_request_errors_transient_or_not():
@@ -186,5 +211,7 @@ def test_sender_draws_tokens_for_every_attempt():
     time = FakeTime()
     bucket = TokenBucket(rate=10, clock=time.clock, sleep=time.sleep)
     sqs = ScriptedSqs([{"transient": {1, 2}}, {}])
-    BatchSender(sqs=sqs, queue_url="q", limiter=bucket, sleep=time.sleep, jitter=lambda: 0.0).send(messages(10))
+    BatchSender(sqs=sqs, queue_url="q", limiter=bucket, sleep=time.sleep, jitter=lambda: 0.0).send(
+        messages(10)
+    )
     assert time.now - 1000.0 == pytest.approx(2 / 10)  # 10 from the burst, 2 more for the retry

@@ -19,20 +19,32 @@ GOOD = {
 def test_defaults():
     settings = ReplaySettings.from_env(GOOD)
     assert settings.archive_layout.template == "{feed}/{yyyy}/{mm}/{dd}/{hh}/"
-    assert (settings.max_receive_count, settings.max_concurrency, settings.max_message_bytes) == (5, 5, 262144)
+    assert (settings.max_receive_count, settings.max_concurrency, settings.max_message_bytes) == (
+        5,
+        5,
+        262144,
+    )
     assert settings.status_table == "backfill-status" and settings.notify.slack_secret_id is None
 
 
 def test_every_problem_is_named():
     with pytest.raises(SettingsError) as caught:
-        ReplaySettings.from_env({
-            "REPLAY_ARCHIVE_LAYOUT": "{feed}/{date}/",
-            "REPLAY_MAX_RECEIVE_COUNT": "0",
-            "REPLAY_MAX_CONCURRENCY": "many",
-            "REPLAY_MAX_MESSAGE_BYTES": str(2 * 1024 * 1024),
-        })  # fmt: skip
+        ReplaySettings.from_env(
+            {
+                "REPLAY_ARCHIVE_LAYOUT": "{feed}/{date}/",
+                "REPLAY_MAX_RECEIVE_COUNT": "0",
+                "REPLAY_MAX_CONCURRENCY": "many",
+                "REPLAY_MAX_MESSAGE_BYTES": str(2 * 1024 * 1024),
+            }
+        )
     names = [problem.split(":")[0] for problem in caught.value.problems]
     assert names == [
-        "STATUS_TABLE", "REPLAY_TASKS_QUEUE_URL", "REPLAY_ARCHIVE_BUCKET", "IDEMPOTENCY_TABLE", "REPLAY_ARCHIVE_LAYOUT",
-        "REPLAY_MAX_RECEIVE_COUNT", "REPLAY_MAX_CONCURRENCY", "REPLAY_MAX_MESSAGE_BYTES",
-    ]  # fmt: skip
+        "STATUS_TABLE",
+        "REPLAY_TASKS_QUEUE_URL",
+        "REPLAY_ARCHIVE_BUCKET",
+        "IDEMPOTENCY_TABLE",
+        "REPLAY_ARCHIVE_LAYOUT",
+        "REPLAY_MAX_RECEIVE_COUNT",
+        "REPLAY_MAX_CONCURRENCY",
+        "REPLAY_MAX_MESSAGE_BYTES",
+    ]

@@ -21,7 +21,9 @@ def test_split_is_one_task_per_feed_day_and_hour():
     first = tasks[0]
     assert (first.feed, first.day, first.hour) == ("order_status", date(2021, 6, 1), 9)
     assert first.backfill_id == backfill_id(config)
-    assert first.target == "orders-ingest" and first.max_messages_per_second == 100 and first.pagerduty is False
+    assert (
+        first.target == "orders-ingest" and first.max_messages_per_second == 100 and first.pagerduty is False
+    )
     assert first.task_id == f"{backfill_id(config)}/order_status/2021-06-01/09"
     assert [t.hour for t in tasks[:3]] == [9, 10, 11]
 
@@ -46,8 +48,14 @@ def test_task_document_round_trips(replay_config):
     assert parse_task(json.loads(text)) == task
 
 
-GOOD = {"task_version": 1, "backfill_id": "replay-orders-1a2b3c4d", "target": "orders-ingest",
-        "feed": "orders", "day": "2021-06-04", "hour": 9}  # fmt: skip
+GOOD = {
+    "task_version": 1,
+    "backfill_id": "replay-orders-1a2b3c4d",
+    "target": "orders-ingest",
+    "feed": "orders",
+    "day": "2021-06-04",
+    "hour": 9,
+}
 
 
 @pytest.mark.parametrize(
@@ -89,7 +97,10 @@ def test_layout_prefixes():
     default = ArchiveLayout.parse("{feed}/{yyyy}/{mm}/{dd}/{hh}/")
     assert default.prefix(feed=task.feed, day=task.day, hour=task.hour) == "orders/2021/06/04/09/"
     dated = ArchiveLayout.parse("archive/feed={feed}/date={date}/hour={hh}/")
-    assert dated.prefix(feed="orders", day=date(2021, 6, 4), hour=0) == "archive/feed=orders/date=2021-06-04/hour=00/"
+    assert (
+        dated.prefix(feed="orders", day=date(2021, 6, 4), hour=0)
+        == "archive/feed=orders/date=2021-06-04/hour=00/"
+    )
 
 
 @pytest.mark.parametrize(

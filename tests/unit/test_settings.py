@@ -20,8 +20,10 @@ def test_minimal_environment_gets_the_documented_defaults() -> None:
     assert settings.airflow_api_version == "v2" and not settings.uses_mwaa
     assert settings.backfill_dag_id == "backfill"
     assert (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix) == (
-        "incoming/", "results/", "backfills/",
-    )  # fmt: skip
+        "incoming/",
+        "results/",
+        "backfills/",
+    )
     assert settings.slack_api_url == "https://slack.com/api"
     assert settings.pagerduty_events_url == "https://events.pagerduty.com/v2/enqueue"
     assert settings.lineage_web_url == "http://marquez:5000"
@@ -107,17 +109,27 @@ def test_the_common_settings_need_none_of_the_triggers_variables() -> None:
     from backfill_orchestrator.settings import CommonSettings, NotifySettings
 
     settings = CommonSettings.from_env(
-        {"STATUS_TABLE": "status", "SLACK_SECRET_ID": "backfill/slack", "SLACK_API_URL": "http://127.0.0.1:9/api/",
-         "PAGERDUTY_SECRET_ID": "backfill/pd", "REPLAY_TARGETS": '{"orders": "https://sqs/q"}'}
-    )  # fmt: skip
+        {
+            "STATUS_TABLE": "status",
+            "SLACK_SECRET_ID": "backfill/slack",
+            "SLACK_API_URL": "http://127.0.0.1:9/api/",
+            "PAGERDUTY_SECRET_ID": "backfill/pd",
+            "REPLAY_TARGETS": '{"orders": "https://sqs/q"}',
+        }
+    )
     assert settings.notify == NotifySettings(
-        slack_secret_id="backfill/slack", slack_api_url="http://127.0.0.1:9/api",
+        slack_secret_id="backfill/slack",
+        slack_api_url="http://127.0.0.1:9/api",
         pagerduty_secret_id="backfill/pd",
-    )  # fmt: skip
+    )
     assert settings.replay_targets == {"orders": "https://sqs/q"}
     with pytest.raises(SettingsError) as raised:
         CommonSettings.from_env({"SLACK_API_URL": "slack", "SECRETS_MAX_AGE_SECONDS": "-1"})
-    assert [p.split(":")[0] for p in raised.value.problems] == ["STATUS_TABLE", "SLACK_API_URL", "SECRETS_MAX_AGE_SECONDS"]
+    assert [p.split(":")[0] for p in raised.value.problems] == [
+        "STATUS_TABLE",
+        "SLACK_API_URL",
+        "SECRETS_MAX_AGE_SECONDS",
+    ]
 
 
 def test_the_trigger_settings_extend_the_common_ones() -> None:

@@ -57,7 +57,11 @@ def test_bad_shapes_are_named_without_showing_the_value(client) -> None:  # noqa
     client.create_secret(Name="broken", SecretString="{not json s3cr3t")
     secrets = reader(client)
 
-    for call, secret_id in ((secrets.slack, "slack"), (secrets.basic_credentials, "airflow"), (secrets.slack, "broken")):
+    for call, secret_id in (
+        (secrets.slack, "slack"),
+        (secrets.basic_credentials, "airflow"),
+        (secrets.slack, "broken"),
+    ):
         with pytest.raises(SecretFormatError) as raised:
             call(secret_id)
         assert "s3cr3t" not in str(raised.value)

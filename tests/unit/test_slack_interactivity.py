@@ -36,16 +36,24 @@ BUCKET = "cfg"
 BACKFILL = "orders-fix-0123abcd"
 NOW = datetime(2021, 6, 14, 9, 0, tzinfo=UTC)
 ENV = {
-    "CONFIG_BUCKET": BUCKET, "STATUS_TABLE": "status", "SLACK_SIGNING_SECRET_ID": "slack-signing",
-    "SLACK_REQUESTS_TABLE": "slack-requests", "POLICY_URI": f"s3://{BUCKET}/policy/policy.yaml",
-}  # fmt: skip
+    "CONFIG_BUCKET": BUCKET,
+    "STATUS_TABLE": "status",
+    "SLACK_SIGNING_SECRET_ID": "slack-signing",
+    "SLACK_REQUESTS_TABLE": "slack-requests",
+    "POLICY_URI": f"s3://{BUCKET}/policy/policy.yaml",
+}
 
 
 class Harness:
     """The function's wiring on moto (its tables from the template), replies kept, the clock at NOW."""
 
-    def __init__(self, *, policy: str | None = POLICY_YAML, clock: Callable[[], datetime] = lambda: NOW,
-                 slack_groups_of: GroupsOf | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        policy: str | None = POLICY_YAML,
+        clock: Callable[[], datetime] = lambda: NOW,
+        slack_groups_of: GroupsOf | None = None,
+    ) -> None:
         self.s3 = boto3.client("s3", region_name="us-east-1")
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         secrets = boto3.client("secretsmanager", region_name="us-east-1")
@@ -57,35 +65,60 @@ class Harness:
             self.s3.put_object(Bucket=BUCKET, Key="policy/policy.yaml", Body=policy.encode())
         create_table(self.dynamodb, "StatusTable", table_name="status")
         create_table(self.dynamodb, "SlackRequestsTable", table_name="slack-requests")
-        secrets.create_secret(Name="slack-signing", SecretString=json.dumps({"signing_secret": TEST_SIGNING_SECRET}))
+        secrets.create_secret(
+            Name="slack-signing", SecretString=json.dumps({"signing_secret": TEST_SIGNING_SECRET})
+        )
         self.counts: list[str] = []
         self.replies: list[tuple[str, dict[str, Any]]] = []
         self.wiring = InteractivityWiring(
-            InteractivitySettings.from_env(env), s3_client=self.s3, dynamodb_client=self.dynamodb,
-            secrets_client=secrets, ssm_client=None, respond=lambda url, body: self.replies.append((url, body)),
-            clock=clock, slack_groups_of=slack_groups_of,
-        )  # fmt: skip
+            InteractivitySettings.from_env(env),
+            s3_client=self.s3,
+            dynamodb_client=self.dynamodb,
+            secrets_client=secrets,
+            ssm_client=None,
+            respond=lambda url, body: self.replies.append((url, body)),
+            clock=clock,
+            slack_groups_of=slack_groups_of,
+        )
         self.service = self.wiring.service(count=self.counts.append)
         self.record()
 
-    def record(self, *, state: str = "AWAITING_APPROVAL", requested_at: datetime = NOW - timedelta(hours=1)) -> None:
-        self.dynamodb.put_item(TableName="status", Item={
-            "backfill_id": {"S": BACKFILL}, "state": {"S": state},
-            "submitted_by": {"S": "role/data-eng/jane.doe@example.com"},
-            "approval_requested_at": {"S": requested_at.isoformat()},
-            "root_jobs": {"L": [{"S": "food_delivery/etl_orders"}]},
-        })  # fmt: skip
+    def record(
+        self, *, state: str = "AWAITING_APPROVAL", requested_at: datetime = NOW - timedelta(hours=1)
+    ) -> None:
+        self.dynamodb.put_item(
+            TableName="status",
+            Item={
+                "backfill_id": {"S": BACKFILL},
+                "state": {"S": state},
+                "submitted_by": {"S": "role/data-eng/jane.doe@example.com"},
+                "approval_requested_at": {"S": requested_at.isoformat()},
+                "root_jobs": {"L": [{"S": "food_delivery/etl_orders"}]},
+            },
+        )
 
-    def press(self, *, action: str = "approve", user: str = "U0BOB", secret: str = TEST_SIGNING_SECRET,
-              at: datetime = NOW, body: str | None = None) -> dict[str, Any]:  # fmt: skip
-        body = body or block_actions_body(action=action, backfill_id=BACKFILL, user_id=user, user_name=user.lower())
+    def press(
+        self,
+        *,
+        action: str = "approve",
+        user: str = "U0BOB",
+        secret: str = TEST_SIGNING_SECRET,
+        at: datetime = NOW,
+        body: str | None = None,
+    ) -> dict[str, Any]:
+        body = body or block_actions_body(
+            action=action, backfill_id=BACKFILL, user_id=user, user_name=user.lower()
+        )
         event = http_api_event(body, secret=secret, timestamp=int(at.timestamp()))
         return self.service.handle(request_from_http_event(event))
 
     def control_documents(self) -> list[dict[str, Any]]:
         listed = self.s3.list_objects_v2(Bucket=BUCKET, Prefix="control/").get("Contents", [])
         return [
-            {"key": item["Key"], **json.loads(self.s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read())}
+            {
+                "key": item["Key"],
+                **json.loads(self.s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read()),
+            }
             for item in listed
         ]
 
@@ -101,15 +134,22 @@ def test_an_approval_by_an_allowed_approver_writes_one_control_document(harness:
     assert response["statusCode"] == 200
     (document,) = harness.control_documents()
     assert document["key"] == f"control/{BACKFILL}/approve-20210614T090000.000000Z.json"
-    assert {k: document[k] for k in ("control_version", "action", "backfill_id", "requested_by", "requested_at")} == {
-        "control_version": 1, "action": "approve", "backfill_id": BACKFILL,
-        "requested_by": "slack:U0BOB", "requested_at": "2021-06-14T09:00:00+00:00",
-    }  # fmt: skip
+    assert {
+        k: document[k] for k in ("control_version", "action", "backfill_id", "requested_by", "requested_at")
+    } == {
+        "control_version": 1,
+        "action": "approve",
+        "backfill_id": BACKFILL,
+        "requested_by": "slack:U0BOB",
+        "requested_at": "2021-06-14T09:00:00+00:00",
+    }
     assert "u0bob" in document["reason"] and "U0BOB" in document["reason"]
     assert harness.counts == ["SlackControlWritten"]
     ((url, reply),) = harness.replies  # the thread message: buttons replaced by who did what
     assert url.startswith("https://hooks.slack.com/") and reply["replace_original"] is True
-    assert reply["blocks"][-1]["elements"][0]["text"].startswith("Approved by <@U0BOB> at 2021-06-14 09:00:00 UTC")
+    assert reply["blocks"][-1]["elements"][0]["text"].startswith(
+        "Approved by <@U0BOB> at 2021-06-14 09:00:00 UTC"
+    )
     assert not any(block["type"] == "actions" for block in reply["blocks"])
 
 
@@ -182,27 +222,39 @@ def test_buttons_we_post_are_the_buttons_we_accept() -> None:
         assert (interaction.backfill_id, f"backfill_{interaction.action}") == (BACKFILL, element["action_id"])
 
 
-def test_the_committed_example_event_is_signed_and_accepted(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_committed_example_event_is_signed_and_accepted(
+    mocked_aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     event = json.loads((REPO_ROOT / "events" / "slack-interaction-approve.json").read_text())
     request = request_from_http_event(event)
-    assert request.headers["x-slack-signature"] == sign(request.body, secret=TEST_SIGNING_SECRET, timestamp=EXAMPLE_TIMESTAMP)
-    verify_signature(signing_secret=TEST_SIGNING_SECRET, body=request.body, headers=request.headers, now=EXAMPLE_TIMESTAMP)
+    assert request.headers["x-slack-signature"] == sign(
+        request.body, secret=TEST_SIGNING_SECRET, timestamp=EXAMPLE_TIMESTAMP
+    )
+    verify_signature(
+        signing_secret=TEST_SIGNING_SECRET, body=request.body, headers=request.headers, now=EXAMPLE_TIMESTAMP
+    )
 
     # Through the Lambda handler, as `sam local invoke` would, at the moment it was signed.
     harness = Harness(clock=lambda: datetime.fromtimestamp(EXAMPLE_TIMESTAMP, UTC))
-    harness.dynamodb.put_item(TableName="status", Item={
-        "backfill_id": {"S": "orders-outage-june-81a4673a"}, "state": {"S": "AWAITING_APPROVAL"},
-        "submitted_by": {"S": "role/data-eng/jane.doe@example.com"},
-        "approval_requested_at": {"S": "2021-06-14T08:00:00+00:00"},
-        "root_jobs": {"L": [{"S": "food_delivery/etl_orders"}]},
-    })  # fmt: skip
+    harness.dynamodb.put_item(
+        TableName="status",
+        Item={
+            "backfill_id": {"S": "orders-outage-june-81a4673a"},
+            "state": {"S": "AWAITING_APPROVAL"},
+            "submitted_by": {"S": "role/data-eng/jane.doe@example.com"},
+            "approval_requested_at": {"S": "2021-06-14T08:00:00+00:00"},
+            "root_jobs": {"L": [{"S": "food_delivery/etl_orders"}]},
+        },
+    )
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Test")
     context = FakeLambdaContext(function_name="backfill-slack-interactivity-test", request_id="request-1")
     with interactivity_handler.interactivity_wiring(harness.wiring):
         response = interactivity_handler.handler(event, context)
     assert response["statusCode"] == 200, response
     (document,) = harness.control_documents()
-    assert document["backfill_id"] == "orders-outage-june-81a4673a" and document["requested_by"] == "slack:U0BOB"
+    assert (
+        document["backfill_id"] == "orders-outage-june-81a4673a" and document["requested_by"] == "slack:U0BOB"
+    )
     assert harness.replies and harness.replies[0][1]["replace_original"] is True
 
 
@@ -221,11 +273,14 @@ class FakeSlackGroups:
 
 
 def test_slack_user_groups_grant_actions_to_their_members(mocked_aws: None) -> None:
-    policy = POLICY_YAML.replace("downstream_outside_scope:", """  - name: on-call
+    policy = POLICY_YAML.replace(
+        "downstream_outside_scope:",
+        """  - name: on-call
     slack_groups: [S0ONCALL, S0GONE]
     permissions: [cancel]
     jobs: ["food_delivery/*"]
-downstream_outside_scope:""")
+downstream_outside_scope:""",
+    )
     slack = FakeSlackGroups({"S0ONCALL": ["U0ONCALL"]})
     harness = Harness(policy=policy, slack_groups_of=SlackGroupResolver(client=slack).groups_of)
     harness.record(state="RUNNING")
@@ -239,9 +294,12 @@ downstream_outside_scope:""")
 
 
 def test_a_broken_status_record_or_a_failing_service_writes_nothing(harness: Harness) -> None:
-    harness.dynamodb.update_item(TableName="status", Key={"backfill_id": {"S": BACKFILL}},
-                                 UpdateExpression="SET approval_requested_at = :v",
-                                 ExpressionAttributeValues={":v": {"S": "yesterday"}})  # fmt: skip
+    harness.dynamodb.update_item(
+        TableName="status",
+        Key={"backfill_id": {"S": BACKFILL}},
+        UpdateExpression="SET approval_requested_at = :v",
+        ExpressionAttributeValues={":v": {"S": "yesterday"}},
+    )
     assert harness.press()["statusCode"] == 503
     assert harness.control_documents() == [] and harness.counts == ["SlackServiceFailures"]
     assert "nothing changed" in harness.replies[0][1]["text"]

@@ -34,12 +34,18 @@ def test_importing_every_engine_module_imports_no_sample_module():
     """)
     path = os.pathsep.join([str(REPO_ROOT / "layers" / "shared"), str(REPO_ROOT)])
     completed = subprocess.run(
-        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": path},
-        capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     count, imported = completed.stdout.split(" ", 1)
-    assert int(count) >= 9  # backfill_job, runner, registry, table_io, ...: the walk found them (the run report is a contract)
+    assert (
+        int(count) >= 9
+    )  # backfill_job, runner, registry, table_io, ...: the walk found them (the run report is a contract)
     assert imported.strip() == "[]"
 
 
@@ -51,7 +57,8 @@ def test_the_default_registry_is_the_samples():
 
 @pytest.mark.parametrize("given_by", ["argument", "environment"])
 def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, monkeypatch, capsys, given_by):
-    (tmp_path / "other_pipeline.py").write_text(textwrap.dedent("""
+    (tmp_path / "other_pipeline.py").write_text(
+        textwrap.dedent("""
         from spark_jobs.engine.registry import Input, Registry
         from spark_jobs.sample.tables import ORDERS, RAW_ORDERS
 
@@ -60,14 +67,17 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
         @OTHER.register(name="etl_other", inputs={"raw": Input(RAW_ORDERS)}, output=ORDERS)
         def etl_other(*, raw):
             return raw
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     plan = tmp_path / "plan.json"
     plan.write_text(PLAN)
 
     arguments = ["--plan", str(plan), "--warehouse", str(tmp_path)]
     if given_by == "argument":
-        monkeypatch.setenv(backfill_job.REGISTRY_VARIABLE, "no_such_pipeline_module:IGNORED")  # the argument wins
+        monkeypatch.setenv(
+            backfill_job.REGISTRY_VARIABLE, "no_such_pipeline_module:IGNORED"
+        )  # the argument wins
         arguments += ["--registry", "other_pipeline:OTHER"]
     else:
         monkeypatch.setenv(backfill_job.REGISTRY_VARIABLE, "other_pipeline:OTHER")
@@ -75,7 +85,9 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
     code = backfill_job.main(arguments)
 
     assert code == 2
-    assert "step etl_orders: unknown transform 'etl_orders' (registered: etl_other)" in capsys.readouterr().err
+    assert (
+        "step etl_orders: unknown transform 'etl_orders' (registered: etl_other)" in capsys.readouterr().err
+    )
     assert not (tmp_path / "run_report.json").exists()
 
 
@@ -98,7 +110,9 @@ def test_a_registry_that_cannot_be_loaded_exits_2_before_anything_runs(
     code = backfill_job.main(["--plan", str(plan), "--warehouse", str(tmp_path), "--registry", reference])
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"backfill_job: --registry {reference}") or err.startswith(f"backfill_job: --registry '{reference}'")
+    assert err.startswith(f"backfill_job: --registry {reference}") or err.startswith(
+        f"backfill_job: --registry '{reference}'"
+    )
     assert expected in err
     assert not (tmp_path / "run_report.json").exists()
     with pytest.raises(RegistryNotFoundError) as raised:

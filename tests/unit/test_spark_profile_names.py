@@ -24,18 +24,26 @@ profiles:
 """
 URI = "s3://deploy/spark/profiles.yaml"
 ENV = {
-    "CONFIG_BUCKET": "configs", "STATUS_TABLE": "status", "MARQUEZ_URL": "http://marquez:5000/",
-    "AIRFLOW_URL": "https://airflow.example.com", "AIRFLOW_SECRET_ID": "backfill/airflow",
-    "SPARK_PROFILES": "small,medium,large", "SPARK_PROFILES_URI": URI,
-}  # fmt: skip
+    "CONFIG_BUCKET": "configs",
+    "STATUS_TABLE": "status",
+    "MARQUEZ_URL": "http://marquez:5000/",
+    "AIRFLOW_URL": "https://airflow.example.com",
+    "AIRFLOW_SECRET_ID": "backfill/airflow",
+    "SPARK_PROFILES": "small,medium,large",
+    "SPARK_PROFILES_URI": URI,
+}
 
 
 def batch(profile: str) -> dict:
     return {
-        "version": 1, "name": "profiles", "owner": "jane.doe@example.com", "mode": "batch",
-        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"],
+        "version": 1,
+        "name": "profiles",
+        "owner": "jane.doe@example.com",
+        "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+        "dates": ["2021-06-04"],
         "spark": {"profile": profile},
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture
@@ -69,7 +77,9 @@ def test_an_unreadable_or_invalid_file_is_a_deployment_problem_not_the_users(pro
     with pytest.raises(ProfilesUnavailableError, match="SPARK_PROFILES_URI: .*missing.yaml") as caught:
         profile_names("s3://deploy/spark/missing.yaml")
     assert isinstance(caught.value, ServiceError)
-    boto3.client("s3").put_object(Bucket="deploy", Key="spark/bad.yaml", Body=b"profiles: {Big: {runner: local}}")
+    boto3.client("s3").put_object(
+        Bucket="deploy", Key="spark/bad.yaml", Body=b"profiles: {Big: {runner: local}}"
+    )
     with pytest.raises(ProfilesUnavailableError, match="profiles"):
         profile_names("s3://deploy/spark/bad.yaml")
 

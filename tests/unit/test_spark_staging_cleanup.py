@@ -72,8 +72,11 @@ def table(tmp_path: Path) -> Path:
 
 
 def tree(table: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(table)): p.read_bytes() for p in table.rglob("*")
-            if p.is_file() and not p.relative_to(table).parts[0].startswith(".spark-staging-")}  # fmt: skip
+    return {
+        str(p.relative_to(table)): p.read_bytes()
+        for p in table.rglob("*")
+        if p.is_file() and not p.relative_to(table).parts[0].startswith(".spark-staging-")
+    }
 
 
 def test_dead_writes_staging_is_removed_a_live_writers_kept_and_the_partitions_untouched(table: Path) -> None:
@@ -83,11 +86,15 @@ def test_dead_writes_staging_is_removed_a_live_writers_kept_and_the_partitions_u
     ours = staged(table, "our-days", "2021-06-02", "2021-06-03")  # a killed attempt of our own days
     stale = staged(table, "stale", "2021-06-20", age_seconds=STALE_AFTER_SECONDS + 60)
     live = staged(table, "live", "2021-06-20", age_seconds=60)  # a concurrent backfill of other days
-    mixed = staged(table, "mixed", "2021-06-03", "2021-06-20")  # ours and someone else's days: not ours to judge
+    mixed = staged(
+        table, "mixed", "2021-06-03", "2021-06-20"
+    )  # ours and someone else's days: not ours to judge
     starting = table / ".spark-staging-starting"  # set up, no task output yet
     (starting / "_temporary" / "0").mkdir(parents=True)
 
-    removed = remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms())
+    removed = remove_dead_staging(
+        filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms()
+    )
 
     assert removed == {
         str(empty): "empty",
@@ -104,52 +111,76 @@ def test_a_write_of_every_day_takes_any_staged_output_but_not_a_setup_without_ou
     starting = table / ".spark-staging-starting"
     (starting / "_temporary" / "0").mkdir(parents=True)
 
-    removed = remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=None, now_ms=now_ms())
+    removed = remove_dead_staging(
+        filesystem=LocalFilesystem(), table_uri=str(table), days=None, now_ms=now_ms()
+    )
 
     assert list(removed) == [str(other)] and starting.is_dir()
 
 
 def test_a_staging_dir_becomes_stale_only_after_its_last_change(table: Path) -> None:
     old = staged(table, "old", "2021-06-20", age_seconds=STALE_AFTER_SECONDS + 60)
-    fresh_file = old / "_temporary" / "0" / "_temporary" / "attempt_202106040000_0001_m_000001_0" / "day=2021-06-20"
+    fresh_file = (
+        old / "_temporary" / "0" / "_temporary" / "attempt_202106040000_0001_m_000001_0" / "day=2021-06-20"
+    )
     fresh_file.mkdir(parents=True)
     (fresh_file / "part-00001.snappy.parquet").write_bytes(b"PAR1")  # a task still writing
 
-    assert remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms()) == {}
+    assert (
+        remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms())
+        == {}
+    )
     assert old.is_dir()
 
 
 def test_a_table_with_no_directory_yet_has_nothing_to_remove(tmp_path: Path) -> None:
     missing = tmp_path / "processed" / "new_table"
-    assert remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(missing), days=OURS, now_ms=now_ms()) == {}
+    assert (
+        remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(missing), days=OURS, now_ms=now_ms())
+        == {}
+    )
 
 
 @pytest.mark.parametrize(
     ("files", "days"),
     [
         (["s3a://lake/t/.spark-staging-x/day=2021-06-04/hour=3/part-0.parquet"], {date(2021, 6, 4)}),
-        (["file:/w/t/.spark-staging-x/_temporary/0/task_1/day=2021-06-04/part-0.parquet",
-          "file:/w/t/.spark-staging-x/_temporary/0/task_2/day=2021-06-05/feed=web/part-0.parquet"],
-         {date(2021, 6, 4), date(2021, 6, 5)}),
-        (["file:/w/day=2021-01-01/t/.spark-staging-x/_temporary/0/part-0.parquet"], None),  # a day above it is not its
+        (
+            [
+                "file:/w/t/.spark-staging-x/_temporary/0/task_1/day=2021-06-04/part-0.parquet",
+                "file:/w/t/.spark-staging-x/_temporary/0/task_2/day=2021-06-05/feed=web/part-0.parquet",
+            ],
+            {date(2021, 6, 4), date(2021, 6, 5)},
+        ),
+        (
+            ["file:/w/day=2021-01-01/t/.spark-staging-x/_temporary/0/part-0.parquet"],
+            None,
+        ),  # a day above it is not its
         (["file:/w/t/.spark-staging-x/day=someday/part-0.parquet"], None),
         ([], set()),
     ],
-)  # fmt: skip
-def test_staging_days_reads_the_day_segments_below_the_staging_directory(files: list[str], days: set[date] | None) -> None:
+)
+def test_staging_days_reads_the_day_segments_below_the_staging_directory(
+    files: list[str], days: set[date] | None
+) -> None:
     assert staging_days(files) == days
 
 
 def test_a_write_killed_before_its_first_file_is_removed_by_a_write_of_its_days_only(table: Path) -> None:
     """Seen on the lifecycle test under load: the task made `day=.../hour=...` and died before
     writing a file. Its day directories say whose it is."""
+
     def set_up_only(name: str, day: str) -> Path:
         directory = table / f".spark-staging-{name}"
-        (directory / "_temporary" / "0" / "_temporary" / "attempt_1" / f"day={day}" / "hour=0").mkdir(parents=True)
+        (directory / "_temporary" / "0" / "_temporary" / "attempt_1" / f"day={day}" / "hour=0").mkdir(
+            parents=True
+        )
         return directory
 
     mine, other = set_up_only("mine", "2021-06-02"), set_up_only("other", "2021-06-20")
 
-    removed = remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=[date(2021, 6, 2)], now_ms=now_ms())
+    removed = remove_dead_staging(
+        filesystem=LocalFilesystem(), table_uri=str(table), days=[date(2021, 6, 2)], now_ms=now_ms()
+    )
 
     assert list(removed) == [str(mine)] and "no output yet" in removed[str(mine)] and other.is_dir()

@@ -146,7 +146,9 @@ def test_a_transition_carries_the_slack_thread_unless_one_is_stored(store: Statu
     # The DAG opened a thread first: the trigger's write keeps it (and says so).
     store.create("b-2")
     store.set_slack_thread("b-2", channel="C9", ts="9.000900")
-    record = store.transition("b-2", BackfillState.TRIGGERED, attributes={"dag_run_id": "b-2"}, slack_thread=("C1", "1.000100"))
+    record = store.transition(
+        "b-2", BackfillState.TRIGGERED, attributes={"dag_run_id": "b-2"}, slack_thread=("C1", "1.000100")
+    )
     assert (record.slack_channel, record.slack_thread_ts, record.dag_run_id) == ("C9", "9.000900", "b-2")
     store.annotate("b-2", {}, slack_thread=("C2", "2.000200"))
     assert store.get("b-2").slack_thread_ts == "9.000900"
@@ -155,7 +157,9 @@ def test_a_transition_carries_the_slack_thread_unless_one_is_stored(store: Statu
     assert (store.get("b-3").slack_channel, store.get("b-3").slack_thread_ts) == ("C3", "3.000300")
 
 
-def test_states_reads_many_records_in_one_batch_and_asks_again_for_unprocessed_keys(store: StatusStore) -> None:
+def test_states_reads_many_records_in_one_batch_and_asks_again_for_unprocessed_keys(
+    store: StatusStore,
+) -> None:
     ids = [f"b-{i:03d}" for i in range(150)]
     for backfill_id in ids[:120]:
         store.create(backfill_id)
@@ -170,7 +174,9 @@ def test_states_reads_many_records_in_one_batch_and_asks_again_for_unprocessed_k
         answer = real(**kwargs)
         if len(calls) == 1:  # DynamoDB may answer part of a batch (throttling): the rest comes back
             kept = {key["backfill_id"]["S"] for key in keys[:10]}
-            answer["Responses"]["status"] = [i for i in answer["Responses"]["status"] if i["backfill_id"]["S"] not in kept]
+            answer["Responses"]["status"] = [
+                i for i in answer["Responses"]["status"] if i["backfill_id"]["S"] not in kept
+            ]
             answer["UnprocessedKeys"] = {"status": {"Keys": keys[:10]}}
         return answer
 
@@ -185,7 +191,10 @@ def test_states_reads_many_records_in_one_batch_and_asks_again_for_unprocessed_k
 def test_states_raises_when_keys_stay_unprocessed(store: StatusStore) -> None:
     store.create("b-1")
     client = store._client
-    client.batch_get_item = lambda **kwargs: {"Responses": {}, "UnprocessedKeys": {"status": {"Keys": kwargs["RequestItems"]["status"]["Keys"]}}}
+    client.batch_get_item = lambda **kwargs: {
+        "Responses": {},
+        "UnprocessedKeys": {"status": {"Keys": kwargs["RequestItems"]["status"]["Keys"]}},
+    }
     with pytest.raises(StatusStoreError, match="still unprocessed after 8 rounds"):
         store.states(["b-1"], sleep=lambda seconds: None)
 
@@ -207,11 +216,15 @@ def test_cli_status_prints_the_record(store: StatusStore, monkeypatch: pytest.Mo
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     store.create("orders-fix-1a2b3c4d", attributes={"name": "orders-fix", "owner": "@jane", "mode": "batch"})
-    store.transition("orders-fix-1a2b3c4d", S.PLANNED, attributes={"plan_summary": {"waves": [["etl_orders"]], "steps": 1}})
+    store.transition(
+        "orders-fix-1a2b3c4d", S.PLANNED, attributes={"plan_summary": {"waves": [["etl_orders"]], "steps": 1}}
+    )
 
     assert main(["status", "orders-fix-1a2b3c4d", "--table", "status"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("orders-fix-1a2b3c4d: PLANNED") and "wave 1: etl_orders" in out and "RECEIVED" in out
+    assert (
+        out.startswith("orders-fix-1a2b3c4d: PLANNED") and "wave 1: etl_orders" in out and "RECEIVED" in out
+    )
     monkeypatch.setenv("STATUS_TABLE", "status")
     assert main(["status", "orders-fix-1a2b3c4d", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["state"] == "PLANNED"
@@ -226,11 +239,15 @@ def test_cli_status_without_a_table_is_a_usage_error(monkeypatch: pytest.MonkeyP
     assert "pass --table or set STATUS_TABLE" in capsys.readouterr().err
 
 
-def test_a_lease_held_by_the_same_request_id_is_taken_over_at_once_keeping_the_state(store: StatusStore) -> None:
+def test_a_lease_held_by_the_same_request_id_is_taken_over_at_once_keeping_the_state(
+    store: StatusStore,
+) -> None:
     store.create("b-1", lease_seconds=300, lease_holder="req-1")
     store.transition("b-1", S.PLANNED, attributes={"plan_uri": "s3://b/backfills/b-1/plan.json"})
 
-    assert store.reclaim("b-1", lease_seconds=300, holder="req-2", detail="S3 duplicate") is None  # may be running
+    assert (
+        store.reclaim("b-1", lease_seconds=300, holder="req-2", detail="S3 duplicate") is None
+    )  # may be running
     taken = store.reclaim("b-1", lease_seconds=300, holder="req-1", detail="Lambda retry")
 
     assert taken.state is S.PLANNED and taken.attempts == 2 and taken.lease_holder == "req-1"
@@ -246,7 +263,9 @@ def test_records_keep_the_first_errors_and_plan_steps_with_counts(store: StatusS
     store.transition("b-1", S.PLANNED, attributes={"plan_summary": summary})
     record = store.transition("b-1", S.FAILED, attributes={"errors": errors, "reason": "r" * 5000})
 
-    assert len(record.errors) == 20 and record.errors_total == 1000 and len(record.errors[0]["message"]) == 500
+    assert (
+        len(record.errors) == 20 and record.errors_total == 1000 and len(record.errors[0]["message"]) == 500
+    )
     assert len(record.reason) == 2000
     assert [len(wave) for wave in record.plan_summary["waves"]] == [50]
     assert record.plan_summary["waves_total"] == 2 and record.plan_summary["truncated"] is True
@@ -264,9 +283,13 @@ def test_only_from_narrows_the_states_a_transition_may_follow(store: StatusStore
     from backfill_orchestrator.status import TRIGGER_FROM, TransitionRejectedError
 
     store.create("b-1")
-    assert store.transition("b-1", S.TRIGGERED, only_from=TRIGGER_FROM).state is S.TRIGGERED  # RECEIVED: PLANNED folded in
+    assert (
+        store.transition("b-1", S.TRIGGERED, only_from=TRIGGER_FROM).state is S.TRIGGERED
+    )  # RECEIVED: PLANNED folded in
     store.create("b-2")
-    store.transition("b-2", S.RUNNING, detail="the DAG, before the trigger recorded its run")  # accepted from RECEIVED
+    store.transition(
+        "b-2", S.RUNNING, detail="the DAG, before the trigger recorded its run"
+    )  # accepted from RECEIVED
     with pytest.raises(TransitionRejectedError) as rejected:
         store.transition("b-2", S.TRIGGERED, only_from=TRIGGER_FROM)
     assert rejected.value.current.state is S.RUNNING

@@ -15,7 +15,11 @@ import pytest
 from backfill_orchestrator.tracing import tracing_enabled
 
 REPO = Path(__file__).resolve().parents[2]
-DEFERRED = ["aws_xray_sdk", "backfill_orchestrator.trigger.control_documents", "backfill_orchestrator.replay.dispatch"]
+DEFERRED = [
+    "aws_xray_sdk",
+    "backfill_orchestrator.trigger.control_documents",
+    "backfill_orchestrator.replay.dispatch",
+]
 
 
 def imported_after_handler(**env: str) -> dict[str, object]:
@@ -25,11 +29,20 @@ def imported_after_handler(**env: str) -> dict[str, object]:
         f"print(json.dumps({{'loaded': [m for m in {DEFERRED!r} if m in sys.modules], "
         "'tracer': type(sys.modules['backfill_orchestrator.trigger.handler'].tracer).__name__}))"
     )
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_TRACE", "LAMBDA_TASK_ROOT", "AWS_SAM_LOCAL"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("POWERTOOLS_TRACE", "LAMBDA_TASK_ROOT", "AWS_SAM_LOCAL"))
+    }
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO / "functions" / "trigger", env={**base, "AWS_DEFAULT_REGION": "us-east-1", **env},
-        capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        cwd=REPO / "functions" / "trigger",
+        env={**base, "AWS_DEFAULT_REGION": "us-east-1", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -61,7 +74,12 @@ def test_tracing_enabled_follows_powertools_rule(environ: dict[str, str], enable
     assert tracing_enabled(environ) is enabled
     # The same answer as powertools' own check, which reads the process environment.
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("LAMBDA_TASK_ROOT", "POWERTOOLS_TRACE_DISABLED", "AWS_SAM_LOCAL", "AWS_CHALICE_CLI_MODE"):
+        for name in (
+            "LAMBDA_TASK_ROOT",
+            "POWERTOOLS_TRACE_DISABLED",
+            "AWS_SAM_LOCAL",
+            "AWS_CHALICE_CLI_MODE",
+        ):
             patch.delenv(name, raising=False)
         for name, value in environ.items():
             patch.setenv(name, value)

@@ -35,7 +35,10 @@ def test_upload_identity_is_stable_per_event_and_new_per_upload() -> None:
     assert same[0].upload_id == same[1].upload_id
     assert upload_from_record(record(versionId="v2")).upload_id != same[0].upload_id
     # Unversioned bucket: the sequencer tells uploads apart.
-    assert upload_from_record(record(sequencer="0B")).upload_id != upload_from_record(record(sequencer="0C")).upload_id
+    assert (
+        upload_from_record(record(sequencer="0B")).upload_id
+        != upload_from_record(record(sequencer="0C")).upload_id
+    )
 
 
 @pytest.mark.parametrize(
@@ -56,7 +59,9 @@ def test_records_come_from_a_notification_or_a_dead_letter_destination_record() 
     event = {"Records": [record()]}
     assert event_records(event) == event["Records"]
     assert event_records({"requestPayload": event, "responsePayload": {}}) == event["Records"]
-    with pytest.raises(MalformedEventError, match=r"neither an S3 notification \(no Records list\) nor an EventBridge event"):
+    with pytest.raises(
+        MalformedEventError, match=r"neither an S3 notification \(no Records list\) nor an EventBridge event"
+    ):
         event_records({"hello": "world"})
     with pytest.raises(MalformedEventError, match="not an object"):
         event_records(["Records"])
@@ -104,7 +109,10 @@ def test_an_eventbridge_object_created_event_is_one_upload_like_its_notification
         ({**eventbridge(), "detail-type": "Object Deleted"}, "not an S3 'Object Created'"),
         ({**eventbridge(), "source": "aws.ec2"}, "source 'aws.ec2'"),
         ({**eventbridge(), "detail": {"bucket": {"name": "configs"}}}, "without 'object'"),
-        ({**eventbridge(), "detail": {"bucket": {"name": ""}, "object": {"key": "k"}}}, "without a bucket name"),
+        (
+            {**eventbridge(), "detail": {"bucket": {"name": ""}, "object": {"key": "k"}}},
+            "without a bucket name",
+        ),
     ],
 )
 def test_malformed_eventbridge_events_are_named(bad: dict, message: str) -> None:
@@ -131,7 +139,11 @@ def storage(monkeypatch: pytest.MonkeyPatch) -> Iterator[TriggerStorage]:
         s3.create_bucket(Bucket="configs")
         s3.put_bucket_versioning(Bucket="configs", VersioningConfiguration={"Status": "Enabled"})
         yield TriggerStorage(
-            s3_client=s3, bucket="configs", incoming_prefix="incoming/", results_prefix="results/", backfills_prefix="backfills/"
+            s3_client=s3,
+            bucket="configs",
+            incoming_prefix="incoming/",
+            results_prefix="results/",
+            backfills_prefix="backfills/",
         )
 
 
@@ -155,7 +167,9 @@ def test_an_oversized_object_is_refused_from_the_event_size_without_a_read(stora
 def test_an_event_understating_the_size_still_reads_at_most_the_limit(storage: TriggerStorage) -> None:
     upload = put(storage, "incoming/big.yaml", b"x" * 5000)
     with pytest.raises(ConfigTooLargeError, match="5000 bytes"):
-        storage.read_upload(Upload(upload.bucket, upload.key, size=10, version_id=upload.version_id), max_bytes=100)
+        storage.read_upload(
+            Upload(upload.bucket, upload.key, size=10, version_id=upload.version_id), max_bytes=100
+        )
 
 
 def test_deleted_object_and_empty_object(storage: TriggerStorage) -> None:
@@ -174,10 +188,15 @@ def test_only_configs_under_the_incoming_prefix_count(storage: TriggerStorage) -
 def test_results_mirror_the_incoming_path(storage: TriggerStorage) -> None:
     upload = Upload("configs", "incoming/team-a/x.yaml")
     result = ResultFile(
-        source=upload.uri, outcome="rejected", backfill_id=None, state="REJECTED", status_id="rejected-0123",
+        source=upload.uri,
+        outcome="rejected",
+        backfill_id=None,
+        state="REJECTED",
+        status_id="rejected-0123",
         errors=[{"location": "dates[1].end", "message": "must not be before start"}],
-        status_command="backfill status rejected-0123", written_at=datetime(2021, 6, 14, tzinfo=UTC),
-    )  # fmt: skip
+        status_command="backfill status rejected-0123",
+        written_at=datetime(2021, 6, 14, tzinfo=UTC),
+    )
     uri = storage.write_result(upload, result)
     assert uri == storage.result_uri(upload) == "s3://configs/results/team-a/x.yaml.result.json"
     body = storage._s3.get_object(Bucket="configs", Key="results/team-a/x.yaml.result.json")["Body"].read()

@@ -20,9 +20,13 @@ from tests.support.configs import EXAMPLES
 
 # The states a mode runner returns (trigger/modes.py, trigger/approval.py).
 MODE_ENDINGS = {
-    BackfillState.PLANNED, BackfillState.AWAITING_APPROVAL, BackfillState.QUEUED, BackfillState.TRIGGERED,
-    BackfillState.REJECTED, BackfillState.FAILED,
-}  # fmt: skip
+    BackfillState.PLANNED,
+    BackfillState.AWAITING_APPROVAL,
+    BackfillState.QUEUED,
+    BackfillState.TRIGGERED,
+    BackfillState.REJECTED,
+    BackfillState.FAILED,
+}
 NEVER_WRITTEN = {Disposition.DUPLICATE, Disposition.IGNORED}  # nothing is written for these
 
 
@@ -33,7 +37,9 @@ def test_every_state_has_one_row() -> None:
 def test_every_outcome_written_is_one_the_result_file_knows() -> None:
     known = set(get_args(ResultOutcome))
     assert {str(d) for d in Disposition if d not in NEVER_WRITTEN} <= known
-    assert {str(r) for r in ControlResult if r not in (ControlResult.DUPLICATE, ControlResult.IGNORED)} <= known
+    assert {
+        str(r) for r in ControlResult if r not in (ControlResult.DUPLICATE, ControlResult.IGNORED)
+    } <= known
     assert {str(row.disposition) for row in OUTCOME_OF.values()} <= known
 
 
@@ -53,11 +59,25 @@ def test_the_states_a_mode_ends_in_have_a_metric_and_a_message() -> None:
 @pytest.mark.parametrize("state", sorted(MODE_ENDINGS))
 def test_each_ending_message_is_a_slack_message_naming_the_backfill(state: BackfillState) -> None:
     config = parse_config((EXAMPLES / "minimal-batch.yaml").read_bytes(), source="minimal-batch.yaml")
-    record = StatusRecord(backfill_id="orders-fix-1a2b3c4d", state=BackfillState.RECEIVED, version=1,
-                          created_at="2021-06-14T09:00:00Z", updated_at="2021-06-14T09:00:00Z", submitted_by="jane")  # fmt: skip
-    outcome = ModeOutcome(state, issues=[ConfigIssue("dates", "2021-06-31 is not a date")], reason="why it ended so")
-    end = Finished(upload=Upload(bucket="configs", key="incoming/minimal-batch.yaml"), config=config,
-                   backfill_id=record.backfill_id, record=record, outcome=outcome, lineage_url=None)  # fmt: skip
+    record = StatusRecord(
+        backfill_id="orders-fix-1a2b3c4d",
+        state=BackfillState.RECEIVED,
+        version=1,
+        created_at="2021-06-14T09:00:00Z",
+        updated_at="2021-06-14T09:00:00Z",
+        submitted_by="jane",
+    )
+    outcome = ModeOutcome(
+        state, issues=[ConfigIssue("dates", "2021-06-31 is not a date")], reason="why it ended so"
+    )
+    end = Finished(
+        upload=Upload(bucket="configs", key="incoming/minimal-batch.yaml"),
+        config=config,
+        backfill_id=record.backfill_id,
+        record=record,
+        outcome=outcome,
+        lineage_url=None,
+    )
 
     message = OUTCOME_OF[state].message(end)  # type: ignore[misc]
 

@@ -34,13 +34,18 @@ def scripted(store: StatusStore, steps):
 
 def test_follow_yields_each_change_and_stops_at_the_end(store):
     store.create("b-00000001")
-    moves = scripted(store, [
-        lambda: None,  # no change: nothing yielded
-        lambda: store.transition("b-00000001", BackfillState.PLANNED, detail="planned"),
-        lambda: store.transition("b-00000001", BackfillState.TRIGGERED, detail="run"),
-        lambda: store.annotate("b-00000001", {"progress": {"steps_done": 1, "steps_total": 4, "wave": 1, "waves": 3}}),
-        lambda: store.transition("b-00000001", BackfillState.SUCCEEDED, detail="done"),
-    ])
+    moves = scripted(
+        store,
+        [
+            lambda: None,  # no change: nothing yielded
+            lambda: store.transition("b-00000001", BackfillState.PLANNED, detail="planned"),
+            lambda: store.transition("b-00000001", BackfillState.TRIGGERED, detail="run"),
+            lambda: store.annotate(
+                "b-00000001", {"progress": {"steps_done": 1, "steps_total": 4, "wave": 1, "waves": 3}}
+            ),
+            lambda: store.transition("b-00000001", BackfillState.SUCCEEDED, detail="done"),
+        ],
+    )
     seen = list(follow(lambda: store.get("b-00000001"), interval=0, sleep=moves, timeout=30))
     assert [str(r.state) for r in seen] == ["RECEIVED", "PLANNED", "TRIGGERED", "TRIGGERED", "SUCCEEDED"]
     line = progress_line(seen[3], now=datetime.now(UTC))
@@ -49,19 +54,33 @@ def test_follow_yields_each_change_and_stops_at_the_end(store):
 
 def test_a_retryable_failure_is_followed_on(store):
     store.create("b-00000002")
-    store.transition("b-00000002", BackfillState.FAILED, detail="Marquez down", attributes={"retryable": True})
+    store.transition(
+        "b-00000002", BackfillState.FAILED, detail="Marquez down", attributes={"retryable": True}
+    )
     moves = scripted(store, [lambda: store.annotate("b-00000002", {"retryable": False})])
-    assert [r.retryable for r in follow(lambda: store.get("b-00000002"), interval=0, sleep=moves, timeout=30)] == [True, False]
+    assert [
+        r.retryable for r in follow(lambda: store.get("b-00000002"), interval=0, sleep=moves, timeout=30)
+    ] == [True, False]
 
 
 def test_timeout(store):
     store.create("b-00000003")
     ticks = iter(range(100))
     with pytest.raises(WatchTimeoutError):
-        list(follow(lambda: store.get("b-00000003"), interval=0, timeout=3, clock=lambda: next(ticks), sleep=lambda s: None))
+        list(
+            follow(
+                lambda: store.get("b-00000003"),
+                interval=0,
+                timeout=3,
+                clock=lambda: next(ticks),
+                sleep=lambda s: None,
+            )
+        )
 
 
-@pytest.mark.parametrize(("final", "code"), [(BackfillState.SUCCEEDED, 0), (BackfillState.REJECTED, 1), (BackfillState.FAILED, 1)])
+@pytest.mark.parametrize(
+    ("final", "code"), [(BackfillState.SUCCEEDED, 0), (BackfillState.REJECTED, 1), (BackfillState.FAILED, 1)]
+)
 def test_cli_exit_codes(store, capsys, final, code):
     store.create("b-00000004")
     if final is BackfillState.REJECTED:

@@ -50,13 +50,15 @@ class Artifacts:
 def spark_conf(profile: EmrServerlessProfile | EmrProfile, extra: dict[str, str]) -> dict[str, str]:
     conf = dict(extra)
     if isinstance(profile, EmrServerlessProfile):
-        conf.update({
-            "spark.driver.cores": str(profile.driver.cores),
-            "spark.driver.memory": f"{profile.driver.memory_gb}g",
-            "spark.executor.cores": str(profile.executor.cores),
-            "spark.executor.memory": f"{profile.executor.memory_gb}g",
-            "spark.dynamicAllocation.maxExecutors": str(profile.max_executors),
-        })  # fmt: skip
+        conf.update(
+            {
+                "spark.driver.cores": str(profile.driver.cores),
+                "spark.driver.memory": f"{profile.driver.memory_gb}g",
+                "spark.executor.cores": str(profile.executor.cores),
+                "spark.executor.memory": f"{profile.executor.memory_gb}g",
+                "spark.dynamicAllocation.maxExecutors": str(profile.max_executors),
+            }
+        )
         if profile.executor.instances:
             conf["spark.executor.instances"] = str(profile.executor.instances)
     conf.update(profile.spark_conf)
@@ -191,19 +193,28 @@ class EmrRunner:
         instances: dict[str, Any] = {"KeepJobFlowAliveWhenNoSteps": True, "TerminationProtected": False}
         if self.profile.instance_groups:
             instances["InstanceGroups"] = [
-                {"Name": g.role.lower(), "InstanceRole": g.role, "InstanceType": g.instance_type,
-                 "InstanceCount": g.count, "Market": g.market}
+                {
+                    "Name": g.role.lower(),
+                    "InstanceRole": g.role,
+                    "InstanceType": g.instance_type,
+                    "InstanceCount": g.count,
+                    "Market": g.market,
+                }
                 for g in self.profile.instance_groups
-            ]  # fmt: skip
+            ]
             if self.subnet_ids:
                 instances["Ec2SubnetId"] = self.subnet_ids[0]
         else:
             instances["InstanceFleets"] = [
-                {"Name": f.role.lower(), "InstanceFleetType": f.role,
-                 "TargetOnDemandCapacity": f.on_demand_units, "TargetSpotCapacity": f.spot_units,
-                 "InstanceTypeConfigs": [{"InstanceType": t} for t in f.instance_types]}
+                {
+                    "Name": f.role.lower(),
+                    "InstanceFleetType": f.role,
+                    "TargetOnDemandCapacity": f.on_demand_units,
+                    "TargetSpotCapacity": f.spot_units,
+                    "InstanceTypeConfigs": [{"InstanceType": t} for t in f.instance_types],
+                }
                 for f in self.profile.instance_fleets or []
-            ]  # fmt: skip
+            ]
             if self.subnet_ids:
                 instances["Ec2SubnetIds"] = list(self.subnet_ids)
         request: dict[str, Any] = {

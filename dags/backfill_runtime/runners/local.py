@@ -48,10 +48,13 @@ class LocalRunner:
         log.info("running %s", " ".join(argv))
         try:
             process = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
                 env={**(self.env if self.env is not None else os.environ), STOP_WITH_PARENT_VARIABLE: "1"},
                 start_new_session=True,
-            )  # fmt: skip
+            )
         except OSError as error:
             raise SparkSubmissionRefusedError(
                 f"cannot start the Spark job {argv[0]!r}: {error.strerror}"

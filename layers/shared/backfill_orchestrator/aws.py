@@ -3,4 +3,6 @@ inside the invocation (botocore's standard mode) before anything is declared fai
 
 from botocore.config import Config
 
-AWS_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=15)
+AWS_CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=15
+)

@@ -80,7 +80,7 @@ def s3_location(uri: str, *, allow_prefix: bool = False) -> tuple[str, str]:
         raise InvalidDocumentUriError(f"{uri}: not an s3:// URI")
     if _VERSION.search(uri):
         raise InvalidDocumentUriError(f"{uri}: names one version of an object, which can only be read")
-    bucket, _, key = uri[len(scheme):].partition("/")
+    bucket, _, key = uri[len(scheme) :].partition("/")
     if not bucket or (not allow_prefix and (not key or key.endswith("/"))):
         raise InvalidDocumentUriError(f"{uri}: expected s3://bucket/key")
     return bucket, key
@@ -112,7 +112,7 @@ def local_path(uri: str) -> Path:
                 f"{uri}: dbfs:/ paths are read through the {mount} mount, which this machine does not have "
                 "(run on a Databricks cluster, or copy the file and pass a local path)"
             )
-        return mount / uri[len(DBFS_SCHEME):].lstrip("/")
+        return mount / uri[len(DBFS_SCHEME) :].lstrip("/")
     if "://" in uri:
         raise InvalidDocumentUriError(f"{uri}: unsupported scheme; expected s3://, file://, dbfs:/ or a path")
     return Path(uri)
@@ -141,7 +141,10 @@ def read_bytes(
         bucket, key, version = s3_object(uri)
         try:
             response = _s3(s3_client).get_object(
-                Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}", **({"VersionId": version} if version else {})
+                Bucket=bucket,
+                Key=key,
+                Range=f"bytes=0-{max_bytes}",
+                **({"VersionId": version} if version else {}),
             )
             body = response["Body"].read(max_bytes + 1)
         except Exception as error:  # botocore raises many types
@@ -194,9 +197,13 @@ def list_uris(prefix_uri: str, *, suffix: str = "", s3_client: Any = None) -> li
         scheme = prefix_uri.split("://", 1)[0]
         found: list[str] = []
         try:
-            for page in _s3(s3_client).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for page in (
+                _s3(s3_client).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            ):
                 found += [
-                    f"{scheme}://{bucket}/{item['Key']}" for item in page.get("Contents", []) if item["Key"].endswith(suffix)
+                    f"{scheme}://{bucket}/{item['Key']}"
+                    for item in page.get("Contents", [])
+                    if item["Key"].endswith(suffix)
                 ]
         except Exception as error:
             raise _aws_error(prefix_uri, error, "list") from None
@@ -213,7 +220,9 @@ def list_uris(prefix_uri: str, *, suffix: str = "", s3_client: Any = None) -> li
 
 
 # -- writing ---------------------------------------------------------------------------------
-def write_bytes(uri: str, body: bytes, *, content_type: str = "application/json", s3_client: Any = None) -> None:
+def write_bytes(
+    uri: str, body: bytes, *, content_type: str = "application/json", s3_client: Any = None
+) -> None:
     """Whole or not at all."""
     if is_s3(uri):
         bucket, key = s3_location(uri)

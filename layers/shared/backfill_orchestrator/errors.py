@@ -106,7 +106,9 @@ class LocatedIssuesError(BackfillError):
 
     document: str = "document"
 
-    def __init__(self, issues: Iterable[ConfigIssue], *, source: str | None = None, document: str | None = None):
+    def __init__(
+        self, issues: Iterable[ConfigIssue], *, source: str | None = None, document: str | None = None
+    ):
         self.issues: list[ConfigIssue] = list(dict.fromkeys(issues))
         self.source = source
         if document is not None:

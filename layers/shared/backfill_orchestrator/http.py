@@ -72,7 +72,9 @@ class DeadlineRetry(Retry):
             wait = self.get_retry_after(response) if (self.respect_retry_after_header and response) else None
             wait = wait if wait else self.get_backoff_time()
             if wait + _SHORTEST_ATTEMPT >= deadline.remaining():
-                raise OutOfTimeError(deadline, f"a retry would wait {wait:.1f} s, with {deadline.remaining():.1f} s left")
+                raise OutOfTimeError(
+                    deadline, f"a retry would wait {wait:.1f} s, with {deadline.remaining():.1f} s left"
+                )
         super().sleep(response)
 
 
@@ -101,7 +103,9 @@ class _TimeoutAdapter(HTTPAdapter):
             inner = error.args[0] if error.args else None
             if isinstance(inner, OutOfTimeError):  # raised by DeadlineRetry, wrapped by requests
                 raise OutOfTimeError(deadline, f"{doing}: {inner.doing}") from None
-            if deadline.remaining() < _SHORTEST_ATTEMPT:  # the last attempt ran out of the time the deadline left it
+            if (
+                deadline.remaining() < _SHORTEST_ATTEMPT
+            ):  # the last attempt ran out of the time the deadline left it
                 raise OutOfTimeError(deadline, doing) from None
             raise
 
@@ -119,7 +123,9 @@ def retrying_session(
 
     After the last retry of a retryable status, the final response is returned (not raised),
     so callers can read the status and body and raise their own named error."""
-    methods = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"} | ({"POST"} if retry_posts else set()))
+    methods = frozenset(
+        {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"} | ({"POST"} if retry_posts else set())
+    )
     policy = DeadlineRetry(
         total=retries,
         connect=retries,

@@ -46,7 +46,7 @@ class Principal:
         """Every spelling a policy glob may use for this identity."""
         names = [self.display, self.name]
         if self.session and self.name.startswith("role/"):
-            names.append(f"assumed-role/{self.name[len('role/'):]}/{self.session}")
+            names.append(f"assumed-role/{self.name[len('role/') :]}/{self.session}")
         if self.principal_id:
             names.append(self.principal_id.removeprefix("AWS:"))
         return tuple(dict.fromkeys(names))
@@ -101,8 +101,10 @@ class IamNameResolver:
         if not unique_id.startswith((ROLE_ID_PREFIX, USER_ID_PREFIX)):
             return None
         now = self.clock()
-        if self._loaded_at is None or now - self._loaded_at > self.max_age or (
-            unique_id not in self._names and now - self._loaded_at > 60
+        if (
+            self._loaded_at is None
+            or now - self._loaded_at > self.max_age
+            or (unique_id not in self._names and now - self._loaded_at > 60)
         ):  # an unknown id may be a role created since the last listing: relist at most once a minute
             self._load(now)
         return self._names.get(unique_id)
@@ -151,7 +153,7 @@ def principal_from_s3_record(record: Any, *, resolver: IamNameResolver | None = 
 def principal_from_display(text: str) -> Principal:
     """Back from a stored `submitted_by` (`Principal.display`) to a Principal."""
     if text.startswith("slack:"):
-        return slack_principal(text[len("slack:"):])
+        return slack_principal(text[len("slack:") :])
     if text.startswith(("role/", "user/")):
         kind, _, rest = text.partition("/")
         name, _, session = rest.partition("/")

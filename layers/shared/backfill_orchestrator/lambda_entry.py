@@ -58,7 +58,9 @@ class Powertools:
         copy_config_to_registered_loggers(source_logger=logger, include={PACKAGE_LOGGER})
         return cls(
             logger=logger,
-            metrics=Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)),
+            metrics=Metrics(
+                namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
+            ),
             tracer=lambda_tracer(),
         )
 
@@ -72,7 +74,9 @@ class Powertools:
         @functools.wraps(handler)
         def invoke(event: dict[str, Any], context: LambdaContext) -> Any:
             # The package's loggers write through this Logger's handler (their level stays).
-            copy_config_to_registered_loggers(source_logger=self.logger, include={PACKAGE_LOGGER}, ignore_log_level=True)
+            copy_config_to_registered_loggers(
+                source_logger=self.logger, include={PACKAGE_LOGGER}, ignore_log_level=True
+            )
             redaction.install(self.logger)  # every invocation: covers handlers added since (the runtime's)
             return inner(event, context)
 

@@ -118,7 +118,9 @@ def load_json(text: str, source: str | None, *, error: ErrorFactory) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as problem:
-        raise _fail(f"invalid JSON at line {problem.lineno}, column {problem.colno}: {problem.msg}", source, error) from None
+        raise _fail(
+            f"invalid JSON at line {problem.lineno}, column {problem.colno}: {problem.msg}", source, error
+        ) from None
     except ValueError as problem:
         raise _fail(f"invalid JSON: {problem}", source, error) from None
     except RecursionError:
@@ -144,7 +146,9 @@ def _size(limit: int) -> str:
 
 def _decode(data: bytes, *, source: str | None, max_bytes: int, error: ErrorFactory) -> str:
     if len(data) > max_bytes:
-        raise _fail(f"file is {len(data)} bytes; the limit is {max_bytes} bytes ({_size(max_bytes)})", source, error)
+        raise _fail(
+            f"file is {len(data)} bytes; the limit is {max_bytes} bytes ({_size(max_bytes)})", source, error
+        )
     if b"\x00" in data:
         raise _fail("binary data, not a YAML or JSON text config", source, error)
     try:
@@ -206,7 +210,7 @@ def issue_from_pydantic(
     message = error["msg"]
     for prefix in _PREFIXES:
         if message.startswith(prefix):
-            return ConfigIssue(location, message[len(prefix):])
+            return ConfigIssue(location, message[len(prefix) :])
     message = message[:1].lower() + message[1:]
     shown = _short(error.get("input"))
     if shown is not None and kind not in ("too_long", "too_short"):

@@ -32,11 +32,17 @@ MIN_SECRET_LENGTH = 4  # shorter values would blank out ordinary words; none of 
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     # Secrets Manager's answer as botocore logs it at DEBUG (JSON, or its bytes repr with
     # doubled backslashes): the value runs to the first quote no backslash escapes.
-    (re.compile(r"""(Secret(?:String|Binary)\\*["']?\s*:\s*\\*(["']))(?:(?!\2)[^\\]|\\+.)*"""), r"\1" + REDACTED),
+    (
+        re.compile(r"""(Secret(?:String|Binary)\\*["']?\s*:\s*\\*(["']))(?:(?!\2)[^\\]|\\+.)*"""),
+        r"\1" + REDACTED,
+    ),
     (re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[^\s'\"<>),;]+"), r"\1" + REDACTED),
     (re.compile(r"(/services/)T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"), r"\1" + REDACTED),
     (re.compile(r"\b(xox[a-z]|xapp)-[A-Za-z0-9-]+"), r"\1-" + REDACTED),
-    (re.compile(r"(?i)\b(Authorization['\"]?\s*[:=]\s*['\"]?)(Bearer|Basic|Token)\s+[^\s'\",}]+"), r"\1\2 " + REDACTED),
+    (
+        re.compile(r"(?i)\b(Authorization['\"]?\s*[:=]\s*['\"]?)(Bearer|Basic|Token)\s+[^\s'\",}]+"),
+        r"\1\2 " + REDACTED,
+    ),
     (re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]+):[^/\s@'\"]+@"), r"\1:" + REDACTED + "@"),
     (

@@ -115,7 +115,10 @@ class SecretReader:
         document, _ = self._json_or_bare(secret_id)
         if document is None:
             raise SecretFormatError(f"secret {secret_id!r} must be JSON with 'username' and 'password'")
-        username, password = self._field(secret_id, document, "username"), self._field(secret_id, document, "password")
+        username, password = (
+            self._field(secret_id, document, "username"),
+            self._field(secret_id, document, "password"),
+        )
         register_basic_credentials(username, password)
         return BasicCredentials(username=username, password=SecretStr(password))
 

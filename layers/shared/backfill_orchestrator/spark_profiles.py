@@ -212,7 +212,11 @@ _names_cache: dict[str, tuple[float, frozenset[str]]] = {}
 
 
 def profile_names(
-    uri: str, *, s3_client: Any = None, max_age: float = PROFILE_NAMES_MAX_AGE, clock: Callable[[], float] = time.monotonic
+    uri: str,
+    *,
+    s3_client: Any = None,
+    max_age: float = PROFILE_NAMES_MAX_AGE,
+    clock: Callable[[], float] = time.monotonic,
 ) -> frozenset[str]:
     """The profile names of the profiles file at `uri` (what `spark.profile` may name), read
     at most every `max_age` seconds."""
@@ -222,7 +226,9 @@ def profile_names(
     if cached is not None and clock() - cached[0] < max_age:
         return cached[1]
     try:
-        profiles = parse_profiles(read_text(uri, max_bytes=MAX_PROFILES_BYTES, s3_client=s3_client), source=uri)
+        profiles = parse_profiles(
+            read_text(uri, max_bytes=MAX_PROFILES_BYTES, s3_client=s3_client), source=uri
+        )
     except (DocumentError, InvalidDocumentError) as error:
         raise ProfilesUnavailableError(f"SPARK_PROFILES_URI: {str(error).splitlines()[0]}") from None
     names = frozenset(profiles.profiles)

@@ -4,7 +4,9 @@ stop its dependants."""
 import pendulum
 from airflow.sdk import DAG, task
 
-with DAG(dag_id="always_fails", schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC"), catchup=False):
+with DAG(
+    dag_id="always_fails", schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC"), catchup=False
+):
 
     @task(task_id="compute", retries=0)
     def compute() -> None:

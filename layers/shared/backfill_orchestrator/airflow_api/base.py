@@ -37,7 +37,9 @@ class AirflowTimeoutError(AirflowUnavailableError):
 
     def __init__(self, where: str, budget: float):
         self.budget = budget
-        super().__init__(f"Airflow did not answer within {budget:.1f} s, the time this attempt allowed ({where})")
+        super().__init__(
+            f"Airflow did not answer within {budget:.1f} s, the time this attempt allowed ({where})"
+        )
 
 
 class AirflowAuthError(AirflowApiError):
@@ -117,7 +119,12 @@ class AirflowClient(ABC):
 
     @abstractmethod
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
     ) -> tuple[int, Any]:
         """Send one request; (status, JSON body) for any answer, AirflowUnavailableError for none."""
 
@@ -126,7 +133,9 @@ class AirflowClient(ABC):
 
         A 409 is resolved by reading the run back: it exists with the same conf
         `backfill_id` -> already triggered (created=False); otherwise DagRunCollisionError."""
-        status, body = self._request("POST", dag_run_path(dag_id), trigger_body(self.api_version, run_id=run_id, conf=conf))
+        status, body = self._request(
+            "POST", dag_run_path(dag_id), trigger_body(self.api_version, run_id=run_id, conf=conf)
+        )
         if status in (200, 201):
             return TriggerResult(DagRun.from_api(body or {}, dag_id=dag_id, run_id=run_id), created=True)
         if status == 409:

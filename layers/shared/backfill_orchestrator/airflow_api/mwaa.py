@@ -49,7 +49,12 @@ class MwaaAirflowClient(AirflowClient):
         self._sleep = sleep
 
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
     ) -> tuple[int, Any]:
         if len(path) > MAX_PATH_LENGTH:
             raise MwaaPathTooLongError(

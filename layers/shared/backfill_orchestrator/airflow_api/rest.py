@@ -50,7 +50,9 @@ class RestAirflowClient(AirflowClient):
         except OutOfTimeError as error:
             raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
-            raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
+            raise AirflowUnavailableError(
+                f"Airflow at {self._base} is unreachable: {_reason(error)}"
+            ) from None
         if response.status_code in (401, 403):
             raise AirflowAuthError(
                 f"Airflow refused the credentials of {self._username!r} at {url} ({response.status_code})",
@@ -58,7 +60,8 @@ class RestAirflowClient(AirflowClient):
             )
         if response.status_code not in (200, 201):
             raise AirflowUnavailableError(
-                f"getting a token from {url}: Airflow answered {response.status_code}", status=response.status_code
+                f"getting a token from {url}: Airflow answered {response.status_code}",
+                status=response.status_code,
             )
         token = _json(response).get("access_token") if isinstance(_json(response), dict) else None
         if not isinstance(token, str) or not token:
@@ -79,7 +82,12 @@ class RestAirflowClient(AirflowClient):
         return self._session.request(method, url, json=body, params=query, headers=headers, auth=auth)
 
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, query: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        query: Mapping[str, Any] | None = None,
     ) -> tuple[int, Any]:
         url = f"{self._base}/api/{self.api_version}{path}"
         try:
@@ -90,10 +98,13 @@ class RestAirflowClient(AirflowClient):
         except OutOfTimeError as error:
             raise AirflowTimeoutError(error.doing, error.budget) from None
         except requests.RequestException as error:
-            raise AirflowUnavailableError(f"Airflow at {self._base} is unreachable: {_reason(error)}") from None
+            raise AirflowUnavailableError(
+                f"Airflow at {self._base} is unreachable: {_reason(error)}"
+            ) from None
         if response.status_code == 429 or response.status_code >= 500:
             raise AirflowUnavailableError(
-                f"{method} {path}: Airflow answered {response.status_code} after retries", status=response.status_code
+                f"{method} {path}: Airflow answered {response.status_code} after retries",
+                status=response.status_code,
             )
         return response.status_code, _json(response)
 

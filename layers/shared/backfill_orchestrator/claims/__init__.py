@@ -14,6 +14,16 @@ from backfill_orchestrator.claims.registry import (
 from backfill_orchestrator.claims.release import release_and_start_queued, sweep_queued
 
 __all__ = [
-    "Admission", "Admitted", "ClaimRegistry", "ClaimSet", "ClaimsUnavailableError", "InvalidClaimsDocumentError",
-    "OnOverlap", "Queued", "Refused", "registry_for", "release_and_start_queued", "sweep_queued",
+    "Admission",
+    "Admitted",
+    "ClaimRegistry",
+    "ClaimSet",
+    "ClaimsUnavailableError",
+    "InvalidClaimsDocumentError",
+    "OnOverlap",
+    "Queued",
+    "Refused",
+    "registry_for",
+    "release_and_start_queued",
+    "sweep_queued",
 ]

@@ -117,7 +117,9 @@ class ClaimRegistry:
                 return Admitted(backfill_id)
             mine = next((entry for entry in queued if entry.backfill_id == backfill_id), None)
             my_key = mine.sort_key if mine else f"{submitted_at}#{backfill_id}"
-            ahead = [entry for entry in queued if entry.sort_key < my_key and entry.backfill_id != backfill_id]
+            ahead = [
+                entry for entry in queued if entry.sort_key < my_key and entry.backfill_id != backfill_id
+            ]
             blocking: list[str] = []
             overlap: dict[str, frozenset[date]] = {}
             for entry in [*active, *ahead]:
@@ -150,7 +152,8 @@ class ClaimRegistry:
                 if entry.backfill_id == backfill_id:
                     self._delete("queued", entry.sort_key)
             return self._ready(
-                [e for e in active if e.backfill_id != backfill_id], [e for e in queued if e.backfill_id != backfill_id]
+                [e for e in active if e.backfill_id != backfill_id],
+                [e for e in queued if e.backfill_id != backfill_id],
             )
 
     def startable(self) -> list[str]:
@@ -194,7 +197,9 @@ class ClaimRegistry:
                 if entry.backfill_id in alive:
                     bucket.append(entry)
                 else:
-                    log.info("dropping the %s claim of %s: the backfill has ended", entry.kind, entry.backfill_id)
+                    log.info(
+                        "dropping the %s claim of %s: the backfill has ended", entry.kind, entry.backfill_id
+                    )
                     self._delete(entry.kind, entry.sort_key)
         return live
 
@@ -272,7 +277,11 @@ class _Lock:
             try:
                 registry._ddb.put_item(
                     TableName=registry._table,
-                    Item={**LOCK_KEY, "token": {"S": self._token}, "lease_until": attribute(now + registry._lock_seconds)},
+                    Item={
+                        **LOCK_KEY,
+                        "token": {"S": self._token},
+                        "lease_until": attribute(now + registry._lock_seconds),
+                    },
                     ConditionExpression="attribute_not_exists(pk) OR lease_until < :now",
                     ExpressionAttributeValues={":now": attribute(now)},
                 )
@@ -305,14 +314,20 @@ class _Lock:
             log.warning("admission lock not released (it runs out by itself): %s", error)
 
 
-def registry_for(*, dynamodb_client: Any, table_name: str, status_store: Any, s3_client: Any = None) -> ClaimRegistry:
+def registry_for(
+    *, dynamodb_client: Any, table_name: str, status_store: Any, s3_client: Any = None
+) -> ClaimRegistry:
     """The registry as the trigger and the DAG use it: claim sets read from their documents,
     a holder live while its status record is in a live state (no record: not live)."""
     from backfill_orchestrator import documents
     from backfill_orchestrator.status.model import LIVE_STATES
 
     def live_holders(backfill_ids: list[str]) -> set[str]:  # one BatchGetItem, not a GetItem each
-        return {backfill_id for backfill_id, state in status_store.states(backfill_ids).items() if state in LIVE_STATES}
+        return {
+            backfill_id
+            for backfill_id, state in status_store.states(backfill_ids).items()
+            if state in LIVE_STATES
+        }
 
     def load_claims(uri: str) -> ClaimSet:
         # Kept by the warm container when the URI names an object version (the trigger stores

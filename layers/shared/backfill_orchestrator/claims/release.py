@@ -31,21 +31,32 @@ def release_and_start_queued(
     return ready
 
 
-def sweep_queued(registry: ClaimRegistry, *, control_uri: str, now: datetime, s3_client: Any = None) -> list[str]:
+def sweep_queued(
+    registry: ClaimRegistry, *, control_uri: str, now: datetime, s3_client: Any = None
+) -> list[str]:
     """The periodic sweep (a schedule invokes the trigger with `{"source": "backfill.sweep"}`):
     a backfill that ended without releasing its claims (its DAG or the trigger crashed) blocks
     the queued ones behind it until the next admission or release; the sweep drops such claims
     and writes a `start` document for every queued backfill that can run now. A start that
     races with a release's is refused by the trigger as "nothing to start": harmless."""
     ready = registry.startable()
-    _start(ready, reason="the backfills it waited for have ended (periodic sweep)", control_uri=control_uri,
-           now=now, s3_client=s3_client)  # fmt: skip
+    _start(
+        ready,
+        reason="the backfills it waited for have ended (periodic sweep)",
+        control_uri=control_uri,
+        now=now,
+        s3_client=s3_client,
+    )
     return ready
 
 
 def _start(backfill_ids: list[str], *, reason: str, control_uri: str, now: datetime, s3_client: Any) -> None:
     for waiting in backfill_ids:
-        request = ControlRequest(action="start", backfill_id=waiting, reason=reason, requested_by=SYSTEM, requested_at=now)
+        request = ControlRequest(
+            action="start", backfill_id=waiting, reason=reason, requested_by=SYSTEM, requested_at=now
+        )
         documents.write_bytes(
-            start_document_uri(control_uri, waiting, now), request.model_dump_json(indent=2).encode(), s3_client=s3_client
+            start_document_uri(control_uri, waiting, now),
+            request.model_dump_json(indent=2).encode(),
+            s3_client=s3_client,
         )

@@ -62,4 +62,6 @@ def summary_line(path: str, config: BackfillConfig) -> str:
     hours = "all hours" if config.hours is None else f"{len(config.hours)} hours"
     feeds = "all feeds" if config.feeds is None else f"{len(config.feeds)} feeds"
     days = len(config.days)
-    return f"{path}: ok: {config.name} ({config.mode}), {days} day{'s' if days != 1 else ''}, {hours}, {feeds}"
+    return (
+        f"{path}: ok: {config.name} ({config.mode}), {days} day{'s' if days != 1 else ''}, {hours}, {feeds}"
+    )

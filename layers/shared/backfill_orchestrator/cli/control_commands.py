@@ -24,12 +24,18 @@ def register_action(commands: argparse._SubParsersAction, action: str) -> None:
     parser.add_argument("backfill_id", metavar="ID", help="backfill id")
     parser.add_argument("--reason", required=True, help="why (shown in the status record and in Slack)")
     parser.add_argument("--bucket", required=True, help="the config bucket")
-    parser.add_argument("--requested-by", dest="requested_by", help="your email or @handle (default: your AWS identity)")
+    parser.add_argument(
+        "--requested-by", dest="requested_by", help="your email or @handle (default: your AWS identity)"
+    )
     parser.set_defaults(run=run, action=action)
 
 
 def run(args: argparse.Namespace) -> int:
     _, request = ACTIONS[args.action]
-    receipt = request(args.backfill_id, reason=args.reason, bucket=args.bucket, requested_by=args.requested_by)
-    print(f"{receipt.s3_uri}\n{args.action} of {receipt.request.backfill_id} requested by {receipt.request.requested_by}")
+    receipt = request(
+        args.backfill_id, reason=args.reason, bucket=args.bucket, requested_by=args.requested_by
+    )
+    print(
+        f"{receipt.s3_uri}\n{args.action} of {receipt.request.backfill_id} requested by {receipt.request.requested_by}"
+    )
     return EXIT_OK

@@ -20,11 +20,15 @@ COLUMNS = ("BACKFILL", "STATE", "OWNER", "SUBMITTED_BY", "CREATED", "UPDATED")
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("list", help="list backfills, newest first")
-    parser.add_argument("--state", type=_state, help=f"only this state ({', '.join(s.value for s in BackfillState)})")
+    parser.add_argument(
+        "--state", type=_state, help=f"only this state ({', '.join(s.value for s in BackfillState)})"
+    )
     parser.add_argument("--owner", help="only this owner (the config's owner)")
     parser.add_argument("--submitted-by", dest="submitted_by", help="only uploads by this principal")
     parser.add_argument("--name", help="only this config name")
-    parser.add_argument("--since", type=_since, help="created (with --state: updated) on or after YYYY-MM-DD[THH:MM]")
+    parser.add_argument(
+        "--since", type=_since, help="created (with --state: updated) on or after YYYY-MM-DD[THH:MM]"
+    )
     parser.add_argument("--limit", type=_positive, default=50, help="at most this many (default 50)")
     parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
     parser.add_argument("--json", action="store_true", help="print JSON records")
@@ -37,8 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         records = list_backfills(
-            table=table, state=args.state, owner=args.owner, submitted_by=args.submitted_by, name=args.name,
-            since=args.since, limit=args.limit,
+            table=table,
+            state=args.state,
+            owner=args.owner,
+            submitted_by=args.submitted_by,
+            name=args.name,
+            since=args.since,
+            limit=args.limit,
         )
     except (StatusStoreError, BotoCoreError) as error:  # said with the table's name
         raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
@@ -53,11 +62,20 @@ def render(records: list[StatusRecord]) -> str:
     if not records:
         return "no backfills match"
     rows = [COLUMNS] + [
-        (r.backfill_id, str(r.state), r.owner or "-", r.submitted_by or "-", r.created_at[:19], r.updated_at[:19])
+        (
+            r.backfill_id,
+            str(r.state),
+            r.owner or "-",
+            r.submitted_by or "-",
+            r.created_at[:19],
+            r.updated_at[:19],
+        )
         for r in records
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def _state(text: str) -> BackfillState:

@@ -25,13 +25,18 @@ from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLim
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "plan", help="print the lineage-aware plan of a batch config (steps, dates, waves)",
+        "plan",
+        help="print the lineage-aware plan of a batch config (steps, dates, waves)",
         description=__doc__.splitlines()[0],
     )
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--marquez-url", metavar="URL", help="Marquez base URL (default $MARQUEZ_URL)")
-    parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
-    parser.add_argument("--warehouse", metavar="URI", help=f"warehouse root to list inputs in (default ${WAREHOUSE_ENV})")
+    parser.add_argument(
+        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
+    )
+    parser.add_argument(
+        "--warehouse", metavar="URI", help=f"warehouse root to list inputs in (default ${WAREHOUSE_ENV})"
+    )
     parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the plan")
     parser.add_argument("--format", choices=FORMATS, default=None, help="output form (default text)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
@@ -55,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
     from backfill_orchestrator.lineage.client import MarquezClient
 
     verdict, plan = preflight_plan(
-        prepared.config, view.plan, catalog=catalog if len(catalog) else None, limits=limits, strict=args.strict,
+        prepared.config,
+        view.plan,
+        catalog=catalog if len(catalog) else None,
+        limits=limits,
+        strict=args.strict,
         lister=warehouse_lister(warehouse) if warehouse else None,
         history=MarquezClient.from_env(base_url=args.marquez_url),
     )

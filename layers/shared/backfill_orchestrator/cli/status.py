@@ -55,14 +55,20 @@ def render(record: StatusRecord) -> str:
     """A few lines for people; `--json` has everything."""
     lines = [f"{record.backfill_id}: {record.state}"]
     if record.name:
-        lines.append(f"  name {record.name} ({record.mode}{', dry run' if record.dry_run else ''}), owner {record.owner}")
+        lines.append(
+            f"  name {record.name} ({record.mode}{', dry run' if record.dry_run else ''}), owner {record.owner}"
+        )
     if record.submitted_by:
         lines.append(f"  submitted by {record.submitted_by}")
     if record.approval_requested_at:
-        lines.append(f"  approval requested {record.approval_requested_at}"
-                     + (f" from {', '.join(record.approvers)}" if record.approvers else ""))  # fmt: skip
+        lines.append(
+            f"  approval requested {record.approval_requested_at}"
+            + (f" from {', '.join(record.approvers)}" if record.approvers else "")
+        )
     if record.approval:
-        lines.append(f"  {record.approval.get('outcome')} by {record.approval.get('by')} at {record.approval.get('at')}")
+        lines.append(
+            f"  {record.approval.get('outcome')} by {record.approval.get('by')} at {record.approval.get('at')}"
+        )
     for label, value in (
         ("source", record.source_uri),
         ("config", record.config_uri),

@@ -33,15 +33,20 @@ from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "submit", help="validate and preflight locally, then upload to the config bucket (never uploads a refused config)"
+        "submit",
+        help="validate and preflight locally, then upload to the config bucket (never uploads a refused config)",
     )
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--bucket", required=True, help="the config bucket")
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"key prefix (default {DEFAULT_PREFIX})")
     parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
-    parser.add_argument("--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})")
+    parser.add_argument(
+        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
+    )
     parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the submission")
-    parser.add_argument("--wait", action="store_true", help="then follow the backfill until it ends, like `watch`")
+    parser.add_argument(
+        "--wait", action="store_true", help="then follow the backfill until it ends, like `watch`"
+    )
     add_watch_options(parser)
     parser.set_defaults(run=run)
 
@@ -71,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
         print("backfill: refused by preflight; nothing uploaded", file=sys.stderr)
         return EXIT_INVALID
-    submission = upload_prepared(prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict)
+    submission = upload_prepared(
+        prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict
+    )
     print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}", flush=True)
     print(f"submitted {args.file} as {submission.backfill_id}", file=sys.stderr)
     if args.wait:

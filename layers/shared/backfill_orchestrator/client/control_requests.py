@@ -102,8 +102,14 @@ def cancel_backfill(
 ) -> ControlReceipt:
     """Ask the trigger to cancel the backfill (stop its DAG run or replay). `requested_by` defaults to the caller's AWS identity."""
     return request_control(
-        "cancel", backfill_id, reason=reason, bucket=bucket, requested_by=requested_by,
-        session=session, s3_client=s3_client, sts_client=sts_client,
+        "cancel",
+        backfill_id,
+        reason=reason,
+        bucket=bucket,
+        requested_by=requested_by,
+        session=session,
+        s3_client=s3_client,
+        sts_client=sts_client,
     )
 
 
@@ -119,6 +125,12 @@ def retry_backfill(
 ) -> ControlReceipt:
     """Ask the trigger to run a failed or cancelled backfill again. `requested_by` defaults to the caller's AWS identity."""
     return request_control(
-        "retry", backfill_id, reason=reason, bucket=bucket, requested_by=requested_by,
-        session=session, s3_client=s3_client, sts_client=sts_client,
+        "retry",
+        backfill_id,
+        reason=reason,
+        bucket=bucket,
+        requested_by=requested_by,
+        session=session,
+        s3_client=s3_client,
+        sts_client=sts_client,
     )

@@ -39,13 +39,21 @@ class PlanView:
             for step in wave.steps:
                 runs = f"spark {step.transform}" if step.kind == "spark" else "DAG rerun"
                 cells = (
-                    str(wave.index + 1), step.id, str(step.job), runs, step.dag_id,
+                    str(wave.index + 1),
+                    step.id,
+                    str(step.job),
+                    runs,
+                    step.dag_id,
                     f"{compact_dates(step.dates)} ({len(step.dates)})",
                     "root" if step.reason == "root" else "after " + ", ".join(step.upstream),
                 )
                 rows.append("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
-        head = "".join(f"<th>{name}</th>" for name in ("wave", "step", "job", "runs as", "DAG", "dates", "why"))
-        notes = [f"<li>excluded {html.escape(str(e.job))}: {html.escape(e.reason)}</li>" for e in plan.exclusions]
+        head = "".join(
+            f"<th>{name}</th>" for name in ("wave", "step", "job", "runs as", "DAG", "dates", "why")
+        )
+        notes = [
+            f"<li>excluded {html.escape(str(e.job))}: {html.escape(e.reason)}</li>" for e in plan.exclusions
+        ]
         notes += [f"<li>warning {html.escape(w.code)}: {html.escape(w.message)}</li>" for w in plan.warnings]
         return (
             f"<div><p><b>plan {html.escape(plan.backfill_id)}</b>: {html.escape(plan.name)}, owner "
@@ -91,7 +99,11 @@ def plan_backfill(
     PlanRefusedError (a cycle, an unknown root job) or a LineageError (Marquez unreachable)."""
     if s3_client is None and session is not None:
         s3_client = session.client("s3")
-    prepared = source if isinstance(source, PreparedConfig) else prepare_config(source, policy=policy, s3_client=s3_client)
+    prepared = (
+        source
+        if isinstance(source, PreparedConfig)
+        else prepare_config(source, policy=policy, s3_client=s3_client)
+    )
     job_catalog = load_catalog(catalog, s3_client=s3_client)
     source_of_lineage = lineage_source(marquez_url=marquez_url, lineage=lineage)
     plan = build_plan(

@@ -79,9 +79,15 @@ def preflight_prepared(
         limits = PreflightLimits.read(env)
         env.check()
     verdict, _ = preflight_config(
-        prepared.config, backfill_id=prepared.backfill_id, lineage=lineage, catalog=catalog, limits=limits,
+        prepared.config,
+        backfill_id=prepared.backfill_id,
+        lineage=lineage,
+        catalog=catalog,
+        limits=limits,
         lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
-        history=run_history_of(lineage), strict=strict, unchecked=unchecked,
+        history=run_history_of(lineage),
+        strict=strict,
+        unchecked=unchecked,
     )
     return verdict
 
@@ -89,6 +95,10 @@ def preflight_prepared(
 def run_history_of(lineage: LineageSource | None) -> RunHistory | None:
     """The lineage source as run history when it is one (MarquezClient is; an in-memory lineage
     export has no runs)."""
-    if lineage is not None and callable(getattr(lineage, "job_runs", None)) and callable(getattr(lineage, "producers", None)):
+    if (
+        lineage is not None
+        and callable(getattr(lineage, "job_runs", None))
+        and callable(getattr(lineage, "producers", None))
+    ):
         return lineage  # type: ignore[return-value]
     return None

@@ -70,7 +70,9 @@ def list_backfills(
         except ValueError:
             known = ", ".join(s.value for s in BackfillState)
             raise UserError(f"unknown state {state!r}; one of {known}") from None
-    where = ListFilter(state=state, owner=owner, submitted_by=submitted_by, name=name, since=since, limit=limit)
+    where = ListFilter(
+        state=state, owner=owner, submitted_by=submitted_by, name=name, since=since, limit=limit
+    )
     client = aws_client("dynamodb", client=dynamodb_client, session=session)
     return _list(dynamodb_client=client, table_name=status_table(table), where=where)
 

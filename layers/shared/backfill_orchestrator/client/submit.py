@@ -96,7 +96,9 @@ def submit_backfill(
     uploaded), SubmitError (valid, but S3 refused) or, waiting, WatchTimeoutError."""
     if wait:
         table = status_table(table)  # a usage error now, not after the upload
-    prepared = prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client, session=session)
+    prepared = prepare_config(
+        source, policy=policy or deployment_policy(), s3_client=s3_client, session=session
+    )
     check_prefix(prefix, incoming=incoming_prefix())
     verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, limits=limits, strict=strict)
     if not verdict.accepted:
@@ -107,7 +109,12 @@ def submit_backfill(
     if not wait:
         return submission
     final = watch_backfill(
-        submission.backfill_id, table=table, interval=interval, timeout=timeout, on_update=on_update,
-        session=session, dynamodb_client=dynamodb_client,
+        submission.backfill_id,
+        table=table,
+        interval=interval,
+        timeout=timeout,
+        on_update=on_update,
+        session=session,
+        dynamodb_client=dynamodb_client,
     )
     return dataclasses.replace(submission, final_status=final)

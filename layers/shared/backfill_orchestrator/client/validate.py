@@ -30,5 +30,12 @@ def validate_backfill(
     LineageError. Nothing is uploaded."""
     prepared = prepare_config(source, policy=policy, s3_client=s3_client, session=session)
     if marquez_url is not None or lineage is not None:
-        plan_backfill(prepared, marquez_url=marquez_url, lineage=lineage, catalog=catalog, session=session, s3_client=s3_client)
+        plan_backfill(
+            prepared,
+            marquez_url=marquez_url,
+            lineage=lineage,
+            catalog=catalog,
+            session=session,
+            s3_client=s3_client,
+        )
     return prepared.config

@@ -78,7 +78,11 @@ def _parse_day(value: Any, info: ValidationInfo) -> date:
 
 
 Day = Annotated[date, BeforeValidator(_parse_day)]
-NonBlank = Annotated[str, Field(min_length=1, max_length=1024), _matches(r"^\S(.*\S)?$", "non-blank text without surrounding spaces")]
+NonBlank = Annotated[
+    str,
+    Field(min_length=1, max_length=1024),
+    _matches(r"^\S(.*\S)?$", "non-blank text without surrounding spaces"),
+]
 
 
 class StrictModel(BaseModel):
@@ -136,7 +140,9 @@ PROFILE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 class Spark(StrictModel):
     # Which profiles exist is the deployment's list (ConfigPolicy.spark_profiles).
-    profile: Annotated[str, _matches(PROFILE_PATTERN, "a profile name of a-z, 0-9, '-' and '_' (at most 32)")] = "medium"
+    profile: Annotated[
+        str, _matches(PROFILE_PATTERN, "a profile name of a-z, 0-9, '-' and '_' (at most 32)")
+    ] = "medium"
 
 
 class Replay(StrictModel):
@@ -183,7 +189,9 @@ def _entry_interval(entry: date | DateRange) -> tuple[date, date]:
 
 class BackfillConfig(StrictModel):
     version: Annotated[int, BeforeValidator(_check_version)]
-    name: Annotated[str, _matches(NAME_PATTERN, "1 to 24 characters of a-z, 0-9 and '-', starting with a letter or digit")]
+    name: Annotated[
+        str, _matches(NAME_PATTERN, "1 to 24 characters of a-z, 0-9 and '-', starting with a letter or digit")
+    ]
     description: Annotated[str, Field(max_length=500)] | None = None
     owner: Annotated[str, AfterValidator(_check_owner)]
     mode: Literal["batch", "replay"]
@@ -201,7 +209,9 @@ class BackfillConfig(StrictModel):
 
     @field_validator("dates")
     @classmethod
-    def _within_day_limit(cls, entries: list[date | DateRange], info: ValidationInfo) -> list[date | DateRange]:
+    def _within_day_limit(
+        cls, entries: list[date | DateRange], info: ValidationInfo
+    ) -> list[date | DateRange]:
         limit = ((info.context or {}).get("max_days")) or DEFAULT_MAX_DAYS
         count = sum(
             end.toordinal() - start.toordinal() + 1
@@ -231,7 +241,10 @@ class BackfillConfig(StrictModel):
     def canonical(self) -> dict[str, Any]:
         """The config's meaning, independent of formatting and of order where order means nothing."""
         data = self.model_dump(mode="json", exclude={"dates"})
-        for added_later in ("strict", "require_fresh_upstream"):  # at their defaults they keep older configs' ids
+        for added_later in (
+            "strict",
+            "require_fresh_upstream",
+        ):  # at their defaults they keep older configs' ids
             if not data[added_later]:
                 del data[added_later]
         data["dates"] = [d.isoformat() for d in self.days]

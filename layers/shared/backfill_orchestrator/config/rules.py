@@ -31,7 +31,11 @@ def _duplicates(items: Any, path: tuple[str | int, ...], key=lambda item: item) 
 
 
 def _job_key(item: Any) -> tuple[Any, Any] | None:
-    if isinstance(item, dict) and isinstance(item.get("namespace"), str) and isinstance(item.get("name"), str):
+    if (
+        isinstance(item, dict)
+        and isinstance(item.get("namespace"), str)
+        and isinstance(item.get("name"), str)
+    ):
         return (item["namespace"], item["name"])
     return None
 
@@ -46,7 +50,9 @@ def cross_field_issues(document: dict[str, Any]) -> list[ConfigIssue]:
     mode = document.get("mode")
     if mode == "batch":
         if "jobs" not in document:
-            issues.append(ConfigIssue("jobs", "required for mode batch (the broken jobs where the backfill starts)"))
+            issues.append(
+                ConfigIssue("jobs", "required for mode batch (the broken jobs where the backfill starts)")
+            )
         if "replay" in document:
             issues.append(ConfigIssue("replay", "not allowed for mode batch (it belongs to mode replay)"))
     elif mode == "replay":

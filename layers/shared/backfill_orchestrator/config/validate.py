@@ -41,7 +41,7 @@ DEFAULT_POLICY = ConfigPolicy()
 
 
 def suggestion(value: str, known: list[str] | set[str] | frozenset[str]) -> str:
-    """"; did you mean 'x'?" for the closest known value, else the list of known values."""
+    """ "; did you mean 'x'?" for the closest known value, else the list of known values."""
     close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.5)
     return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known)) or 'none'}"
 
@@ -57,7 +57,9 @@ def _suggest(path: tuple[str, ...], key: str) -> str:
 def _issue_from_pydantic(error: dict[str, Any]) -> ConfigIssue:
     loc = tuple(part for part in error["loc"] if part not in (DAY_TAG, RANGE_TAG))
     parent = tuple(p for p in loc[:-1] if isinstance(p, str))
-    return issue_from_pydantic(error, loc=loc, unknown_key=lambda loc: f"unknown key{_suggest(parent, str(loc[-1]))}")
+    return issue_from_pydantic(
+        error, loc=loc, unknown_key=lambda loc: f"unknown key{_suggest(parent, str(loc[-1]))}"
+    )
 
 
 def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigIssue]:
@@ -68,22 +70,29 @@ def _policy_issues(config: BackfillConfig, policy: ConfigPolicy) -> list[ConfigI
             refs.append(("downstream.exclude", index, ref))
         for path, index, ref in refs:
             if ref.namespace not in policy.allowed_namespaces:
-                issues.append(ConfigIssue(
-                    f"{path}[{index}].namespace",
-                    f"namespace {ref.namespace!r} is not in this deployment's allowlist "
-                    f"({', '.join(sorted(policy.allowed_namespaces))})",
-                ))
+                issues.append(
+                    ConfigIssue(
+                        f"{path}[{index}].namespace",
+                        f"namespace {ref.namespace!r} is not in this deployment's allowlist "
+                        f"({', '.join(sorted(policy.allowed_namespaces))})",
+                    )
+                )
     if config.spark is not None and config.spark.profile not in policy.spark_profiles:
-        issues.append(ConfigIssue(
-            "spark.profile",
-            f"unknown profile {config.spark.profile!r}{suggestion(config.spark.profile, policy.spark_profiles)}",
-        ))
+        issues.append(
+            ConfigIssue(
+                "spark.profile",
+                f"unknown profile {config.spark.profile!r}{suggestion(config.spark.profile, policy.spark_profiles)}",
+            )
+        )
     if policy.replay_targets is not None and config.replay is not None:
         if config.replay.target not in policy.replay_targets:
             known = ", ".join(sorted(policy.replay_targets)) or "none configured"
-            issues.append(ConfigIssue(
-                "replay.target", f"unknown target {config.replay.target!r}; this deployment allows: {known}"
-            ))
+            issues.append(
+                ConfigIssue(
+                    "replay.target",
+                    f"unknown target {config.replay.target!r}; this deployment allows: {known}",
+                )
+            )
     return issues
 
 
@@ -98,7 +107,14 @@ def parse_config(
     The rules between fields are checked on the raw document, so they are reported with the
     shape errors; the deployment's allowlists only once the config is otherwise valid."""
     return parse_validated(
-        data, BackfillConfig, error=InvalidConfigError, max_bytes=policy.max_bytes, source=source,
-        fmt=fmt or format_for(source), issue=_issue_from_pydantic, context=policy.context(),
-        document_checks=cross_field_issues, model_checks=lambda config: _policy_issues(config, policy),
-    )  # fmt: skip
+        data,
+        BackfillConfig,
+        error=InvalidConfigError,
+        max_bytes=policy.max_bytes,
+        source=source,
+        fmt=fmt or format_for(source),
+        issue=_issue_from_pydantic,
+        context=policy.context(),
+        document_checks=cross_field_issues,
+        model_checks=lambda config: _policy_issues(config, policy),
+    )

@@ -21,7 +21,10 @@ class AttemptDone(Contract):
     attempt_version: Literal[1] = 1
     backfill_id: BackfillId
     attempt: int = Field(ge=2, description="The attempt this document prepares")
-    steps_done: list[str] = Field(default_factory=list, description="Steps that succeeded in an earlier attempt")
+    steps_done: list[str] = Field(
+        default_factory=list, description="Steps that succeeded in an earlier attempt"
+    )
     dates_done: dict[str, list[date]] = Field(
-        default_factory=dict, description="airflow_dag steps that did not succeed as a whole: the dates whose rerun did"
+        default_factory=dict,
+        description="airflow_dag steps that did not succeed as a whole: the dates whose rerun did",
     )

@@ -26,7 +26,9 @@ class StepOutcome(Contract):
     round: int = Field(ge=0)
     dag_id: str
     detail: str | None = None
-    dates: dict[date, str] | None = Field(default=None, description="airflow_dag: each date's rerun task state")
+    dates: dict[date, str] | None = Field(
+        default=None, description="airflow_dag: each date's rerun task state"
+    )
     figures: StepFigures | None = Field(default=None, description="spark: from the Spark run report")
 
 

@@ -55,7 +55,9 @@ M = TypeVar("M", bound=Contract)
 def _load(model: type[Contract], data: bytes | str, *, source: str | None, fail: ErrorFactory) -> Any:
     size = len(data.encode() if isinstance(data, str) else data)
     if size > model.max_bytes:
-        raise fail([ConfigIssue(ROOT, f"document is {size} bytes; the limit is {model.max_bytes}")], source=source)
+        raise fail(
+            [ConfigIssue(ROOT, f"document is {size} bytes; the limit is {model.max_bytes}")], source=source
+        )
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as error:
@@ -74,12 +76,14 @@ def version_issue(model: type[Contract], document: Mapping[str, Any]) -> ConfigI
         if not model.version_required:
             return None
         return ConfigIssue(
-            key, f"missing: this release reads {model.document_name} version {model.version} (an older format?)"
+            key,
+            f"missing: this release reads {model.document_name} version {model.version} (an older format?)",
         )
     found = document[key]
     if type(found) is not int or found != model.version:
         return ConfigIssue(
-            key, f"unsupported version {found!r}: this release reads {model.document_name} version {model.version} only"
+            key,
+            f"unsupported version {found!r}: this release reads {model.document_name} version {model.version} only",
         )
     return None
 
@@ -137,7 +141,10 @@ def parse_document(model: type[M], data: bytes | str | Mapping[str, Any], *, sou
     fail = partial(InvalidDocumentError, document=model.document_name)
     document = data if isinstance(data, Mapping) else _load(model, data, source=source, fail=fail)
     if not isinstance(document, Mapping):
-        raise fail([ConfigIssue(ROOT, f"expected a JSON object at the top, got {type(document).__name__}")], source=source)
+        raise fail(
+            [ConfigIssue(ROOT, f"expected a JSON object at the top, got {type(document).__name__}")],
+            source=source,
+        )
     issue = version_issue(model, document)
     if issue is not None:
         raise fail([issue], source=source)

@@ -33,7 +33,11 @@ def is_backfill_id(value: object) -> bool:
     return isinstance(value, str) and _BACKFILL_ID.fullmatch(value) is not None
 
 
-BackfillId = Annotated[str, AfterValidator(_backfill_id), Field(json_schema_extra={"pattern": BACKFILL_ID_PATTERN})]
+BackfillId = Annotated[
+    str, AfterValidator(_backfill_id), Field(json_schema_extra={"pattern": BACKFILL_ID_PATTERN})
+]
 DocumentUri = Annotated[
-    str, AfterValidator(_document_uri), Field(json_schema_extra={"pattern": r"^(s3://|file://|/)"}, max_length=2048)
+    str,
+    AfterValidator(_document_uri),
+    Field(json_schema_extra={"pattern": r"^(s3://|file://|/)"}, max_length=2048),
 ]

@@ -20,8 +20,12 @@ StepKind = Literal["spark", "airflow_dag"]
 
 
 class PlanStep(Contract):
-    id: str = Field(description="Unique in the plan: the dag_id for airflow_dag steps, the transform for spark steps")
-    job: JobRef = Field(description="The lineage job this step stands for (a DAG's task jobs collapse into one step)")
+    id: str = Field(
+        description="Unique in the plan: the dag_id for airflow_dag steps, the transform for spark steps"
+    )
+    job: JobRef = Field(
+        description="The lineage job this step stands for (a DAG's task jobs collapse into one step)"
+    )
     dag_id: str
     kind: StepKind
     transform: str | None = Field(default=None, description="spark only: the registered transform name")
@@ -30,7 +34,9 @@ class PlanStep(Contract):
     hours: list[int] | None = Field(default=None, description="None: the whole day")
     feeds: list[str] | None = Field(default=None, description="None: every feed")
     reason: Literal["root", "downstream"]
-    upstream: list[str] = Field(default_factory=list, description="ids of the plan steps that pulled this one in")
+    upstream: list[str] = Field(
+        default_factory=list, description="ids of the plan steps that pulled this one in"
+    )
 
     @model_validator(mode="after")
     def _spark_has_transform(self) -> PlanStep:
@@ -69,7 +75,11 @@ class Plan(Contract):
     dates: list[date] = Field(description="The config's days (the union of its dates)")
     hours: list[int] | None = None
     feeds: list[str] | None = None
-    spark_profile: str = Field(default="medium", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$", description="A profile of the deployment's list")
+    spark_profile: str = Field(
+        default="medium",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$",
+        description="A profile of the deployment's list",
+    )
     waves: list[Wave]
     exclusions: list[Exclusion] = Field(default_factory=list)
     warnings: list[PlanWarning] = Field(default_factory=list)
@@ -88,7 +98,9 @@ class Plan(Contract):
                     raise ValueError(f"step {step.id} appears twice")
                 for parent in step.upstream:
                     if seen.get(parent, wave.index) >= wave.index:
-                        raise ValueError(f"step {step.id} depends on {parent}, which is not in an earlier wave")
+                        raise ValueError(
+                            f"step {step.id} depends on {parent}, which is not in an earlier wave"
+                        )
                 seen[step.id] = wave.index
         return self
 

@@ -18,7 +18,15 @@ from backfill_orchestrator.contracts.steps import StepProblem
 # queued: waiting for an overlapping backfill; awaiting_approval: for a second person (policy);
 # done/refused: what became of a control document
 Outcome = Literal[
-    "accepted", "dry_run", "rejected", "already_known", "failed", "queued", "awaiting_approval", "done", "refused"
+    "accepted",
+    "dry_run",
+    "rejected",
+    "already_known",
+    "failed",
+    "queued",
+    "awaiting_approval",
+    "done",
+    "refused",
 ]
 # Shown even when empty: a reader tells "no backfill id" (an invalid config) from a missing key.
 _ALWAYS = frozenset({"source", "outcome", "backfill_id", "state", "status_id"})
@@ -34,7 +42,9 @@ class PlanSummary(Contract):
     steps: int = Field(ge=0)
     warnings: list[str] = Field(default_factory=list)
     estimate: dict[str, Any] | None = Field(
-        default=None, exclude_if=lambda value: value is None, description="The preflight's estimate, without its per-step figures"
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The preflight's estimate, without its per-step figures",
     )
 
 
@@ -62,8 +72,12 @@ class ResultFile(Contract):
     dag_run_id: str | None = None
     dag_run_url: str | None = None
     report_uri: str | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill report")
-    figures: BackfillFigures | None = Field(default=None, description="SUCCEEDED/FAILED: the backfill's figures")
-    failed_steps: list[StepProblem] | None = Field(default=None, description="FAILED: steps that failed or did not run")
+    figures: BackfillFigures | None = Field(
+        default=None, description="SUCCEEDED/FAILED: the backfill's figures"
+    )
+    failed_steps: list[StepProblem] | None = Field(
+        default=None, description="FAILED: steps that failed or did not run"
+    )
     status_command: str | None = Field(default=None, description="How to follow it from a terminal")
     written_at: datetime
 
@@ -71,6 +85,8 @@ class ResultFile(Contract):
         import json
 
         document: dict[str, Any] = {
-            key: value for key, value in self.model_dump(mode="json").items() if value is not None or key in _ALWAYS
+            key: value
+            for key, value in self.model_dump(mode="json").items()
+            if value is not None or key in _ALWAYS
         }
         return json.dumps(document, indent=2) + "\n"

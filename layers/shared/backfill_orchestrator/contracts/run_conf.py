@@ -28,13 +28,21 @@ class RunConf(Contract):
     result_uri: DocumentUri | None = Field(
         default=None, description="The result file beside the dropped config; the DAG keeps it up to date"
     )
-    attempt: int = Field(default=1, ge=1, le=1000, description="1 for the first run of this backfill, then 2, 3, ...")
-    done_uri: DocumentUri | None = Field(
-        default=None, description="A retry attempt: the work earlier attempts finished (AttemptDone), not run again"
+    attempt: int = Field(
+        default=1, ge=1, le=1000, description="1 for the first run of this backfill, then 2, 3, ..."
     )
-    trace_id: str | None = Field(default=None, pattern=TRACE_ID_PATTERN, description="Correlates logs across components")
+    done_uri: DocumentUri | None = Field(
+        default=None,
+        description="A retry attempt: the work earlier attempts finished (AttemptDone), not run again",
+    )
+    trace_id: str | None = Field(
+        default=None, pattern=TRACE_ID_PATTERN, description="Correlates logs across components"
+    )
     first_round: int | None = Field(
-        default=None, ge=1, le=100_000, description="A continuation run (set by the DAG itself): the plan round it starts with"
+        default=None,
+        ge=1,
+        le=100_000,
+        description="A continuation run (set by the DAG itself): the plan round it starts with",
     )
     ledger_uri: DocumentUri | None = Field(
         default=None, description="A continuation run: what the runs before it did (the DAG's carried state)"
@@ -53,7 +61,11 @@ class RunConf(Contract):
             required = ", ".join(name for name, field in cls.model_fields.items() if field.is_required())
             raise InvalidDocumentError(
                 document=cls.document_name,
-                issues=[ConfigIssue(ROOT, f"conf is empty: trigger with {{{required}}} (the trigger function does this)")],
+                issues=[
+                    ConfigIssue(
+                        ROOT, f"conf is empty: trigger with {{{required}}} (the trigger function does this)"
+                    )
+                ],
                 source=source,
             )
         return parse_document(cls, conf, source=source)

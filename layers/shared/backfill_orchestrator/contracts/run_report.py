@@ -31,11 +31,17 @@ class StepResult(Contract):
     partitions_written: list[str] = Field(default_factory=list, description="`day=.../hour=.../feed=...`")
     partitions_written_count: int = Field(default=0, ge=0, description="len(partitions_written)")
     partitions_deleted: list[str] = Field(default_factory=list, description="In scope, no rows any more")
-    bytes_written: int | None = Field(default=None, ge=0, description="Size of the written partitions; None: not measured")
-    output_table: str | None = Field(default=None, description="The table the step rewrote (for lineage events)")
+    bytes_written: int | None = Field(
+        default=None, ge=0, description="Size of the written partitions; None: not measured"
+    )
+    output_table: str | None = Field(
+        default=None, description="The table the step rewrote (for lineage events)"
+    )
     input_tables: dict[str, str] = Field(default_factory=dict, description="Input name -> the table it reads")
     error: str | None = Field(default=None, description="failed: what went wrong")
-    blocked_by: list[str] = Field(default_factory=list, description="blocked: the upstream steps that did not succeed")
+    blocked_by: list[str] = Field(
+        default_factory=list, description="blocked: the upstream steps that did not succeed"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -52,7 +58,9 @@ class StepResult(Contract):
                 f"but {len(self.partitions_written)} partitions are listed"
             )
         if self.status is StepStatus.PENDING:
-            raise ValueError(f"step {self.id}: a run report step is succeeded, failed or blocked, not pending")
+            raise ValueError(
+                f"step {self.id}: a run report step is succeeded, failed or blocked, not pending"
+            )
         if self.status is StepStatus.BLOCKED and not self.blocked_by:
             raise ValueError(f"step {self.id}: a blocked step names the steps that blocked it (blocked_by)")
         return self
@@ -102,7 +110,10 @@ class RunReport(Contract):
     def _derive_status(cls, data: Any) -> Any:
         if isinstance(data, dict) and "status" not in data:
             steps = data.get("steps") or []
-            ok = all((s.status if isinstance(s, StepResult) else (s or {}).get("status")) == "succeeded" for s in steps)
+            ok = all(
+                (s.status if isinstance(s, StepResult) else (s or {}).get("status")) == "succeeded"
+                for s in steps
+            )
             data = {**data, "status": "succeeded" if ok else "failed"}
         return data
 

@@ -42,8 +42,12 @@ class RerunChunk(Contract):
 
     start: int = Field(ge=0)
     end: int = Field(ge=1)
-    label: str = Field(description="The task's name in the UI: `<dag> <date>`, or the first and last and how many")
-    outcomes_uri: DocumentUri = Field(description="The chunk's outcomes so far (a retry and the next round read them)")
+    label: str = Field(
+        description="The task's name in the UI: `<dag> <date>`, or the first and last and how many"
+    )
+    outcomes_uri: DocumentUri = Field(
+        description="The chunk's outcomes so far (a retry and the next round read them)"
+    )
 
 
 class RoundLaunch(Contract):
@@ -56,7 +60,9 @@ class RoundLaunch(Contract):
         default_factory=dict,
         description="airflow_dag step -> the dates the chunk tasks rerun, in order: chunk ranges count through them",
     )
-    rerun_conf: dict[str, Any] = Field(default_factory=dict, description="Every rerun's conf (plus its `step`)")
+    rerun_conf: dict[str, Any] = Field(
+        default_factory=dict, description="Every rerun's conf (plus its `step`)"
+    )
     chunks: list[RerunChunk] = Field(default_factory=list)
 
     def rerun_requests(self) -> Iterator[tuple[str, date]]:
@@ -83,10 +89,15 @@ class RunState(Contract):
     plan_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="The plan document `start` read")
     rounds: int = Field(ge=0, description="The plan's rounds (backfill_orchestrator.planner.plan_rounds)")
     first_round: int = Field(ge=0, description="The plan round this run's slot 0 runs")
-    end_round: int = Field(ge=0, description="This run runs rounds first_round to end_round - 1; a continuation the rest")
-    started_at: datetime = Field(description="When the backfill's first run started (a continuation keeps it)")
+    end_round: int = Field(
+        ge=0, description="This run runs rounds first_round to end_round - 1; a continuation the rest"
+    )
+    started_at: datetime = Field(
+        description="When the backfill's first run started (a continuation keeps it)"
+    )
     spark_profile: dict[str, Any] | None = Field(
-        default=None, description="The plan's Spark profile as resolved at start ({name, runner, ...}); None: no spark step"
+        default=None,
+        description="The plan's Spark profile as resolved at start ({name, runner, ...}); None: no spark step",
     )
     ledger: dict[str, StepOutcome] = Field(description="Every step's outcome after the rounds settled so far")
     launched: RoundLaunch | None = Field(default=None, description="The round in flight, not settled yet")

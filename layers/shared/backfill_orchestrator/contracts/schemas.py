@@ -55,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m backfill_orchestrator.contracts.schemas")
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--write", metavar="DIR", type=Path, help="write every schema into DIR")
-    action.add_argument("--check", metavar="DIR", type=Path, help="exit 1 if a schema in DIR is missing or stale")
+    action.add_argument(
+        "--check", metavar="DIR", type=Path, help="exit 1 if a schema in DIR is missing or stale"
+    )
     args = parser.parse_args(argv)
     if args.write:
         args.write.mkdir(parents=True, exist_ok=True)

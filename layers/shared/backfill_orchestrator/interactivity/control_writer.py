@@ -39,9 +39,7 @@ class ControlDocument:
         return f"{prefix}{self.backfill_id}/{self.action}-{stamp}.json"
 
 
-def write_control_document(
-    document: ControlDocument, *, bucket: str, prefix: str, s3_client: Any
-) -> str:
+def write_control_document(document: ControlDocument, *, bucket: str, prefix: str, s3_client: Any) -> str:
     """Put the document; returns its s3:// URI. DocumentAccessError when S3 refuses."""
     uri = f"s3://{bucket}/{document.key(prefix)}"
     documents.write_text(uri, json.dumps(document.as_dict(), indent=2) + "\n", s3_client=s3_client)

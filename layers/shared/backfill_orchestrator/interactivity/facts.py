@@ -29,7 +29,9 @@ def _instant(value: Any, backfill_id: str) -> datetime | None:
     try:
         instant = datetime.fromisoformat(value)
     except ValueError:
-        raise StatusReadError(f"status of {backfill_id}: approval_requested_at is not ISO 8601: {value[:40]!r}") from None
+        raise StatusReadError(
+            f"status of {backfill_id}: approval_requested_at is not ISO 8601: {value[:40]!r}"
+        ) from None
     return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
 
 
@@ -43,7 +45,9 @@ def facts_from_plain(data: Mapping[str, Any]) -> BackfillFacts:
     return BackfillFacts(
         backfill_id=str(data["backfill_id"]),
         state=str(data.get("state", "")),
-        submitter=principal_from_display(submitted_by) if isinstance(submitted_by, str) and submitted_by else None,
+        submitter=principal_from_display(submitted_by)
+        if isinstance(submitted_by, str) and submitted_by
+        else None,
         jobs=tuple(str(job) for job in data.get("root_jobs") or ()),
         approval_requested_at=_instant(data.get("approval_requested_at"), str(data["backfill_id"])),
         approvers=tuple(str(name) for name in data.get("approvers") or ()),

@@ -75,7 +75,10 @@ class InteractivityService:
         interaction: Interaction | None = None
         try:
             signature = verify_signature(
-                signing_secret=self.signing_secret(), body=request.body, headers=request.headers, now=now.timestamp()
+                signing_secret=self.signing_secret(),
+                body=request.body,
+                headers=request.headers,
+                now=now.timestamp(),
             )
             self.replay_guard.first_use(signature)
             interaction = parse_interaction(request.body)
@@ -87,21 +90,37 @@ class InteractivityService:
             logger.error("Slack request not processed: %s", error)
             self.count("SlackServiceFailures")
             if interaction is not None and interaction.response_url:
-                self._respond(interaction.response_url, ephemeral(f"Could not record your request ({type(error).__name__}); nothing changed, please try again."))  # noqa: E501
+                self._respond(
+                    interaction.response_url,
+                    ephemeral(
+                        f"Could not record your request ({type(error).__name__}); nothing changed, please try again."
+                    ),
+                )  # noqa: E501
             return _http(503, "service unavailable; nothing changed")
         self.count("SlackControlWritten")
-        logger.info("control document written", extra={"backfill_id": document.backfill_id, "action": document.action,
-                                                       "requested_by": document.requested_by, "uri": uri})  # fmt: skip
+        logger.info(
+            "control document written",
+            extra={
+                "backfill_id": document.backfill_id,
+                "action": document.action,
+                "requested_by": document.requested_by,
+                "uri": uri,
+            },
+        )
         if interaction.response_url:
-            note = (f"{_PAST_TENSE[interaction.action].capitalize()} by <@{interaction.user_id}> at "
-                    f"{now.strftime('%Y-%m-%d %H:%M:%S UTC')}; the orchestrator is acting on it.")  # fmt: skip
+            note = (
+                f"{_PAST_TENSE[interaction.action].capitalize()} by <@{interaction.user_id}> at "
+                f"{now.strftime('%Y-%m-%d %H:%M:%S UTC')}; the orchestrator is acting on it."
+            )
             self._respond(interaction.response_url, pressed_message(interaction.message_blocks, note=note))
         return _http(200, "")
 
     def _decide(self, interaction: Interaction, now: datetime) -> ControlDocument:
         policy = self.policy()
         if policy is None:
-            raise UnknownSlackUserError("this deployment has no policy, so no Slack user may act on backfills")
+            raise UnknownSlackUserError(
+                "this deployment has no policy, so no Slack user may act on backfills"
+            )
         named_groups = slack_groups_named(policy)
         groups = (
             self.slack_groups_of(interaction.user_id, named_groups)
@@ -114,7 +133,9 @@ class InteractivityService:
         facts = self.backfill_facts(interaction.backfill_id)
         if facts is None:
             raise UnknownBackfillError(f"no backfill {interaction.backfill_id!r} is known")
-        decision = check_action(policy, principal=principal, action=interaction.action, backfill=facts, now=now)
+        decision = check_action(
+            policy, principal=principal, action=interaction.action, backfill=facts, now=now
+        )
         if decision.refused and decision.rule == ApprovalExpiredError.RULE:
             raise ApprovalExpiredError("; ".join(decision.reasons))
         if decision.refused:
@@ -131,11 +152,15 @@ class InteractivityService:
 
     def _refuse(self, refusal: InteractionRefused, interaction: Interaction | None) -> dict[str, Any]:
         self.count(refusal.metric)
-        logger.warning("Slack request refused: %s", refusal, extra={
-            "refusal": type(refusal).__name__,
-            "slack_user": interaction.user_id if interaction else None,
-            "backfill_id": interaction.backfill_id if interaction else None,
-        })  # fmt: skip
+        logger.warning(
+            "Slack request refused: %s",
+            refusal,
+            extra={
+                "refusal": type(refusal).__name__,
+                "slack_user": interaction.user_id if interaction else None,
+                "backfill_id": interaction.backfill_id if interaction else None,
+            },
+        )
         if refusal.tell_user and interaction is not None and interaction.response_url:
             self._respond(interaction.response_url, ephemeral(f"Refused: {refusal}"))
         return _http(refusal.http_status, str(refusal) if refusal.tell_user else "refused")

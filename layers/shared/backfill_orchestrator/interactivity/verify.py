@@ -53,10 +53,14 @@ def verify_signature(*, signing_secret: str, body: str, headers: Mapping[str, st
         raise BadSignatureError(f"X-Slack-Request-Timestamp is not a number: {timestamp[:20]!r}")
     age = now - int(timestamp)
     if abs(age) > MAX_AGE_SECONDS:
-        raise StaleRequestError(f"request timestamp is {int(age)} s from now; at most {MAX_AGE_SECONDS} s is accepted")
+        raise StaleRequestError(
+            f"request timestamp is {int(age)} s from now; at most {MAX_AGE_SECONDS} s is accepted"
+        )
     verifier = SignatureVerifier(signing_secret=signing_secret, clock=_FixedClock(now))
     if not verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
-        raise BadSignatureError("the signature does not match the body (wrong signing secret or a changed body)")
+        raise BadSignatureError(
+            "the signature does not match the body (wrong signing secret or a changed body)"
+        )
     return signature
 
 
@@ -75,7 +79,10 @@ class ReplayGuard:
         try:
             self.dynamodb_client.put_item(
                 TableName=self.table_name,
-                Item={"id": {"S": f"slack-signature#{digest}"}, "expires_at": {"N": str(now + 2 * MAX_AGE_SECONDS)}},
+                Item={
+                    "id": {"S": f"slack-signature#{digest}"},
+                    "expires_at": {"N": str(now + 2 * MAX_AGE_SECONDS)},
+                },
                 # An item past its TTL may still be there (DynamoDB deletes lazily): it counts as gone.
                 ConditionExpression="attribute_not_exists(id) OR expires_at < :now",
                 ExpressionAttributeValues={":now": {"N": str(now)}},

@@ -60,13 +60,20 @@ class InteractivityWiring:
         self.settings = settings
         self._s3 = s3_client
         self._dynamodb = dynamodb_client
-        self._secrets = SecretReader(provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds)
+        self._secrets = SecretReader(
+            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
+        )
         self._policy = policy_source or PolicySource(
-            settings.policy_uri, ttl_seconds=settings.policy_cache_seconds, s3_client=s3_client, ssm_client=ssm_client
+            settings.policy_uri,
+            ttl_seconds=settings.policy_cache_seconds,
+            s3_client=s3_client,
+            ssm_client=ssm_client,
         )
         self._replay_guard = ReplayGuard(dynamodb_client=dynamodb_client, table_name=settings.requests_table)
         self._respond = respond or partial(post_response, allowed_prefix=settings.response_url_prefix)
-        self._groups_of = slack_groups_of or (_group_lookup(settings, self._secrets) if settings.slack_secret_id else None)
+        self._groups_of = slack_groups_of or (
+            _group_lookup(settings, self._secrets) if settings.slack_secret_id else None
+        )
         self._clock = clock or (lambda: datetime.now(UTC))
 
     @classmethod
@@ -78,20 +85,30 @@ class InteractivityWiring:
         def client(name: str) -> Any:
             return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
 
-        return cls(settings, s3_client=client("s3"), dynamodb_client=client("dynamodb"),
-                   secrets_client=client("secretsmanager"), ssm_client=client("ssm"))  # fmt: skip
+        return cls(
+            settings,
+            s3_client=client("s3"),
+            dynamodb_client=client("dynamodb"),
+            secrets_client=client("secretsmanager"),
+            ssm_client=client("ssm"),
+        )
 
     def service(self, *, count: Callable[[str], None]) -> InteractivityService:
         settings, secrets, dynamodb = self.settings, self._secrets, self._dynamodb
         return InteractivityService(
-            signing_secret=lambda: secrets.slack_signing_secret(settings.signing_secret_id).get_secret_value(),
+            signing_secret=lambda: secrets.slack_signing_secret(
+                settings.signing_secret_id
+            ).get_secret_value(),
             replay_guard=self._replay_guard,
             policy=self._policy.get,
             backfill_facts=lambda backfill_id: read_backfill_facts(
                 dynamodb_client=dynamodb, table_name=settings.status_table, backfill_id=backfill_id
             ),
             write_control=partial(
-                write_control_document, bucket=settings.config_bucket, prefix=settings.control_prefix, s3_client=self._s3
+                write_control_document,
+                bucket=settings.config_bucket,
+                prefix=settings.control_prefix,
+                s3_client=self._s3,
             ),
             respond=self._respond,
             count=count,
@@ -120,9 +137,17 @@ def _group_lookup(settings: InteractivitySettings, secrets: SecretReader) -> Gro
         if resolver is None:
             token = secrets.slack(settings.slack_secret_id or "").bot_token
             if token is None:
-                raise InteractivitySettingsError("SLACK_SECRET_ID: the policy names Slack user groups; a bot token is needed")
-            api_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
-            client = WebClient(token=token.get_secret_value(), base_url=api_url, timeout=RESPONSE_TIMEOUT_SECONDS)
+                raise InteractivitySettingsError(
+                    "SLACK_SECRET_ID: the policy names Slack user groups; a bot token is needed"
+                )
+            api_url = (
+                settings.slack_api_url
+                if settings.slack_api_url.endswith("/")
+                else settings.slack_api_url + "/"
+            )
+            client = WebClient(
+                token=token.get_secret_value(), base_url=api_url, timeout=RESPONSE_TIMEOUT_SECONDS
+            )
             resolver = SlackGroupResolver(client=client)
         return resolver.groups_of(user_id, group_ids)
 

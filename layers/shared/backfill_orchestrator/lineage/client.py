@@ -95,7 +95,9 @@ class MarquezClient:
 
     def producers(self, job: JobRef) -> list[JobRef]:
         """The jobs writing what `job` reads: its lineage one hop deep (`RunHistory`)."""
-        payload = self._get_json(LINEAGE_PATH, {"nodeId": lookup_node_id(job), "depth": "1"}, job=job, what="lineage")
+        payload = self._get_json(
+            LINEAGE_PATH, {"nodeId": lookup_node_id(job), "depth": "1"}, job=job, what="lineage"
+        )
         try:
             return upstream_producers(payload, job)
         except MalformedRunsError as error:
@@ -110,7 +112,9 @@ class MarquezClient:
         except OutOfTimeError as error:
             raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
         except requests.exceptions.RetryError as error:
-            raise MarquezUnavailableError(self.base_url, f"still failing after retries ({_reason(error)})") from None
+            raise MarquezUnavailableError(
+                self.base_url, f"still failing after retries ({_reason(error)})"
+            ) from None
         except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:
             raise MarquezUnavailableError(self.base_url, f"cannot connect ({_reason(error)})") from None
         except requests.exceptions.RequestException as error:
@@ -119,7 +123,9 @@ class MarquezClient:
         status = response.status_code
         if status == 404:
             if _message(response) in (None, _PATH_NOT_FOUND):
-                raise MarquezResponseError(self.base_url, f"404 for {path}: is this the Marquez API's base URL?")
+                raise MarquezResponseError(
+                    self.base_url, f"404 for {path}: is this the Marquez API's base URL?"
+                )
             raise UnknownJobError([job])
         if status == 429 or status >= 500:
             raise MarquezUnavailableError(self.base_url, f"answered {status} after retries")

@@ -95,7 +95,9 @@ def _job_info(node: Mapping[str, Any], index: int) -> JobInfo:
         f"graph[{index}] (a job) has no data.id namespace and name",
     )
     parent = data.get("parentJobName")
-    return JobInfo(namespace, name, parent if isinstance(parent, str) and parent else None, _airflow_dag_id(data))
+    return JobInfo(
+        namespace, name, parent if isinstance(parent, str) and parent else None, _airflow_dag_id(data)
+    )
 
 
 def _airflow_dag_id(data: Mapping[str, Any]) -> str | None:
@@ -118,14 +120,15 @@ def _edge_ends(node: Mapping[str, Any], side: str, end: str, index: int) -> list
     _require(isinstance(edges, list), f"graph[{index}].{side} is not a list")
     ends = []
     for edge in edges:
-        _require(isinstance(edge, dict) and isinstance(edge.get(end), str), f"graph[{index}].{side} has an edge without {end}")
+        _require(
+            isinstance(edge, dict) and isinstance(edge.get(end), str),
+            f"graph[{index}].{side} has an edge without {end}",
+        )
         ends.append(edge[end])
     return ends
 
 
-def parse_lineage_response(
-    payload: Any, *, start: JobKey | None, depth: int | None
-) -> LineageGraph:
+def parse_lineage_response(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageGraph:
     """A Marquez lineage response to a LineageGraph.
 
     `start` and `depth` are the query's: jobs fewer than `depth` hops from `start` are marked
@@ -141,7 +144,10 @@ def _parse(payload: Any, *, start: JobKey | None, depth: int | None) -> LineageG
     # `_edge_ends`), which says where the answer is malformed. Edge ends are looked up once,
     # straight to what the planner keeps (job keys, reader tuples): each lookup hashes a
     # string the decoder just made, a cache miss per edge on large answers.
-    _require(isinstance(payload, dict) and isinstance(payload.get("graph"), list), "no 'graph' list in the response")
+    _require(
+        isinstance(payload, dict) and isinstance(payload.get("graph"), list),
+        "no 'graph' list in the response",
+    )
     nodes: list[Any] = payload["graph"]
     ids, kinds = _ids_and_kinds(nodes)
     is_job = list(map(eq, kinds, repeat("JOB")))
@@ -281,7 +287,9 @@ _NO_EDGES: list[Any] = []  # a node without the key (never written to)
 _END = {"destination": itemgetter("destination"), "origin": itemgetter("origin")}
 
 
-def _ends_as(node: Mapping[str, Any], side: str, end: str, known: Mapping[str, Any], nodes: list[Any]) -> list[Any]:
+def _ends_as(
+    node: Mapping[str, Any], side: str, end: str, known: Mapping[str, Any], nodes: list[Any]
+) -> list[Any]:
     """`known[e]` for each end `e` of a node's edges that is in `known` (a node of the answer)."""
     edges = node.get(side, _NO_EDGES)
     try:

@@ -40,7 +40,7 @@ def split_node_id(node_id: str, *, parts: int = 3) -> tuple[str, ...]:
         found = next(delims, None)
         if found is None:
             raise NodeIdParseError(f"no delimiter Marquez accepts after {node_id[:start]!r} in {node_id}")
-        pieces.append(node_id[start:found.start()])
+        pieces.append(node_id[start : found.start()])
         start = found.end()
     pieces.append(node_id[start:])
     return tuple(pieces)

@@ -118,22 +118,34 @@ def parse_runs_response(payload: Any) -> RunPage:
     runs = []
     for index, item in enumerate(payload["runs"]):
         where = f"runs[{index}]"
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("state"), str):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("id"), str)
+            or not isinstance(item.get("state"), str)
+        ):
             raise MalformedRunsError(f"{where}: a run needs an id and a state")
         duration = item.get("durationMs")
-        if duration is not None and (not isinstance(duration, int) or isinstance(duration, bool) or duration < 0):
-            raise MalformedRunsError(f"{where}.durationMs: expected a whole number of milliseconds, got {duration!r}")
-        runs.append(JobRun(
-            run_id=item["id"],
-            state=item["state"],
-            started_at=_time(item.get("startedAt"), f"{where}.startedAt"),
-            ended_at=_time(item.get("endedAt"), f"{where}.endedAt"),
-            nominal_start=_time(item.get("nominalStartTime"), f"{where}.nominalStartTime"),
-            nominal_end=_time(item.get("nominalEndTime"), f"{where}.nominalEndTime"),
-            duration_ms=duration,
-        ))
+        if duration is not None and (
+            not isinstance(duration, int) or isinstance(duration, bool) or duration < 0
+        ):
+            raise MalformedRunsError(
+                f"{where}.durationMs: expected a whole number of milliseconds, got {duration!r}"
+            )
+        runs.append(
+            JobRun(
+                run_id=item["id"],
+                state=item["state"],
+                started_at=_time(item.get("startedAt"), f"{where}.startedAt"),
+                ended_at=_time(item.get("endedAt"), f"{where}.endedAt"),
+                nominal_start=_time(item.get("nominalStartTime"), f"{where}.nominalStartTime"),
+                nominal_end=_time(item.get("nominalEndTime"), f"{where}.nominalEndTime"),
+                duration_ms=duration,
+            )
+        )
     total = payload.get("totalCount")
-    return RunPage(runs=runs, total_count=total if isinstance(total, int) and not isinstance(total, bool) else None)
+    return RunPage(
+        runs=runs, total_count=total if isinstance(total, int) and not isinstance(total, bool) else None
+    )
 
 
 def upstream_producers(payload: Any, job: JobRef) -> list[JobRef]:
@@ -142,9 +154,13 @@ def upstream_producers(payload: Any, job: JobRef) -> list[JobRef]:
     if not isinstance(payload, dict) or not isinstance(payload.get("graph"), list):
         raise MalformedRunsError("no 'graph' list in the lineage response")
     nodes: dict[str, Mapping[str, Any]] = {
-        node["id"]: node for node in payload["graph"] if isinstance(node, dict) and isinstance(node.get("id"), str)
+        node["id"]: node
+        for node in payload["graph"]
+        if isinstance(node, dict) and isinstance(node.get("id"), str)
     }
-    start = next((node for node in nodes.values() if node.get("type") == "JOB" and _job_key(node) == job.key), None)
+    start = next(
+        (node for node in nodes.values() if node.get("type") == "JOB" and _job_key(node) == job.key), None
+    )
     if start is None:
         return []
     found: dict[tuple[str, str], None] = {}

@@ -19,7 +19,6 @@ from backfill_orchestrator.lineage_events.facts import BackfillFacts, rerun_pare
 from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id
 
 __all__ = [
-
     "BackfillFacts",
     "LineageEmitter",
     "LineageSettings",

@@ -25,7 +25,9 @@ NAMESPACE_VARIABLE = "OPENLINEAGE_NAMESPACE"
 FAILURE_METRIC = "LineageEventsFailed"
 DEFAULT_HTTP_TIMEOUT = 5.0  # seconds: a slow Marquez delays a task by at most this per event
 DEFAULT_HTTP_RETRY = {"total": 2, "backoff_factor": 0.5}  # the client's default retries 5 times
-MAX_CONSECUTIVE_FAILURES = 3  # then the emitter stops trying: a dead Marquez costs a task seconds, not minutes
+MAX_CONSECUTIVE_FAILURES = (
+    3  # then the emitter stops trying: a dead Marquez costs a task seconds, not minutes
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +51,16 @@ class LineageSettings:
         except json.JSONDecodeError as error:
             return cls(namespace=namespace, problem=f"not JSON ({error.msg} at column {error.colno})")
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            return cls(namespace=namespace, problem='expected a JSON object with a "type" (http, console, file, ...)')
+            return cls(
+                namespace=namespace, problem='expected a JSON object with a "type" (http, console, file, ...)'
+            )
         if value["type"] == "http":
-            value = {"timeout": DEFAULT_HTTP_TIMEOUT, "endpoint": "api/v1/lineage", "retry": DEFAULT_HTTP_RETRY, **value}
+            value = {
+                "timeout": DEFAULT_HTTP_TIMEOUT,
+                "endpoint": "api/v1/lineage",
+                "retry": DEFAULT_HTTP_RETRY,
+                **value,
+            }
         return cls(transport=value, namespace=namespace)
 
     @classmethod
@@ -72,10 +81,14 @@ class LineageEmitter:
     consecutive_failures: int = 0
 
     @classmethod
-    def from_settings(cls, settings: LineageSettings, *, metrics: Any = None, logger: Any = None) -> LineageEmitter:
+    def from_settings(
+        cls, settings: LineageSettings, *, metrics: Any = None, logger: Any = None
+    ) -> LineageEmitter:
         logger = logger or log
         if settings.problem:
-            logger.error("OpenLineage events are off: the transport setting is unusable: %s", settings.problem)
+            logger.error(
+                "OpenLineage events are off: the transport setting is unusable: %s", settings.problem
+            )
         client = None
         if settings.transport is not None:
             try:
@@ -83,7 +96,9 @@ class LineageEmitter:
 
                 client = OpenLineageClient(config={"transport": dict(settings.transport)})
             except Exception as error:  # a bad transport config: say so, never fail the backfill
-                logger.error("OpenLineage events are off: transport %s: %s", settings.transport.get("type"), error)
+                logger.error(
+                    "OpenLineage events are off: transport %s: %s", settings.transport.get("type"), error
+                )
                 cls._count(metrics)
         return cls(client=client, namespace=settings.namespace, metrics=metrics, logger=logger)
 
@@ -107,11 +122,17 @@ class LineageEmitter:
             self.failed += 1
             self.consecutive_failures += 1
             if self.consecutive_failures == MAX_CONSECUTIVE_FAILURES:
-                self.logger.error("OpenLineage: %d failures in a row; not sending more events from here", self.failed)
+                self.logger.error(
+                    "OpenLineage: %d failures in a row; not sending more events from here", self.failed
+                )
             self.logger.warning(
-                "OpenLineage %s event for %s/%s not sent: %s: %s", event.eventType.value, event.job.namespace,
-                event.job.name, type(error).__name__, str(error)[:300],
-            )  # fmt: skip
+                "OpenLineage %s event for %s/%s not sent: %s: %s",
+                event.eventType.value,
+                event.job.namespace,
+                event.job.name,
+                type(error).__name__,
+                str(error)[:300],
+            )
             self._count(self.metrics)
             return False
         self.sent += 1
@@ -137,9 +158,13 @@ def backfill_started(emitter: LineageEmitter, facts: BackfillFacts, *, when: dat
 
 
 def backfill_finished(
-    emitter: LineageEmitter, facts: BackfillFacts, state: FinalState, *, reason: str | None = None,
+    emitter: LineageEmitter,
+    facts: BackfillFacts,
+    state: FinalState,
+    *,
+    reason: str | None = None,
     when: datetime | None = None,
-) -> bool:  # fmt: skip
+) -> bool:
     """COMPLETE, FAIL or ABORT of the backfill run."""
     if not emitter.enabled:
         return False
@@ -165,7 +190,9 @@ def spark_steps(emitter: LineageEmitter, facts: BackfillFacts, report: RunReport
     return sum(emitter.emit(event) for event in step_events(facts, report, warehouse=warehouse))
 
 
-def dag_reruns(emitter: LineageEmitter, facts: BackfillFacts, *, step_id: str, dag_id: str, dates: dict[str, str]) -> int:
+def dag_reruns(
+    emitter: LineageEmitter, facts: BackfillFacts, *, step_id: str, dag_id: str, dates: dict[str, str]
+) -> int:
     """A DAG step's reruns (date -> rerun task state) as child runs of the backfill run."""
     if not emitter.enabled:
         return 0

@@ -28,11 +28,16 @@ MAX_PARTITIONS_LISTED = 1000  # an event stays bounded; the count is always exac
 
 def run_facet(facts: BackfillFacts) -> BackfillRunFacet:
     return BackfillRunFacet(
-        backfillId=facts.backfill_id, attempt=facts.attempt, configUri=facts.config_uri,
-        dates=[str(day) for day in facts.dates], hours=list(facts.hours) if facts.hours is not None else None,
-        feeds=list(facts.feeds) if facts.feeds is not None else None, submitter=facts.submitter,
-        traceId=facts.trace_id, producer=PRODUCER,
-    )  # fmt: skip
+        backfillId=facts.backfill_id,
+        attempt=facts.attempt,
+        configUri=facts.config_uri,
+        dates=[str(day) for day in facts.dates],
+        hours=list(facts.hours) if facts.hours is not None else None,
+        feeds=list(facts.feeds) if facts.feeds is not None else None,
+        submitter=facts.submitter,
+        traceId=facts.trace_id,
+        producer=PRODUCER,
+    )
 
 
 def parent_facet(facts: BackfillFacts) -> parent_run.ParentRunFacet:
@@ -59,11 +64,17 @@ def _job_type(job_type: str) -> job_type_job.JobTypeJobFacet:
 
 
 def _error(message: str) -> error_message_run.ErrorMessageRunFacet:
-    return error_message_run.ErrorMessageRunFacet(message=message[:2000], programmingLanguage="PYTHON", producer=PRODUCER)
+    return error_message_run.ErrorMessageRunFacet(
+        message=message[:2000], programmingLanguage="PYTHON", producer=PRODUCER
+    )
 
 
 def backfill_event(
-    facts: BackfillFacts, state: Literal["START"] | FinalState, *, when: datetime | None = None, reason: str | None = None
+    facts: BackfillFacts,
+    state: Literal["START"] | FinalState,
+    *,
+    when: datetime | None = None,
+    reason: str | None = None,
 ) -> RunEvent:
     run_facets: dict = {"backfill": run_facet(facts)}
     if reason and state in ("FAIL", "ABORT"):
@@ -120,25 +131,38 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
             continue
         run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=step.id)
         job = Job(
-            namespace=facts.namespace, name=f"{facts.backfill_id}.{step.id}",
+            namespace=facts.namespace,
+            name=f"{facts.backfill_id}.{step.id}",
             facets={"jobType": _job_type("SPARK_STEP")},
-        )  # fmt: skip
+        )
         start_facets: dict = {"parent": parent_facet(facts)}
         end_facets: dict = {"parent": parent_facet(facts)}
         if not step.succeeded:
             end_facets["errorMessage"] = _error(step.error or "step failed")
         inputs = _inputs(step, warehouse)
-        events.append(RunEvent(
-            eventType=RunState.START, eventTime=_iso(report.started_at), run=Run(runId=run_id, facets=start_facets),
-            job=job, inputs=inputs, outputs=_outputs(step, warehouse, final=False), producer=PRODUCER,
-        ))  # fmt: skip
-        events.append(RunEvent(
-            eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL, eventTime=_iso(report.finished_at),
-            run=Run(runId=run_id, facets=end_facets), job=job, inputs=inputs,
-            outputs=_outputs(step, warehouse, final=True), producer=PRODUCER,
-        ))  # fmt: skip
+        events.append(
+            RunEvent(
+                eventType=RunState.START,
+                eventTime=_iso(report.started_at),
+                run=Run(runId=run_id, facets=start_facets),
+                job=job,
+                inputs=inputs,
+                outputs=_outputs(step, warehouse, final=False),
+                producer=PRODUCER,
+            )
+        )
+        events.append(
+            RunEvent(
+                eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL,
+                eventTime=_iso(report.finished_at),
+                run=Run(runId=run_id, facets=end_facets),
+                job=job,
+                inputs=inputs,
+                outputs=_outputs(step, warehouse, final=True),
+                producer=PRODUCER,
+            )
+        )
     return events
-
 
 
 NOT_RUN_STATES = frozenset({"not run", "skipped", "removed", "upstream_failed"})
@@ -153,9 +177,10 @@ def dag_rerun_events(
     provider installed the rerun DAG's own events carry the same parent, from the conf.)"""
     events: list[RunEvent] = []
     job = Job(
-        namespace=facts.namespace, name=f"{facts.backfill_id}.{step_id}",
+        namespace=facts.namespace,
+        name=f"{facts.backfill_id}.{step_id}",
         facets={"jobType": _job_type("DAG_RERUN")},
-    )  # fmt: skip
+    )
     for day_text, state in sorted(dates.items()):
         if state in NOT_RUN_STATES:
             continue
@@ -164,18 +189,33 @@ def dag_rerun_events(
         facets: dict = {
             "parent": parent_facet(facts),
             "nominalTime": nominal_time_run.NominalTimeRunFacet(
-                nominalStartTime=start.isoformat(), nominalEndTime=(start + timedelta(days=1)).isoformat(),
+                nominalStartTime=start.isoformat(),
+                nominalEndTime=(start + timedelta(days=1)).isoformat(),
                 producer=PRODUCER,
             ),
-        }  # fmt: skip
-        run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=f"{step_id}/{day_text}")
+        }
+        run_id = step_run_id(
+            backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=f"{step_id}/{day_text}"
+        )
         end = dict(facets)
         if state != "success":
             end["errorMessage"] = _error(f"rerun of DAG {dag_id} for {day_text} ended {state}")
-        events.append(RunEvent(eventType=RunState.START, eventTime=_iso(when), run=Run(runId=run_id, facets=facets),
-                               job=job, producer=PRODUCER))  # fmt: skip
-        events.append(RunEvent(
-            eventType=RunState.COMPLETE if state == "success" else RunState.FAIL, eventTime=_iso(when),
-            run=Run(runId=run_id, facets=end), job=job, producer=PRODUCER,
-        ))  # fmt: skip
+        events.append(
+            RunEvent(
+                eventType=RunState.START,
+                eventTime=_iso(when),
+                run=Run(runId=run_id, facets=facets),
+                job=job,
+                producer=PRODUCER,
+            )
+        )
+        events.append(
+            RunEvent(
+                eventType=RunState.COMPLETE if state == "success" else RunState.FAIL,
+                eventTime=_iso(when),
+                run=Run(runId=run_id, facets=end),
+                job=job,
+                producer=PRODUCER,
+            )
+        )
     return events

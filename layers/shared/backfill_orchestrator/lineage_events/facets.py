@@ -6,7 +6,9 @@ from __future__ import annotations
 import attr
 from openlineage.client.facet_v2 import OutputDatasetFacet, RunFacet
 
-SCHEMA_BASE = "https://github.com/backfill-orchestrator/backfill-orchestrator/blob/main/docs/schemas/openlineage"
+SCHEMA_BASE = (
+    "https://github.com/backfill-orchestrator/backfill-orchestrator/blob/main/docs/schemas/openlineage"
+)
 
 
 @attr.define

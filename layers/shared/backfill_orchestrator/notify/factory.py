@@ -49,7 +49,10 @@ def build_notifier(
 
 
 def _slack(
-    settings: NotifySettings, secrets: SecretReader, metrics: MetricsSink | None, handlers: list[RetryHandler] | None
+    settings: NotifySettings,
+    secrets: SecretReader,
+    metrics: MetricsSink | None,
+    handlers: list[RetryHandler] | None,
 ) -> SlackClient | None:
     secret_id = settings.slack_secret_id
     if not secret_id:
@@ -90,7 +93,9 @@ def _pagerduty(
     )
 
 
-def _or_off(name: str, build: Callable[[], Client], *, metrics: MetricsSink | None, metric: str) -> Client | None:
+def _or_off(
+    name: str, build: Callable[[], Client], *, metrics: MetricsSink | None, metric: str
+) -> Client | None:
     """The client, or None (that channel off) when its secret cannot be read."""
     try:
         return build()

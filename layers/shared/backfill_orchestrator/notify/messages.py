@@ -116,7 +116,10 @@ def _section(markdown: str) -> SectionBlock:
 
 def _fields(pairs: Sequence[tuple[str, str]]) -> SectionBlock:
     return SectionBlock(
-        fields=[MarkdownTextObject(text=_clip(f"*{label}*\n{value}", MAX_FIELD)) for label, value in pairs[:MAX_FIELDS]]
+        fields=[
+            MarkdownTextObject(text=_clip(f"*{label}*\n{value}", MAX_FIELD))
+            for label, value in pairs[:MAX_FIELDS]
+        ]
     )
 
 
@@ -131,7 +134,12 @@ def _link_buttons(links: Sequence[tuple[str, str | None]]) -> ActionsBlock | Non
         if not url:
             continue
         if len(url) > MAX_URL:
-            log.warning("%s link left out of the Slack message: %d characters, Slack allows %d", label, len(url), MAX_URL)
+            log.warning(
+                "%s link left out of the Slack message: %d characters, Slack allows %d",
+                label,
+                len(url),
+                MAX_URL,
+            )
             continue
         buttons.append(ButtonElement(text=_clip(label, MAX_BUTTON_TEXT), url=url, action_id=f"link-{index}"))
     return ActionsBlock(elements=buttons) if buttons else None
@@ -139,7 +147,9 @@ def _link_buttons(links: Sequence[tuple[str, str | None]]) -> ActionsBlock | Non
 
 def _message(text: str, blocks: Sequence[Block | None]) -> SlackMessage:
     """`text` is already escaped; at most 50 blocks, as Slack allows."""
-    return SlackMessage(text=_clip(text, MAX_TEXT), blocks=tuple(block for block in blocks if block is not None)[:50])
+    return SlackMessage(
+        text=_clip(text, MAX_TEXT), blocks=tuple(block for block in blocks if block is not None)[:50]
+    )
 
 
 def _never_raises(builder: Callable[..., SlackMessage]) -> Callable[..., SlackMessage]:
@@ -150,7 +160,9 @@ def _never_raises(builder: Callable[..., SlackMessage]) -> Callable[..., SlackMe
         except Exception as error:  # a message is never worth failing a backfill over
             log.exception("could not build the %s Slack message", builder.__name__)
             subject = kwargs.get("backfill_id") or kwargs.get("source_uri") or "a backfill"
-            state = kwargs.get("state") or ("REJECTED" if builder.__name__ == "rejection_message" else "update")
+            state = kwargs.get("state") or (
+                "REJECTED" if builder.__name__ == "rejection_message" else "update"
+            )
             summary = f"{subject}: {state} (details could not be formatted: {type(error).__name__})"
             return SlackMessage(text=_clip(escape(summary), MAX_TEXT))
 
@@ -222,17 +234,29 @@ def backfill_message(
         if plan.warnings:
             blocks.append(_context("\n".join(f":warning: {escape(w.message)}" for w in plan.warnings[:10])))
     if plan_uri:
-        picture = plan_uri.removesuffix("plan.json") + "plan.html" if plan_uri.endswith("/plan.json") else None
+        picture = (
+            plan_uri.removesuffix("plan.json") + "plan.html" if plan_uri.endswith("/plan.json") else None
+        )
         when = ", written when the run starts" if picture_pending else ""
-        blocks.append(_context(f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`{when})" if picture else "")))
+        blocks.append(
+            _context(
+                f"Plan: `{escape(plan_uri)}`" + (f" (picture: `{escape(picture)}`{when})" if picture else "")
+            )
+        )
     if plan_page is None:
         plan_page = plan_page_url(plan_uri) if plan_uri and not picture_pending else None
-    blocks.append(_link_buttons([("Airflow run", run_url), ("Lineage (Marquez)", lineage_url), ("Plan picture", plan_page)]))
+    blocks.append(
+        _link_buttons(
+            [("Airflow run", run_url), ("Lineage (Marquez)", lineage_url), ("Plan picture", plan_page)]
+        )
+    )
     return _message(escape(f"{title} ({backfill_id}, {dates})"), blocks)
 
 
 @_never_raises
-def rejection_message(*, source_uri: str, issues: Sequence[ConfigIssue], name: str | None = None) -> SlackMessage:
+def rejection_message(
+    *, source_uri: str, issues: Sequence[ConfigIssue], name: str | None = None
+) -> SlackMessage:
     """An invalid config: every located error (the first MAX_LISTED_ERRORS)."""
     shown = [
         _clip(f"• `{escape(issue.location)}`: {escape(issue.message)}", ERROR_LINE)
@@ -252,18 +276,28 @@ def rejection_message(*, source_uri: str, issues: Sequence[ConfigIssue], name: s
 
 
 @_never_raises
-def already_known_message(*, backfill_id: str, state: str, source_uri: str, run_url: str | None) -> SlackMessage:
+def already_known_message(
+    *, backfill_id: str, state: str, source_uri: str, run_url: str | None
+) -> SlackMessage:
     text = (
         f"`{escape(source_uri)}` is the same config as backfill `{escape(backfill_id)}`, which is already known "
         f"(status *{escape(state)}*). Nothing new was triggered; to run it again, change its `name`."
     )
-    blocks = [_section(f"{STATE_EMOJI.get(state, '')} {text}".strip()), _link_buttons([("Airflow run", run_url)])]
+    blocks = [
+        _section(f"{STATE_EMOJI.get(state, '')} {text}".strip()),
+        _link_buttons([("Airflow run", run_url)]),
+    ]
     return _message(escape(f"Already known: {backfill_id} ({state})"), blocks)
 
 
 @_never_raises
 def status_message(
-    *, backfill_id: str, state: str, detail: str | None = None, run_url: str | None = None, plan_page: str | None = None
+    *,
+    backfill_id: str,
+    state: str,
+    detail: str | None = None,
+    run_url: str | None = None,
+    plan_page: str | None = None,
 ) -> SlackMessage:
     """A later update in the backfill's thread (DAG progress, success, failure). `plan_page`:
     the plan picture's link (`plan_page_url`), for the RUNNING reply of the run that wrote it."""

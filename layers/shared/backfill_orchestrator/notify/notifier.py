@@ -72,7 +72,9 @@ class Notifier:
                 self.remember_thread(backfill_id, posted.channel, posted.ts)
                 if self._store is not None:
                     # Another component may have started the thread meanwhile: reply to that one from now on.
-                    stored_ts = self._store.set_slack_thread(backfill_id, channel=posted.channel, ts=posted.ts)
+                    stored_ts = self._store.set_slack_thread(
+                        backfill_id, channel=posted.channel, ts=posted.ts
+                    )
                     self._threads[backfill_id] = (posted.channel, stored_ts)
             return True
         except (SlackError, StatusStoreError) as error:
@@ -99,7 +101,9 @@ class Notifier:
             return None
         try:
             thread_channel, thread_ts = self._thread(backfill_id, record)
-            posted = self._slack.post(message, channel=thread_channel or channel or self._default_channel, thread_ts=thread_ts)
+            posted = self._slack.post(
+                message, channel=thread_channel or channel or self._default_channel, thread_ts=thread_ts
+            )
             if posted is None or thread_ts or not self._slack.supports_threads:
                 return None
             self.remember_thread(backfill_id, posted.channel, posted.ts)
@@ -156,11 +160,16 @@ class Notifier:
             return False
         pagerduty = self._pagerduty
         return self._pagerduty_call(
-            "resolve", lambda: pagerduty.resolve(dedup_key=backfill_id), backfill_id=backfill_id, incident_open=False
+            "resolve",
+            lambda: pagerduty.resolve(dedup_key=backfill_id),
+            backfill_id=backfill_id,
+            incident_open=False,
         )
 
     # -- internals ---------------------------------------------------------------------
-    def _pagerduty_call(self, action: str, send: Callable[[], None], *, backfill_id: str, incident_open: bool) -> bool:
+    def _pagerduty_call(
+        self, action: str, send: Callable[[], None], *, backfill_id: str, incident_open: bool
+    ) -> bool:
         try:
             send()
         except PagerDutyError as error:

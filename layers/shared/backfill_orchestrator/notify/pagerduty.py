@@ -53,7 +53,11 @@ class PagerDutyClient:
         custom_details: dict[str, Any] | None = None,
         links: list[dict[str, str]] | None = None,
     ) -> None:
-        payload: dict[str, Any] = {"summary": summary[:MAX_SUMMARY], "source": self._source, "severity": severity}
+        payload: dict[str, Any] = {
+            "summary": summary[:MAX_SUMMARY],
+            "source": self._source,
+            "severity": severity,
+        }
         for key, value in (
             ("component", component),
             ("group", group),
@@ -62,7 +66,11 @@ class PagerDutyClient:
         ):
             if value:
                 payload[key] = value
-        event: dict[str, Any] = {"event_action": "trigger", "dedup_key": dedup_key[:MAX_DEDUP_KEY], "payload": payload}
+        event: dict[str, Any] = {
+            "event_action": "trigger",
+            "dedup_key": dedup_key[:MAX_DEDUP_KEY],
+            "payload": payload,
+        }
         if links:
             event["links"] = links
         self._send(event)

@@ -116,7 +116,9 @@ class SlackClient(ABC):
     supports_threads: bool = False
 
     @abstractmethod
-    def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
+    def post(
+        self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None
+    ) -> PostedMessage | None:
         """Post; the posted message's channel and ts when the transport reports them."""
 
 
@@ -143,7 +145,9 @@ class SlackWebApi(SlackClient):
             logger=_sdk_logger(token),
         )
 
-    def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
+    def post(
+        self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None
+    ) -> PostedMessage | None:
         if not channel:
             raise SlackError("no Slack channel: set SLACK_CHANNEL or the config's notify.slack_channel")
         self._fit_deadline()
@@ -157,14 +161,17 @@ class SlackWebApi(SlackClient):
             )
         except SlackApiError as error:
             reason = error.response.get("error") if isinstance(error.response.data, dict) else None
-            raise SlackError(f"chat.postMessage refused: {reason or 'unknown error'} (HTTP {error.response.status_code})") from None
+            raise SlackError(
+                f"chat.postMessage refused: {reason or 'unknown error'} (HTTP {error.response.status_code})"
+            ) from None
         except Exception as error:  # urllib's errors may quote the request; say only what kind
             raise SlackError(f"Slack unreachable: {type(error).__name__}") from None
         ts = answer.get("ts")
         if not isinstance(ts, str) or not ts:
-            raise SlackError("chat.postMessage answered ok without a message ts: the thread cannot be continued")
+            raise SlackError(
+                "chat.postMessage answered ok without a message ts: the thread cannot be continued"
+            )
         return PostedMessage(channel=answer.get("channel") or channel, ts=ts)
-
 
     def _fit_deadline(self) -> None:
         """Within a deadline (`backfill_orchestrator.deadline`: the trigger's message goes out
@@ -185,7 +192,11 @@ class SlackWebhook(SlackClient):
     """An incoming webhook; its channel is fixed when the webhook is created."""
 
     def __init__(
-        self, *, url: SecretStr, handlers: list[RetryHandler] | None = None, timeout: int = DEFAULT_TIMEOUT_SECONDS
+        self,
+        *,
+        url: SecretStr,
+        handlers: list[RetryHandler] | None = None,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
     ):
         self._client = WebhookClient(
             url=url.get_secret_value(),
@@ -194,9 +205,13 @@ class SlackWebhook(SlackClient):
             logger=_sdk_logger(url),
         )
 
-    def post(self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None) -> PostedMessage | None:
+    def post(
+        self, message: SlackMessage, *, channel: str | None, thread_ts: str | None = None
+    ) -> PostedMessage | None:
         try:
-            response = self._client.send(text=message.text, blocks=message.sendable_blocks(), unfurl_links=False)
+            response = self._client.send(
+                text=message.text, blocks=message.sendable_blocks(), unfurl_links=False
+            )
         except Exception as error:  # the webhook URL is the secret: never quote the error
             raise SlackError(f"Slack webhook unreachable: {type(error).__name__}") from None
         if response.status_code != 200:

@@ -53,10 +53,17 @@ __all__ = [
 _LAZY = {
     "build_plan": "build",
     **dict.fromkeys(
-        ("CATALOG_ENV", "CatalogEntry", "CatalogError", "CatalogUnavailableError", "InvalidCatalogError", "JobCatalog",
-         "StepTarget"),
+        (
+            "CATALOG_ENV",
+            "CatalogEntry",
+            "CatalogError",
+            "CatalogUnavailableError",
+            "InvalidCatalogError",
+            "JobCatalog",
+            "StepTarget",
+        ),
         "catalog",
-    ),  # fmt: skip
+    ),
 }
 
 

@@ -65,7 +65,9 @@ def build_plan(
     UnreadableDownstreamError, LineageCycleError, StepConflictError, NotPlannableError);
     lineage errors (MarquezUnavailableError, ...) pass through."""
     with paused_gc():
-        return _build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog, today=today, now=now)
+        return _build_plan(
+            config, backfill_id=backfill_id, lineage=lineage, catalog=catalog, today=today, now=now
+        )
 
 
 def _build_plan(
@@ -78,7 +80,9 @@ def _build_plan(
     now: datetime | None,
 ) -> Plan:
     if config.mode != "batch" or not config.jobs:
-        raise NotPlannableError(f"{config.name}: mode {config.mode} has no jobs to plan; only batch configs have a plan")
+        raise NotPlannableError(
+            f"{config.name}: mode {config.mode} has no jobs to plan; only batch configs have a plan"
+        )
     catalog = catalog if catalog is not None else JobCatalog.empty()
     now = now or datetime.now(UTC)
     today = today or datetime.now(UTC).date()
@@ -124,7 +128,9 @@ def _build_plan(
                     if step_of[later] != step:
                         through_excluded.setdefault(step_of[later], set()).add(step)
         if warn_cut and planned_hops[job] == max_depth:
-            cut_readers = [reach.keys[r] for r in reach.readers[job] if step_of[r] < 0 and reach.keys[r] not in excluded]
+            cut_readers = [
+                reach.keys[r] for r in reach.readers[job] if step_of[r] < 0 and reach.keys[r] not in excluded
+            ]
             cut_readers += [key for key in reach.beyond.get(job, ()) if key not in excluded]
             if cut_readers:
                 cut[reach.keys[job]] = cut_readers
@@ -169,7 +175,9 @@ def _build_plan(
             "hours": hours,
             "feeds": feeds,
             "reason": "root" if step in root_steps else "downstream",
-            "upstream": sorted([ids[parent] for parent in order_upstream[step]]) if order_upstream[step] else [],
+            "upstream": sorted([ids[parent] for parent in order_upstream[step]])
+            if order_upstream[step]
+            else [],
         }
 
     head = {
@@ -203,7 +211,13 @@ class _Steps:
         self.step_of: list[int] = [-1] * len(keys)  # job number -> step number, -1: not planned
 
     def add_all(self, planned: Iterable[int]) -> None:
-        keys, jobs, target_for, number, step_of = self._keys, self._jobs, self._catalog.target_for, self.number, self.step_of
+        keys, jobs, target_for, number, step_of = (
+            self._keys,
+            self._jobs,
+            self._catalog.target_for,
+            self.number,
+            self.step_of,
+        )
         ids, targets, members = self.ids, self.targets, self.members
         for job in planned:
             key = keys[job]
@@ -236,7 +250,9 @@ class _Steps:
         """The job a step stands for: the DAG's job for airflow_dag steps (task jobs collapse
         into it), the lineage job itself for spark steps."""
         members = self.members[step]
-        namespace, name = self._keys[members[0]] if len(members) == 1 else min(self._keys[job] for job in members)
+        namespace, name = (
+            self._keys[members[0]] if len(members) == 1 else min(self._keys[job] for job in members)
+        )
         target = self.targets[step]
         return (namespace, target.dag_id if target.kind == "airflow_dag" else name)
 
@@ -312,7 +328,9 @@ def _exclusions(
         if job.key in reach.number:
             reason = "downstream.exclude: downstream of the roots, not rerun"
         else:
-            reason = f"downstream.exclude: not downstream of the roots within max_depth {max_depth}; no effect"
+            reason = (
+                f"downstream.exclude: not downstream of the roots within max_depth {max_depth}; no effect"
+            )
         out.append({"job": job.model_dump(), "reason": reason})
     if len(planned) < len(reach.keys):
         planned_keys = {reach.keys[job] for job in planned}
@@ -336,20 +354,24 @@ def _warnings(
     if downstream.enabled:
         for job in downstream.exclude:
             if job.key in roots:
-                out.append({
-                    "code": "root_excluded",
-                    "message": f"{job} is both a root (jobs) and in downstream.exclude; it is planned as a root",
-                    "jobs": [job.model_dump()],
-                })
+                out.append(
+                    {
+                        "code": "root_excluded",
+                        "message": f"{job} is both a root (jobs) and in downstream.exclude; it is planned as a root",
+                        "jobs": [job.model_dump()],
+                    }
+                )
     if cut:
         where = sorted(cut)
         beyond = sorted({reader for readers in cut.values() for reader in readers})
-        out.append({
-            "code": "max_depth_reached",
-            "message": (
-                f"downstream.max_depth {max_depth} cut the walk after {_names(where)}: "
-                f"not planned beyond it: {_names(beyond)}. Raise max_depth to include them"
-            ),
-            "jobs": [_job(key) for key in where],
-        })
+        out.append(
+            {
+                "code": "max_depth_reached",
+                "message": (
+                    f"downstream.max_depth {max_depth} cut the walk after {_names(where)}: "
+                    f"not planned beyond it: {_names(beyond)}. Raise max_depth to include them"
+                ),
+                "jobs": [_job(key) for key in where],
+            }
+        )
     return out

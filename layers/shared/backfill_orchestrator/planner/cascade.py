@@ -45,7 +45,9 @@ def cascade_dates(
                 key = (days, window)
                 found = widened.get(key)
                 if found is None:
-                    spread = frozenset(day + shift for day in days for shift in range(window) if day + shift <= last)
+                    spread = frozenset(
+                        day + shift for day in days for shift in range(window) if day + shift <= last
+                    )
                     found = widened[key] = distinct.setdefault(spread, spread)
                 days = found
             if step in root_steps:

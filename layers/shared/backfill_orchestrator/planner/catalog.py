@@ -133,16 +133,23 @@ class JobCatalog:
     def parse(cls, data: bytes | str | dict[str, Any], *, source: str | None = None) -> JobCatalog:
         """YAML/JSON text or a parsed mapping to a catalog; raises InvalidCatalogError."""
         document = parse_validated(
-            data, _CatalogDocument, error=InvalidCatalogError, max_bytes=MAX_CATALOG_BYTES, source=source,
-            issue=_issue, model_checks=lambda parsed: _cross_entry_issues(parsed.jobs),
-        )  # fmt: skip
+            data,
+            _CatalogDocument,
+            error=InvalidCatalogError,
+            max_bytes=MAX_CATALOG_BYTES,
+            source=source,
+            issue=_issue,
+            model_checks=lambda parsed: _cross_entry_issues(parsed.jobs),
+        )
         return cls(document.jobs, source=source)
 
     @classmethod
     def load(cls, location: str, *, s3_client: Any = None) -> JobCatalog:
         """A file path or an `s3://bucket/key` URI. Raises CatalogUnavailableError or InvalidCatalogError."""
         try:
-            data = documents.read_bytes(location, max_bytes=MAX_CATALOG_BYTES, over_limit="keep", s3_client=s3_client)
+            data = documents.read_bytes(
+                location, max_bytes=MAX_CATALOG_BYTES, over_limit="keep", s3_client=s3_client
+            )
         except documents.DocumentError as error:
             raise CatalogUnavailableError(f"catalog {error}") from None
         return cls.parse(data, source=location)
@@ -161,7 +168,9 @@ class JobCatalog:
             entry = self._entries.get((job.namespace, job.parent_job_name))
         return entry
 
-    def entry_for_step(self, *, namespace: str, name: str, kind: StepKind, step_id: str) -> CatalogEntry | None:
+    def entry_for_step(
+        self, *, namespace: str, name: str, kind: StepKind, step_id: str
+    ) -> CatalogEntry | None:
         """The entry a plan step came from: the step's job's own, else the one naming its
         transform (spark) or DAG (airflow_dag) in the same namespace."""
         entry = self._entries.get((namespace, name))
@@ -170,7 +179,11 @@ class JobCatalog:
         for candidate in self._entries.values():
             if candidate.namespace != namespace or candidate.kind != kind:
                 continue
-            named = (candidate.transform or candidate.name) if kind == "spark" else (candidate.dag_id or candidate.name)
+            named = (
+                (candidate.transform or candidate.name)
+                if kind == "spark"
+                else (candidate.dag_id or candidate.name)
+            )
             if named == step_id:
                 return candidate
         return None
@@ -211,7 +224,12 @@ def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:
     step_kinds: dict[str, tuple[StepKind, int]] = {}
     for index, entry in enumerate(entries):
         if entry.key in first_index:
-            issues.append(ConfigIssue(f"jobs[{index}]", f"duplicate of jobs[{first_index[entry.key]}] ({entry.namespace}/{entry.name})"))
+            issues.append(
+                ConfigIssue(
+                    f"jobs[{index}]",
+                    f"duplicate of jobs[{first_index[entry.key]}] ({entry.namespace}/{entry.name})",
+                )
+            )
             continue
         first_index[entry.key] = index
         if entry.kind == "spark":
@@ -220,9 +238,11 @@ def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:
             step_id, field = entry.dag_id or entry.name, "dag_id" if entry.dag_id else "name"
         other = step_kinds.setdefault(step_id, (entry.kind, index))
         if other[0] != entry.kind:
-            issues.append(ConfigIssue(
-                f"jobs[{index}].{field}",
-                f"{step_id!r} is the step id of jobs[{other[1]}] (kind {other[0]}) too; "
-                "a spark transform and an airflow_dag DAG must not share a name",
-            ))
+            issues.append(
+                ConfigIssue(
+                    f"jobs[{index}].{field}",
+                    f"{step_id!r} is the step id of jobs[{other[1]}] (kind {other[0]}) too; "
+                    "a spark transform and an airflow_dag DAG must not share a name",
+                )
+            )
     return issues

@@ -34,10 +34,15 @@ def plan_model(head: dict[str, Any], waves: list[list[dict[str, Any]]]) -> Plan:
     field order, `job` as `{"namespace", "name"}`. The step dicts become the models' own."""
     jobs = [step["job"] for steps in waves for step in steps]
     if not _job_names_valid(jobs):
-        return Plan.model_validate({**head, "waves": [{"index": index, "steps": steps} for index, steps in enumerate(waves)]})
+        return Plan.model_validate(
+            {**head, "waves": [{"index": index, "steps": steps} for index, steps in enumerate(waves)]}
+        )
     for step, job in zip((step for steps in waves for step in steps), jobs, strict=True):
         step["job"] = _trusted(JobRef, job)
-    built = [_trusted(Wave, {"index": index, "steps": [_trusted(PlanStep, step) for step in steps]}) for index, steps in enumerate(waves)]
+    built = [
+        _trusted(Wave, {"index": index, "steps": [_trusted(PlanStep, step) for step in steps]})
+        for index, steps in enumerate(waves)
+    ]
     return Plan.model_validate({**head, "waves": []}).model_copy(update={"waves": built})
 
 
@@ -47,7 +52,9 @@ def _job_names_valid(jobs: list[dict[str, str]]) -> bool:
     return all(map(_NON_BLANK, texts)) and max(map(len, texts), default=0) <= _MAX_NAME
 
 
-_FIELDS_SET: dict[type[BaseModel], set[str]] = {model: set(model.model_fields) for model in (JobRef, PlanStep, Wave)}
+_FIELDS_SET: dict[type[BaseModel], set[str]] = {
+    model: set(model.model_fields) for model in (JobRef, PlanStep, Wave)
+}
 
 
 def _trusted(model: type[BaseModel], fields: dict[str, Any]) -> BaseModel:

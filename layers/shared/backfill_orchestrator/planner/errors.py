@@ -17,7 +17,9 @@ class UnknownRootJobError(PlanRefusedError):
         self.jobs = list(jobs)
         names = ", ".join(str(job) for job in self.jobs)
         plural = "s" if len(self.jobs) > 1 else ""
-        super().__init__(f"unknown root job{plural}: Marquez has no job {names} (namespace/name); check jobs in the config")
+        super().__init__(
+            f"unknown root job{plural}: Marquez has no job {names} (namespace/name); check jobs in the config"
+        )
 
 
 class UnaddressableRootJobError(PlanRefusedError):
@@ -28,7 +30,9 @@ class UnaddressableRootJobError(PlanRefusedError):
         self.jobs = list(jobs)
         self.locations = list(locations)
         self.location = self.locations[0]
-        located = "; ".join(f"{location}: {reason}" for location, reason in zip(self.locations, reasons, strict=True))
+        located = "; ".join(
+            f"{location}: {reason}" for location, reason in zip(self.locations, reasons, strict=True)
+        )
         super().__init__(f"{located}. Start the backfill from jobs whose namespace Marquez can address")
 
 

@@ -56,6 +56,6 @@ def _one_cycle(stuck: set[str], upstream: Mapping[str, Iterable[str]]) -> list[s
         position[node] = len(trail)
         trail.append(node)
         node = min(parent for parent in upstream[node] if parent in stuck)
-    cycle = list(reversed(trail[position[node]:]))
+    cycle = list(reversed(trail[position[node] :]))
     first = cycle.index(min(cycle))  # start at the smallest id: the same cycle reads the same way
     return cycle[first:] + cycle[:first]

@@ -43,7 +43,10 @@ def plan_rounds(plan: Plan) -> list[Round]:
     reruns: list[int] = []
     for step in plan.steps:
         index = max(
-            (index_of[parent] + (0 if kinds[parent] == "spark" and step.kind == "spark" else 1) for parent in step.upstream),
+            (
+                index_of[parent] + (0 if kinds[parent] == "spark" and step.kind == "spark" else 1)
+                for parent in step.upstream
+            ),
             default=0,
         )
         index_of[step.id] = index
@@ -57,6 +60,11 @@ def plan_rounds(plan: Plan) -> list[Round]:
             dags[index].append(step.id)
             reruns[index] += len(step.dates)
     return [
-        Round(index=index, spark_step_ids=tuple(spark[index]), dag_step_ids=tuple(dags[index]), dag_reruns=reruns[index])
+        Round(
+            index=index,
+            spark_step_ids=tuple(spark[index]),
+            dag_step_ids=tuple(dags[index]),
+            dag_reruns=reruns[index],
+        )
         for index in range(len(reruns))
     ]

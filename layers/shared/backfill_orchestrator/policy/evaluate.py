@@ -27,7 +27,9 @@ AWAITING_APPROVAL = "AWAITING_APPROVAL"
 ACTION_STATES: dict[str, frozenset[str]] = {
     "approve": frozenset({AWAITING_APPROVAL}),
     "reject": frozenset({AWAITING_APPROVAL}),
-    "cancel": frozenset({AWAITING_APPROVAL, "RECEIVED", "PLANNED", "QUEUED", "TRIGGERED", "RUNNING", "CANCELLED"}),
+    "cancel": frozenset(
+        {AWAITING_APPROVAL, "RECEIVED", "PLANNED", "QUEUED", "TRIGGERED", "RUNNING", "CANCELLED"}
+    ),
     "retry": frozenset({"FAILED", "CANCELLED"}),
 }
 HOURS_PER_DAY = 24
@@ -56,14 +58,18 @@ class Decision:
 
     def raise_if_refused(self) -> None:
         if self.refused:
-            raise PolicyDeniedError("; ".join(self.reasons), rule=self.rule or "policy", location=self.location)
+            raise PolicyDeniedError(
+                "; ".join(self.reasons), rule=self.rule or "policy", location=self.location
+            )
 
 
 ALLOWED = Decision(Verdict.ALLOWED)
 
 
 def _refused(reason: str, *, rule: str) -> Decision:
-    return Decision(Verdict.REFUSED, (reason,), rule=rule, issues=(ConfigIssue(ROOT, f"{reason} (policy rule: {rule})"),))
+    return Decision(
+        Verdict.REFUSED, (reason,), rule=rule, issues=(ConfigIssue(ROOT, f"{reason} (policy rule: {rule})"),)
+    )
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,9 @@ class SubmittedJob:
 def jobs_of_plan(plan: Plan) -> list[SubmittedJob]:
     """Every job the plan rewrites: its roots (`jobs[i]`, in the config's order) then each
     downstream step's job."""
-    jobs = [SubmittedJob(root.namespace, root.name, f"jobs[{index}]") for index, root in enumerate(plan.roots)]
+    jobs = [
+        SubmittedJob(root.namespace, root.name, f"jobs[{index}]") for index, root in enumerate(plan.roots)
+    ]
     roots = {job.key for job in jobs}
     for step in plan.steps:
         key = f"{step.job.namespace}/{step.job.name}"
@@ -109,7 +117,9 @@ class PlanFacts:
         cls, plan: Plan, *, estimated_cost_usd: float | None = None, estimated_bytes: int | None = None
     ) -> PlanFacts:
         """Partitions: per step, its days times its hours (24 for a whole day)."""
-        partitions = sum(len(step.dates) * (len(step.hours) if step.hours else HOURS_PER_DAY) for step in plan.steps)
+        partitions = sum(
+            len(step.dates) * (len(step.hours) if step.hours else HOURS_PER_DAY) for step in plan.steps
+        )
         namespaces = {root.namespace for root in plan.roots} | {step.job.namespace for step in plan.steps}
         return cls(
             partitions=partitions,
@@ -173,7 +183,9 @@ def _scope(grants: Sequence[Grant]) -> str:
 
 
 # -- decisions ------------------------------------------------------------------------------
-def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Sequence[SubmittedJob]) -> Decision:
+def check_submit(
+    policy: Policy | None, *, principal: Principal | None, jobs: Sequence[SubmittedJob]
+) -> Decision:
     """May `principal` submit a backfill rewriting `jobs` (roots and downstream)?
 
     A root outside the submitter's `submit` scope is refused. A downstream job outside it
@@ -182,7 +194,9 @@ def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Se
     if policy is None:
         return ALLOWED
     if principal is None:
-        return _refused("the uploader's identity is unknown; the policy allows only named principals", rule="grants")
+        return _refused(
+            "the uploader's identity is unknown; the policy allows only named principals", rule="grants"
+        )
     submitters = _with(grants_of(policy, principal), "submit")
     if not submitters:
         return _refused(f"no grant gives {principal.display} the submit permission", rule="grants")
@@ -208,14 +222,21 @@ def check_submit(policy: Policy | None, *, principal: Principal | None, jobs: Se
     if refusals:
         location, _, rule = refusals[0]
         return Decision(
-            Verdict.REFUSED, tuple(f"{where}: {why}" for where, why, _ in refusals), rule=rule, location=location,
+            Verdict.REFUSED,
+            tuple(f"{where}: {why}" for where, why, _ in refusals),
+            rule=rule,
+            location=location,
             issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why, rule in refusals),
-        )  # fmt: skip
+        )
     if approvals:
         rule = "downstream_outside_scope: approve"
-        return Decision(Verdict.NEEDS_APPROVAL, tuple(f"{where}: {why}" for where, why in approvals), rule=rule,
-                        approvers=tuple(approvers),
-                        issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why in approvals))  # fmt: skip
+        return Decision(
+            Verdict.NEEDS_APPROVAL,
+            tuple(f"{where}: {why}" for where, why in approvals),
+            rule=rule,
+            approvers=tuple(approvers),
+            issues=tuple(ConfigIssue(where, f"{why} (policy rule: {rule})") for where, why in approvals),
+        )
     return ALLOWED
 
 
@@ -228,7 +249,12 @@ def needs_approval(policy: Policy | None, facts: PlanFacts) -> list[str]:
     checks = (
         ("partitions", facts.partitions, limits.max_partitions, "max_partitions"),
         ("downstream jobs", facts.downstream_jobs, limits.max_downstream_jobs, "max_downstream_jobs"),
-        ("estimated cost (USD)", facts.estimated_cost_usd, limits.max_estimated_cost_usd, "max_estimated_cost_usd"),
+        (
+            "estimated cost (USD)",
+            facts.estimated_cost_usd,
+            limits.max_estimated_cost_usd,
+            "max_estimated_cost_usd",
+        ),
         ("estimated bytes", facts.estimated_bytes, limits.max_bytes, "max_bytes"),
     )
     for what, value, limit, rule in checks:
@@ -297,8 +323,11 @@ def check_action(
     now = now or datetime.now(UTC)
     if backfill.state not in ACTION_STATES[action]:
         allowed = ", ".join(sorted(ACTION_STATES[action]))
-        return Decision(Verdict.REFUSED, (f"cannot {action} {backfill.backfill_id} in state {backfill.state} "
-                                    f"(only in {allowed})",), rule="state")  # fmt: skip
+        return Decision(
+            Verdict.REFUSED,
+            (f"cannot {action} {backfill.backfill_id} in state {backfill.state} (only in {allowed})",),
+            rule="state",
+        )
     if policy is None:
         return ALLOWED
     permission: Permission = "approve" if action in ("approve", "reject") else action
@@ -310,27 +339,43 @@ def check_action(
         grants = [g for g in grants if all(_covers(g, job) for job in backfill.jobs)]
         scope_note = f"the jobs {', '.join(backfill.jobs)}" if backfill.jobs else "any job"
     if not grants and not granted:
-        return Decision(Verdict.REFUSED, (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
-                        rule=f"grants: {permission}")  # fmt: skip
+        return Decision(
+            Verdict.REFUSED,
+            (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
+            rule=f"grants: {permission}",
+        )
     if action == "approve":
         if backfill.submitter is None:
-            return Decision(Verdict.REFUSED, ("the submitter is not recorded, so a second person cannot be told apart",),
-                            rule="four_eyes")  # fmt: skip
+            return Decision(
+                Verdict.REFUSED,
+                ("the submitter is not recorded, so a second person cannot be told apart",),
+                rule="four_eyes",
+            )
         if _same_person(policy, principal, backfill.submitter):
-            return Decision(Verdict.REFUSED, (f"{principal.display} submitted {backfill.backfill_id} "
-                                        f"({backfill.submitter.display}); another person must approve",),
-                            rule="four_eyes")  # fmt: skip
+            return Decision(
+                Verdict.REFUSED,
+                (
+                    f"{principal.display} submitted {backfill.backfill_id} "
+                    f"({backfill.submitter.display}); another person must approve",
+                ),
+                rule="four_eyes",
+            )
         if backfill.approval_requested_at is not None:
             expires = approval_expires_at(policy, backfill.approval_requested_at)
             if expires is not None and now > expires:
-                return Decision(Verdict.REFUSED, (f"the approval request expired at {expires.isoformat()}; "
-                                            "submit the backfill again",), rule="approval.expires_after_hours")  # fmt: skip
+                return Decision(
+                    Verdict.REFUSED,
+                    (f"the approval request expired at {expires.isoformat()}; submit the backfill again",),
+                    rule="approval.expires_after_hours",
+                )
     return ALLOWED
 
 
 def _same_person(policy: Policy, first: Principal, second: Principal) -> bool:
     # Names alone would not do: two people may act under one role (different sessions).
-    if first.display == second.display or (first.slack_user is not None and first.slack_user == second.slack_user):
+    if first.display == second.display or (
+        first.slack_user is not None and first.slack_user == second.slack_user
+    ):
         return True
     person = person_of(policy, first)
     return person is not None and person == person_of(policy, second)

@@ -78,7 +78,8 @@ class Grant(_PolicyModel):
     aws: list[Glob] = Field(default_factory=list, description="IAM role/user names (globs)")
     slack_users: list[SlackUser] = Field(default_factory=list)
     slack_groups: list[SlackGroup] = Field(
-        default_factory=list, description="Slack user group ids (members looked up with usergroups.users.list)"
+        default_factory=list,
+        description="Slack user group ids (members looked up with usergroups.users.list)",
     )
     permissions: Annotated[list[Permission], Field(min_length=1)]
     jobs: list[JobGlob] = Field(

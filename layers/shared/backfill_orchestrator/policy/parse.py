@@ -34,26 +34,40 @@ def _cross_issues(policy: Policy) -> list[ConfigIssue]:
     seen_grants: dict[str, int] = {}
     for index, grant in enumerate(policy.grants):
         if grant.name in seen_grants:
-            issues.append(ConfigIssue(f"grants[{index}].name", f"duplicate of grants[{seen_grants[grant.name]}].name"))
+            issues.append(
+                ConfigIssue(f"grants[{index}].name", f"duplicate of grants[{seen_grants[grant.name]}].name")
+            )
         seen_grants.setdefault(grant.name, index)
         for position, member in enumerate(grant.members):
             if member not in policy.people:
                 known = ", ".join(sorted(policy.people)) or "none defined"
-                issues.append(ConfigIssue(f"grants[{index}].members[{position}]", f"unknown person {member!r} (people: {known})"))
+                issues.append(
+                    ConfigIssue(
+                        f"grants[{index}].members[{position}]", f"unknown person {member!r} (people: {known})"
+                    )
+                )
     slack_owner: dict[str, str] = {}
     for name, person in policy.people.items():
         if person.slack_user is None:
             continue
         if person.slack_user in slack_owner:
-            issues.append(ConfigIssue(
-                f"people.{name}.slack_user", f"{person.slack_user} is already people.{slack_owner[person.slack_user]}"
-            ))
+            issues.append(
+                ConfigIssue(
+                    f"people.{name}.slack_user",
+                    f"{person.slack_user} is already people.{slack_owner[person.slack_user]}",
+                )
+            )
         slack_owner.setdefault(person.slack_user, name)
     return issues
 
 
 def parse_policy(data: bytes | str | dict[str, Any], *, source: str | None = None) -> Policy:
     return parse_validated(
-        data, Policy, error=InvalidPolicyError, max_bytes=MAX_POLICY_BYTES, source=source,
-        issue=_issue, model_checks=_cross_issues,
-    )  # fmt: skip
+        data,
+        Policy,
+        error=InvalidPolicyError,
+        max_bytes=MAX_POLICY_BYTES,
+        source=source,
+        issue=_issue,
+        model_checks=_cross_issues,
+    )

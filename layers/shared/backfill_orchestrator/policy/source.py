@@ -26,7 +26,7 @@ DEFAULT_TTL_SECONDS = 60
 def read_policy(uri: str, *, s3_client: Any = None, ssm_client: Any = None) -> Policy:
     """Read and validate the policy at `uri`; InvalidPolicyError or PolicyUnavailableError."""
     if uri.startswith(SSM_SCHEME):
-        name = uri[len(SSM_SCHEME):]
+        name = uri[len(SSM_SCHEME) :]
         if ssm_client is None:
             raise PolicyUnavailableError(f"{uri}: no SSM client to read the policy parameter with")
         try:

@@ -19,57 +19,93 @@ NO_EFFECT = "no effect"
 
 def entries_of(plan: Plan, catalog: JobCatalog) -> dict[str, CatalogEntry | None]:
     return {
-        step.id: catalog.entry_for_step(namespace=step.job.namespace, name=step.job.name, kind=step.kind, step_id=step.id)
+        step.id: catalog.entry_for_step(
+            namespace=step.job.namespace, name=step.job.name, kind=step.kind, step_id=step.id
+        )
         for step in plan.steps
     }
 
 
 def catalog_findings(
-    config: BackfillConfig, plan: Plan, catalog: JobCatalog, entries: dict[str, CatalogEntry | None], limits: PreflightLimits
+    config: BackfillConfig,
+    plan: Plan,
+    catalog: JobCatalog,
+    entries: dict[str, CatalogEntry | None],
+    limits: PreflightLimits,
 ) -> list[Finding]:
     if len(catalog) == 0:
         if limits.require_catalog:
-            return [Finding("catalog_required", "<catalog>", "this deployment requires a job catalog; none was given", "refusal")]
+            return [
+                Finding(
+                    "catalog_required",
+                    "<catalog>",
+                    "this deployment requires a job catalog; none was given",
+                    "refusal",
+                )
+            ]
         return [
             Finding(
-                "no_catalog", f"steps.{step.id}",
+                "no_catalog",
+                f"steps.{step.id}",
                 "no job catalog: its date window is unknown (1 day assumed) and its feeds are not checked",
             )
             for step in plan.steps
         ]
     findings = [
-        Finding("not_in_catalog", f"steps.{step_id}", "not in the job catalog: window 1 day assumed, feeds not checked")
+        Finding(
+            "not_in_catalog",
+            f"steps.{step_id}",
+            "not in the job catalog: window 1 day assumed, feeds not checked",
+        )
         for step_id, entry in entries.items()
         if entry is None
     ]
-    declared = {step_id: set(entry.feeds) for step_id, entry in entries.items() if entry is not None and entry.feeds}
+    declared = {
+        step_id: set(entry.feeds) for step_id, entry in entries.items() if entry is not None and entry.feeds
+    }
     for step_id, entry in entries.items():
         if config.feeds is not None and entry is not None and not entry.feeds:
-            findings.append(Finding(
-                "no_declared_feeds", f"steps.{step_id}",
-                f"the catalog declares no feeds for {entry.namespace}/{entry.name}; feeds are not checked for it",
-            ))
+            findings.append(
+                Finding(
+                    "no_declared_feeds",
+                    f"steps.{step_id}",
+                    f"the catalog declares no feeds for {entry.namespace}/{entry.name}; feeds are not checked for it",
+                )
+            )
     if config.feeds is not None and declared:
         known = set().union(*declared.values())
         for index, feed in enumerate(config.feeds):
             if feed not in known:
-                findings.append(Finding(
-                    "unknown_feed", f"feeds[{index}]",
-                    f"unknown feed {feed!r}{suggestion(feed, known)} (no planned job declares it)", "refusal",
-                ))
+                findings.append(
+                    Finding(
+                        "unknown_feed",
+                        f"feeds[{index}]",
+                        f"unknown feed {feed!r}{suggestion(feed, known)} (no planned job declares it)",
+                        "refusal",
+                    )
+                )
                 continue
             lacking = sorted(step_id for step_id, feeds in declared.items() if feed not in feeds)
             if lacking:
-                findings.append(Finding(
-                    "feed_not_declared", f"feeds[{index}]", f"feed {feed!r} is not declared by {', '.join(lacking)}"
-                ))
+                findings.append(
+                    Finding(
+                        "feed_not_declared",
+                        f"feeds[{index}]",
+                        f"feed {feed!r} is not declared by {', '.join(lacking)}",
+                    )
+                )
     if config.hours is not None:
-        daily = sorted(step_id for step_id, entry in entries.items() if entry is not None and entry.grain == "day")
+        daily = sorted(
+            step_id for step_id, entry in entries.items() if entry is not None and entry.grain == "day"
+        )
         if daily:
-            findings.append(Finding(
-                "hours_on_daily_steps", "hours",
-                f"{', '.join(daily)} write whole days (grain day): hours do not narrow what they rewrite",
-            ))
+            findings.append(
+                Finding(
+                    "hours_on_daily_steps",
+                    "hours",
+                    f"{', '.join(daily)} write whole days (grain day): hours do not narrow what they rewrite",
+                )
+            )
     return findings
 
 
@@ -81,14 +117,23 @@ def plan_findings(config: BackfillConfig, plan: Plan) -> list[Finding]:
         if NO_EFFECT in exclusion.reason:
             index = next((i for i, job in enumerate(exclude) if job.key == exclusion.job.key), None)
             where = f"downstream.exclude[{index}]" if index is not None else "downstream.exclude"
-            findings.append(Finding("exclusion_matches_nothing", where, f"{exclusion.job}: {exclusion.reason}"))
+            findings.append(
+                Finding("exclusion_matches_nothing", where, f"{exclusion.job}: {exclusion.reason}")
+            )
     for warning in plan.warnings:
-        findings.append(Finding(warning.code, "jobs" if warning.code == "root_excluded" else "downstream", warning.message))
+        findings.append(
+            Finding(
+                warning.code, "jobs" if warning.code == "root_excluded" else "downstream", warning.message
+            )
+        )
     if config.effective_downstream.enabled and len(plan.steps) == len({job.key for job in config.jobs or []}):
-        findings.append(Finding(
-            "nothing_downstream", "jobs",
-            "the roots have no downstream jobs in Marquez: only the roots rerun (is lineage emitted for their readers?)",
-        ))
+        findings.append(
+            Finding(
+                "nothing_downstream",
+                "jobs",
+                "the roots have no downstream jobs in Marquez: only the roots rerun (is lineage emitted for their readers?)",
+            )
+        )
     return findings
 
 
@@ -102,7 +147,8 @@ def runtime_findings(plan: Plan, step_seconds: dict[str, float], limits: Preflig
     ]
     return [
         Finding(
-            "over_runtime_limit", "plan",
+            "over_runtime_limit",
+            "plan",
             f"round {index + 1}: its Spark steps are expected to take {_hours(seconds)}, over the Spark job's time limit "
             f"of {_hours(limits.spark_timeout_seconds)} (SPARK_TIMEOUT_SECONDS, the DAG's [backfill] spark_timeout_seconds): "
             "split the dates into several backfills or raise the limit",

@@ -17,11 +17,17 @@ DEFAULT_MAX_JOBS = 512
 
 class RecentDurations:
     def __init__(
-        self, *, ttl_seconds: float, max_jobs: int = DEFAULT_MAX_JOBS, timer: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl_seconds: float,
+        max_jobs: int = DEFAULT_MAX_JOBS,
+        timer: Callable[[], float] = time.monotonic,
     ):
         if ttl_seconds <= 0 or max_jobs < 1:
             raise ValueError(f"ttl_seconds must be > 0 and max_jobs >= 1, got {ttl_seconds}, {max_jobs}")
-        self._figures: TTLCache[tuple[str, str], float | None] = TTLCache(maxsize=max_jobs, ttl=ttl_seconds, timer=timer)
+        self._figures: TTLCache[tuple[str, str], float | None] = TTLCache(
+            maxsize=max_jobs, ttl=ttl_seconds, timer=timer
+        )
         self._lock = threading.Lock()
 
     def lookup(self, key: tuple[str, str]) -> tuple[bool, float | None]:

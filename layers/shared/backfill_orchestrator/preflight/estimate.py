@@ -29,7 +29,11 @@ def step_partitions(step: PlanStep, entry: CatalogEntry | None) -> Figure:
     hourly = entry is not None and entry.grain == "hour"
     hours = (len(step.hours) if step.hours is not None else 24) if hourly else 1
     known = entry is not None and feeds is not None
-    return Figure(len(step.dates) * hours * (len(feeds) if feeds else 1), "measured" if known else "assumed", "partitions")
+    return Figure(
+        len(step.dates) * hours * (len(feeds) if feeds else 1),
+        "measured" if known else "assumed",
+        "partitions",
+    )
 
 
 def _wanted(step: PlanStep, lookback_days: int) -> set[str]:
@@ -65,13 +69,18 @@ def read_inputs(
         missing = [day for day in step.dates if day.isoformat() not in found_days]
         where = f"steps.{step.id}.inputs[{index}]"
         if missing and len(missing) == len(step.dates):
-            findings.append(Finding(
-                "nothing_to_reprocess", where,
-                f"{table.location}: no input partitions for any selected date and feed: nothing to reprocess",
-                "refusal" if root else "warning",
-            ))
+            findings.append(
+                Finding(
+                    "nothing_to_reprocess",
+                    where,
+                    f"{table.location}: no input partitions for any selected date and feed: nothing to reprocess",
+                    "refusal" if root else "warning",
+                )
+            )
         elif missing:
-            findings.append(Finding("missing_inputs", where, f"{table.location}: {missing_dates_message(step, missing)}"))
+            findings.append(
+                Finding("missing_inputs", where, f"{table.location}: {missing_dates_message(step, missing)}")
+            )
     return Figure(total, "measured", "bytes"), findings
 
 
@@ -108,7 +117,9 @@ def estimate_plan(
     rounds = plan_rounds(plan)
     vcpus, memory_gb = limits.profile_sizes.get(config.effective_spark.profile, (0, 0))
     hours = spark_seconds / 3600
-    cost = hours * (vcpus * limits.prices.get("vcpu_hour", 0.0) + memory_gb * limits.prices.get("gb_hour", 0.0))
+    cost = hours * (
+        vcpus * limits.prices.get("vcpu_hour", 0.0) + memory_gb * limits.prices.get("gb_hour", 0.0)
+    )
     estimate = Estimate(
         steps=steps,
         dag_reruns=Figure(sum(round_.dag_reruns for round_ in rounds), "measured", "reruns"),

@@ -96,11 +96,14 @@ def upstream_findings(
     unchecked: list[str] = []
     checked = list(producers.values())
     if len(checked) > limits.upstream_max_jobs:
-        findings.append(Finding(
-            "upstream_check_capped", "jobs",
-            f"the roots have {len(checked)} upstream producers; only the first {limits.upstream_max_jobs} were checked "
-            "(UPSTREAM_CHECK_MAX_JOBS)",
-        ))
+        findings.append(
+            Finding(
+                "upstream_check_capped",
+                "jobs",
+                f"the roots have {len(checked)} upstream producers; only the first {limits.upstream_max_jobs} were checked "
+                "(UPSTREAM_CHECK_MAX_JOBS)",
+            )
+        )
         checked = checked[: limits.upstream_max_jobs]
     earliest = min(days)
     for producer, index in checked:
@@ -119,10 +122,13 @@ def upstream_findings(
                 f"{'no run' if reason == NO_RUN else f'latest run {reason}'} for {compact_dates(stale[reason])}"
                 for reason in sorted(stale)
             )
-            findings.append(Finding(
-                "stale_upstream", f"jobs[{index}]",
-                f"upstream {producer} (it writes what {roots[index]} reads): {why}"
-                + ("; refused: fresh upstream is required" if required else ""),
-                "refusal" if required else "warning",
-            ))
+            findings.append(
+                Finding(
+                    "stale_upstream",
+                    f"jobs[{index}]",
+                    f"upstream {producer} (it writes what {roots[index]} reads): {why}"
+                    + ("; refused: fresh upstream is required" if required else ""),
+                    "refusal" if required else "warning",
+                )
+            )
     return findings, unchecked

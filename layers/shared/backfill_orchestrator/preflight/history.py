@@ -73,7 +73,10 @@ def measured_seconds_per_date(
     if missing:
         with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(missing)))) as pool:
             # Each read runs in a copy of this context: the invocation's deadline applies there too.
-            futures = {key: pool.submit(contextvars.copy_context().run, per_date, job) for key, job in missing.items()}
+            futures = {
+                key: pool.submit(contextvars.copy_context().run, per_date, job)
+                for key, job in missing.items()
+            }
             read = {key: future.result() for key, future in futures.items()}
         if cache is not None:
             for key, seconds in read.items():

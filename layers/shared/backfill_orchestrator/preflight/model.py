@@ -49,7 +49,11 @@ class StepEstimate:
     seconds: Figure
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"step": self.step_id, "partitions": self.partitions.as_dict(), "seconds": self.seconds.as_dict()}
+        out = {
+            "step": self.step_id,
+            "partitions": self.partitions.as_dict(),
+            "seconds": self.seconds.as_dict(),
+        }
         if self.bytes_to_read is not None:
             out["bytes_to_read"] = self.bytes_to_read.as_dict()
         return out
@@ -108,7 +112,9 @@ class Verdict:
             "refusals": [str(f) for f in self.refusals[:20]],
             "warnings": [str(f) for f in self.warnings[:20]],
             "unchecked": self.unchecked[:10],
-            "estimate": self.estimate.as_dict() | {"steps": self.estimate.as_dict()["steps"][:20]} if self.estimate else None,
+            "estimate": self.estimate.as_dict() | {"steps": self.estimate.as_dict()["steps"][:20]}
+            if self.estimate
+            else None,
         }
 
 

@@ -24,7 +24,11 @@ def size(count: float) -> str:
 
 def duration(seconds: float) -> str:
     minutes = round(seconds / 60)
-    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{max(minutes, 1) if seconds else 0} min"
+    return (
+        f"{minutes // 60} h {minutes % 60} min"
+        if minutes >= 60
+        else f"{max(minutes, 1) if seconds else 0} min"
+    )
 
 
 def _figure(figure: dict[str, Any], text: str) -> str:
@@ -52,13 +56,21 @@ def estimate_text(plan: Plan) -> str:
     lines = [
         "estimate:",
         f"  partitions to rewrite: {int(estimate['partitions'])}"
-        + (" (assumed)" if any(e["partitions"]["basis"] == "assumed" for e in estimate["steps"]) else " (measured)"),
-        "  bytes to read: " + (
-            "not listed" if estimate["bytes_to_read"] is None else f"{size(estimate['bytes_to_read'])} (measured)"
+        + (
+            " (assumed)"
+            if any(e["partitions"]["basis"] == "assumed" for e in estimate["steps"])
+            else " (measured)"
+        ),
+        "  bytes to read: "
+        + (
+            "not listed"
+            if estimate["bytes_to_read"] is None
+            else f"{size(estimate['bytes_to_read'])} (measured)"
         ),
         "  " + _figure(estimate["dag_reruns"], f"DAG reruns: {int(estimate['dag_reruns']['value'])}"),
         "  " + _figure(estimate["rounds"], f"rounds: {int(estimate['rounds']['value'])}"),
-        "  " + _figure(estimate["cost"], f"cost: ${estimate['cost']['value']:.2f} ({plan.spark_profile} profile)"),
+        "  "
+        + _figure(estimate["cost"], f"cost: ${estimate['cost']['value']:.2f} ({plan.spark_profile} profile)"),
     ]
     lines += [f"  {step}: {step_estimate_text(entry)}" for step, entry in _step_estimates(plan).items()]
     return "\n".join(lines) + "\n"
@@ -69,7 +81,11 @@ def estimate_line(estimate: dict[str, Any]) -> str:
     steps = estimate.get("steps", [])
     seconds = sum(step["seconds"]["value"] for step in steps)
     basis = "assumed" if any(step["seconds"]["basis"] == "assumed" for step in steps) else "measured"
-    read = "inputs not listed" if estimate.get("bytes_to_read") is None else f"reads {size(estimate['bytes_to_read'])}"
+    read = (
+        "inputs not listed"
+        if estimate.get("bytes_to_read") is None
+        else f"reads {size(estimate['bytes_to_read'])}"
+    )
     return (
         f"{int(estimate['partitions'])} partitions, {read}, {int(estimate['dag_reruns']['value'])} DAG reruns, "
         f"~{duration(seconds)} of steps ({basis}), ${estimate['cost']['value']:.2f} ({estimate['cost']['basis']})"
@@ -91,7 +107,9 @@ def render_mermaid(plan: Plan) -> str:
         lines += [f'    {_node(step)}["{_label(step).replace(chr(34), chr(39))}"]' for step in wave.steps]
         lines.append("  end")
     by_id = {step.id: step for step in plan.steps}
-    lines += [f"  {_node(by_id[parent])} --> {_node(step)}" for step in plan.steps for parent in step.upstream]
+    lines += [
+        f"  {_node(by_id[parent])} --> {_node(step)}" for step in plan.steps for parent in step.upstream
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +120,9 @@ def render_dot(plan: Plan) -> str:
         lines += [f"    {_node(step)} [label={json.dumps(_label(step))}];" for step in wave.steps]
         lines.append("  }")
     by_id = {step.id: step for step in plan.steps}
-    lines += [f"  {_node(by_id[parent])} -> {_node(step)};" for step in plan.steps for parent in step.upstream]
+    lines += [
+        f"  {_node(by_id[parent])} -> {_node(step)};" for step in plan.steps for parent in step.upstream
+    ]
     return "\n".join(lines) + "\n}\n"
 
 
@@ -137,7 +157,9 @@ def render_html(plan: Plan) -> str:
     if plan.estimate:
         parts.append(f"<h2>Estimate</h2><pre>{esc(estimate_text(plan))}</pre>")
     if plan.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w.message)}</li>" for w in plan.warnings) + "</ul>")
+        parts.append(
+            "<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w.message)}</li>" for w in plan.warnings) + "</ul>"
+        )
     parts.append("</body></html>\n")
     return "".join(parts)
 

@@ -76,7 +76,11 @@ def run_preflight(
             if marquez_errors_raise and (required or strict):
                 raise
             if marquez_errors_raise:
-                findings.append(Finding("upstream_not_checked", "jobs", f"upstream freshness could not be checked: {error}"))
+                findings.append(
+                    Finding(
+                        "upstream_not_checked", "jobs", f"upstream freshness could not be checked: {error}"
+                    )
+                )
             else:
                 not_checked.append(f"upstream freshness ({error})")
         try:
@@ -93,7 +97,9 @@ def run_preflight(
         )
     except WarehouseUnavailableError as error:
         not_checked.append(f"input partitions and bytes to read ({error})")
-        estimate, input_findings = estimate_plan(config, plan, entries, limits, lister=None, seconds_per_date=measured)
+        estimate, input_findings = estimate_plan(
+            config, plan, entries, limits, lister=None, seconds_per_date=measured
+        )
     findings += input_findings
     findings += runtime_findings(plan, {step.step_id: step.seconds.value for step in estimate.steps}, limits)
     return _verdict(findings, not_checked, estimate, strict)
@@ -101,7 +107,10 @@ def run_preflight(
 
 def _verdict(findings: list[Finding], unchecked: list[str], estimate, strict: bool) -> Verdict:  # noqa: ANN001
     if strict:
-        findings = [replace(f, severity="refusal", message=f"{f.message} (strict)") if f.severity == "warning" else f for f in findings]
+        findings = [
+            replace(f, severity="refusal", message=f"{f.message} (strict)") if f.severity == "warning" else f
+            for f in findings
+        ]
     return Verdict(findings=findings, unchecked=unchecked, estimate=estimate)
 
 
@@ -128,8 +137,16 @@ def preflight_plan(
     if history is not None and known_producers:
         history = KnownProducers(history, known_producers)
     verdict = run_preflight(
-        config, plan=plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict,
-        unchecked=unchecked, marquez_errors_raise=marquez_errors_raise, durations=durations,
+        config,
+        plan=plan,
+        catalog=catalog,
+        limits=limits,
+        lister=lister,
+        history=history,
+        strict=strict,
+        unchecked=unchecked,
+        marquez_errors_raise=marquez_errors_raise,
+        durations=durations,
     )
     known = {(warning.code, warning.message) for warning in plan.warnings}
     added = [
@@ -156,8 +173,15 @@ def checked_plan(
     PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
     `run_preflight`)."""
     verdict, plan = preflight_plan(
-        config, plan, catalog=catalog, limits=limits, lister=lister, history=history, marquez_errors_raise=True,
-        known_producers=known_producers, durations=durations,
+        config,
+        plan,
+        catalog=catalog,
+        limits=limits,
+        lister=lister,
+        history=history,
+        marquez_errors_raise=True,
+        known_producers=known_producers,
+        durations=durations,
     )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)
@@ -188,15 +212,28 @@ def preflight_config(
     if config.mode != "batch":
         return Verdict(unchecked=[*not_checked, f"nothing to plan for mode {config.mode}"]), None
     if lineage is None:
-        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+        return run_preflight(
+            config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
+        ), None
     try:
         plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
     except PlanRefusedError as error:
         location = getattr(error, "location", None) or "jobs"
-        return Verdict(findings=[Finding("plan_refused", location, str(error), "refusal")], unchecked=not_checked), None
+        return Verdict(
+            findings=[Finding("plan_refused", location, str(error), "refusal")], unchecked=not_checked
+        ), None
     except LineageError as error:
         not_checked.append(f"lineage ({error})")
-        return run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked), None
+        return run_preflight(
+            config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
+        ), None
     return preflight_plan(
-        config, plan, catalog=catalog, limits=limits, lister=lister, history=history, strict=strict, unchecked=not_checked
+        config,
+        plan,
+        catalog=catalog,
+        limits=limits,
+        lister=lister,
+        history=history,
+        strict=strict,
+        unchecked=not_checked,
     )

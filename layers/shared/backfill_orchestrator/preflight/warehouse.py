@@ -36,7 +36,9 @@ class StoredFile:
     def partition(self) -> Partition:
         values = dict(part.split("=", 1) for part in self.relative.split("/")[:-1] if "=" in part)
         hour = values.get("hour")
-        return Partition(values.get("day"), int(hour) if hour and hour.isdigit() else None, values.get("feed"))
+        return Partition(
+            values.get("day"), int(hour) if hour and hour.isdigit() else None, values.get("feed")
+        )
 
 
 Lister = Callable[[str], list[StoredFile]]  # table location -> its files
@@ -58,7 +60,11 @@ def warehouse_lister(warehouse_uri: str, *, s3_client: Any = None) -> Lister:
         else:
             folder = documents.local_path(prefix_uri)
             found = (
-                [StoredFile(p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*") if p.is_file()]
+                [
+                    StoredFile(p.relative_to(folder).as_posix(), p.stat().st_size)
+                    for p in folder.rglob("*")
+                    if p.is_file()
+                ]
                 if folder.is_dir()
                 else []
             )
@@ -76,9 +82,13 @@ def _list_s3(prefix_uri: str, s3_client: Any) -> list[StoredFile]:
     found: list[StoredFile] = []
     try:
         for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            found += [StoredFile(item["Key"][len(prefix):], int(item["Size"])) for item in page.get("Contents", [])]
+            found += [
+                StoredFile(item["Key"][len(prefix) :], int(item["Size"])) for item in page.get("Contents", [])
+            ]
             if len(found) > MAX_LISTED_OBJECTS:
-                raise WarehouseUnavailableError(f"{prefix_uri}: more than {MAX_LISTED_OBJECTS} objects; not listed")
+                raise WarehouseUnavailableError(
+                    f"{prefix_uri}: more than {MAX_LISTED_OBJECTS} objects; not listed"
+                )
     except WarehouseUnavailableError:
         raise
     except Exception as error:  # botocore raises many types; the caller needs one

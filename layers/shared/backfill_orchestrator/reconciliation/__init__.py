@@ -27,7 +27,25 @@ from backfill_orchestrator.reconciliation.rules import (
 )
 
 __all__ = [
-    "Check", "InFlightPlansError", "InvalidRulesError", "MeasureDiff", "Mismatch", "ReconciliationRules",
-    "ReconciliationReport", "RulesUnavailableError", "TableNode", "TableRules", "Tolerance", "backfill_configs", "explain",
-    "in_flight_ids", "in_flight_plans", "load_rules", "parse_rules", "plan_uri", "render_yaml", "reported", "split_covered",
+    "Check",
+    "InFlightPlansError",
+    "InvalidRulesError",
+    "MeasureDiff",
+    "Mismatch",
+    "ReconciliationRules",
+    "ReconciliationReport",
+    "RulesUnavailableError",
+    "TableNode",
+    "TableRules",
+    "Tolerance",
+    "backfill_configs",
+    "explain",
+    "in_flight_ids",
+    "in_flight_plans",
+    "load_rules",
+    "parse_rules",
+    "plan_uri",
+    "render_yaml",
+    "reported",
+    "split_covered",
 ]

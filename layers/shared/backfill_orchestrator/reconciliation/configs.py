@@ -21,7 +21,9 @@ MAX_DESCRIPTION = 500
 NAME_PREFIX = "recon"
 
 
-def _selection(mismatches: list[Mismatch]) -> tuple[tuple[date, ...], tuple[int, ...] | None, tuple[str, ...] | None]:
+def _selection(
+    mismatches: list[Mismatch],
+) -> tuple[tuple[date, ...], tuple[int, ...] | None, tuple[str, ...] | None]:
     days = tuple(sorted({m.day for m in mismatches}))
     hours = tuple(sorted({m.hour for m in mismatches if m.hour is not None}))
     feeds = tuple(sorted({m.feed for m in mismatches if m.feed is not None}))
@@ -81,7 +83,9 @@ def backfill_configs(
             f"partitions of {', '.join(tables)} on {compact_dates(days)}; report: {report_uri}"
         )
         if len(reason) > MAX_DESCRIPTION:  # keep the link whole: shorten the findings instead
-            reason = f"reason: reconciliation on {checked_on.isoformat()}; report: {report_uri}"[:MAX_DESCRIPTION]
+            reason = f"reason: reconciliation on {checked_on.isoformat()}; report: {report_uri}"[
+                :MAX_DESCRIPTION
+            ]
         document: dict[str, Any] = {
             "version": 1,
             "name": config_name(checked_on=checked_on, jobs=jobs, document_core=core),

@@ -76,12 +76,14 @@ def _rewrites_by_step(plans: Sequence[Plan]) -> dict[str, list[_Rewrite]]:
     by_step: dict[str, list[_Rewrite]] = {}
     for plan in plans:
         for step in plan.steps:
-            by_step.setdefault(step.id, []).append(_Rewrite(
-                backfill_id=plan.backfill_id,
-                days=frozenset(step.dates),
-                hours=None if step.hours is None else frozenset(step.hours),
-                feeds=None if step.feeds is None else frozenset(step.feeds),
-            ))
+            by_step.setdefault(step.id, []).append(
+                _Rewrite(
+                    backfill_id=plan.backfill_id,
+                    days=frozenset(step.dates),
+                    hours=None if step.hours is None else frozenset(step.hours),
+                    feeds=None if step.feeds is None else frozenset(step.feeds),
+                )
+            )
     return by_step
 
 
@@ -94,7 +96,9 @@ def split_covered(
     uncovered: list[Mismatch] = []
     covered: dict[Mismatch, str] = {}
     for mismatch in sorted(mismatches):
-        rewrite = next((r for r in by_step.get(nodes[mismatch.table].step_id, ()) if r.covers(mismatch)), None)
+        rewrite = next(
+            (r for r in by_step.get(nodes[mismatch.table].step_id, ()) if r.covers(mismatch)), None
+        )
         if rewrite is None:
             uncovered.append(mismatch)
         else:

@@ -16,7 +16,12 @@ from backfill_orchestrator.status.listing import ListFilter, list_backfills
 
 # RECEIVED too: the trigger records TRIGGERED after the DAG run exists, so an attempt that died
 # in between leaves a run going under a RECEIVED record (its plan.json is there; none: skipped).
-IN_FLIGHT_STATES = (BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.TRIGGERED, BackfillState.RUNNING)
+IN_FLIGHT_STATES = (
+    BackfillState.RECEIVED,
+    BackfillState.PLANNED,
+    BackfillState.TRIGGERED,
+    BackfillState.RUNNING,
+)
 MAX_IN_FLIGHT = 200  # per state; more than this in flight is an incident of its own
 MAX_PLAN_BYTES = 16 * 1024 * 1024
 
@@ -37,7 +42,12 @@ def in_flight_ids(*, dynamodb_client: Any, table_name: str) -> list[str]:
     try:
         for state in IN_FLIGHT_STATES:
             where = ListFilter(state=state, limit=MAX_IN_FLIGHT)
-            ids += [record.backfill_id for record in list_backfills(dynamodb_client=dynamodb_client, table_name=table_name, where=where)]
+            ids += [
+                record.backfill_id
+                for record in list_backfills(
+                    dynamodb_client=dynamodb_client, table_name=table_name, where=where
+                )
+            ]
     except ServiceError as error:
         raise InFlightPlansError(f"cannot list the backfills in flight: {error}") from None
     return sorted(set(ids))

@@ -81,7 +81,13 @@ def reported(
 ) -> ReportedMismatch:
     role = "in_flight" if in_flight else "explained" if explained_by else "root"
     return ReportedMismatch(
-        table=mismatch.table, job=job, day=mismatch.day, hour=mismatch.hour, feed=mismatch.feed,
+        table=mismatch.table,
+        job=job,
+        day=mismatch.day,
+        hour=mismatch.hour,
+        feed=mismatch.feed,
         diffs=[ReportedDiff(check=d.check, expected=d.expected, actual=d.actual) for d in mismatch.diffs],
-        role=role, explained_by=explained_by, in_flight=in_flight,
+        role=role,
+        explained_by=explained_by,
+        in_flight=in_flight,
     )

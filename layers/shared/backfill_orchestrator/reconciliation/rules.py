@@ -72,7 +72,9 @@ class Check(_Strict):
     def _arguments_fit_the_measure(self) -> Check:
         if self.measure == "sum" and (self.column is None or self.columns is not None):
             raise ValueError("sum takes `column` (and no `columns`)")
-        if self.measure in ("distinct_keys", "checksum") and (self.columns is None or self.column is not None):
+        if self.measure in ("distinct_keys", "checksum") and (
+            self.columns is None or self.column is not None
+        ):
             raise ValueError(f"{self.measure} takes `columns` (and no `column`)")
         if self.measure == "row_count" and (self.column is not None or self.columns is not None):
             raise ValueError("row_count takes neither `column` nor `columns`")
@@ -127,15 +129,21 @@ class ReconciliationRules(_Strict):
 def parse_rules(data: bytes | str | dict[str, Any], *, source: str | None = None) -> ReconciliationRules:
     """YAML/JSON text or a parsed mapping to rules; raises InvalidRulesError with every issue."""
     return parse_validated(
-        data, ReconciliationRules, error=InvalidRulesError, max_bytes=MAX_RULES_BYTES, source=source,
+        data,
+        ReconciliationRules,
+        error=InvalidRulesError,
+        max_bytes=MAX_RULES_BYTES,
+        source=source,
         model_checks=_duplicate_tables,
-    )  # fmt: skip
+    )
 
 
 def load_rules(location: str, *, s3_client: Any = None) -> ReconciliationRules:
     """A path or an `s3://bucket/key` URI. Raises RulesUnavailableError or InvalidRulesError."""
     try:
-        data = documents.read_bytes(location, max_bytes=MAX_RULES_BYTES, over_limit="keep", s3_client=s3_client)
+        data = documents.read_bytes(
+            location, max_bytes=MAX_RULES_BYTES, over_limit="keep", s3_client=s3_client
+        )
     except documents.DocumentError as error:
         raise RulesUnavailableError(str(error)) from None
     return parse_rules(data, source=location)
@@ -146,7 +154,11 @@ def _duplicate_tables(rules: ReconciliationRules) -> list[ConfigIssue]:
     issues = []
     for index, table in enumerate(rules.tables):
         if table.table in first:
-            issues.append(ConfigIssue(f"tables[{index}].table", f"duplicate of tables[{first[table.table]}] ({table.table})"))
+            issues.append(
+                ConfigIssue(
+                    f"tables[{index}].table", f"duplicate of tables[{first[table.table]}] ({table.table})"
+                )
+            )
         first.setdefault(table.table, index)
     return issues
 

@@ -36,21 +36,29 @@ def reconciliation_message(
     roots = [m for m in report.mismatches_listed if m.role == "root"]
     blocks = [
         _header(title),
-        _fields([
-            ("Tables checked", str(len(report.tables))),
-            ("Mismatches", str(report.mismatches_found)),
-            ("Already in flight", str(report.mismatches_in_flight)),
-            ("Configs submitted", str(len(submitted))),
-        ]),
+        _fields(
+            [
+                ("Tables checked", str(len(report.tables))),
+                ("Mismatches", str(report.mismatches_found)),
+                ("Already in flight", str(report.mismatches_in_flight)),
+                ("Configs submitted", str(len(submitted))),
+            ]
+        ),
     ]
-    found = [f"`{escape(t.table)}` ({escape(t.job)}): {t.mismatches} of {t.partitions_compared}" for t in report.tables if t.mismatches]
+    found = [
+        f"`{escape(t.table)}` ({escape(t.job)}): {t.mismatches} of {t.partitions_compared}"
+        for t in report.tables
+        if t.mismatches
+    ]
     if found:
         blocks.append(_section("*Found*\n" + "\n".join(found)))
     if roots:
         by_table: dict[str, list] = {}
         for mismatch in roots:
             by_table.setdefault(mismatch.table, []).append(mismatch.day)
-        lines = [f"`{escape(table)}` on {escape(compact_dates(days))}" for table, days in sorted(by_table.items())]
+        lines = [
+            f"`{escape(table)}` on {escape(compact_dates(days))}" for table, days in sorted(by_table.items())
+        ]
         blocks.append(_section("*Broken at the root*\n" + "\n".join(lines[:MAX_LISTED])))
     if submitted:
         lines = [

@@ -114,11 +114,16 @@ def _decode(raw: bytes) -> tuple[str | None, str | None]:
         return None, f"invalid_json: {error.msg} at column {error.colno}"
     bad = _SQS_FORBIDDEN.search(text)
     if bad:
-        return None, f"invalid_characters: U+{ord(bad.group()):04X} at column {bad.start() + 1} is not allowed by SQS"
+        return (
+            None,
+            f"invalid_characters: U+{ord(bad.group()):04X} at column {bad.start() + 1} is not allowed by SQS",
+        )
     return text, None
 
 
-def read_object(s3: Any, *, bucket: str, key: str, max_line_bytes: int, start_line: int = 1) -> Iterator[ArchivedMessage]:
+def read_object(
+    s3: Any, *, bucket: str, key: str, max_line_bytes: int, start_line: int = 1
+) -> Iterator[ArchivedMessage]:
     """Messages of one object from line `start_line` on; blank lines are skipped."""
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"]

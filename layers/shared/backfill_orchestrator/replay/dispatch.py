@@ -46,7 +46,9 @@ def plan_replay(config: BackfillConfig, *, targets: Mapping[str, str]) -> list[R
     return split_tasks(config)
 
 
-def queue_tasks(tasks: list[ReplayTask], *, sqs: Any, queue_url: str, sender_options: dict[str, Any] | None = None) -> int:
+def queue_tasks(
+    tasks: list[ReplayTask], *, sqs: Any, queue_url: str, sender_options: dict[str, Any] | None = None
+) -> int:
     """Send every task to the replay-tasks queue; returns how many were sent."""
     messages = []
     for index, task in enumerate(tasks):
@@ -60,6 +62,8 @@ def queue_tasks(tasks: list[ReplayTask], *, sqs: Any, queue_url: str, sender_opt
         except (SendIncompleteError, TargetQueueError) as error:
             raise QueueTasksError(f"queueing replay tasks on {queue_url}: {error}") from error
         if outcome.rejected:
-            raise QueueTasksError(f"SQS refused replay task {outcome.rejected[0].position.key}: {outcome.rejected[0].reason}")
+            raise QueueTasksError(
+                f"SQS refused replay task {outcome.rejected[0].position.key}: {outcome.rejected[0].reason}"
+            )
         sent += len(outcome.sent)
     return sent

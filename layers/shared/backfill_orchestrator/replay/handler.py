@@ -55,4 +55,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         with logger.append_context_keys(message_id=record.message_id):
             return worker.process_record(record, remaining=remaining)
 
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

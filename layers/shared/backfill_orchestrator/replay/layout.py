@@ -39,7 +39,9 @@ class ArchiveLayout:
                 f"archive layout {template!r}: unknown placeholder(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(PLACEHOLDERS))}"
             )
-        if any(spec or conversion for _, name, spec, conversion in string.Formatter().parse(template) if name):
+        if any(
+            spec or conversion for _, name, spec, conversion in string.Formatter().parse(template) if name
+        ):
             raise ArchiveLayoutError(f"archive layout {template!r}: placeholders take no format spec")
         named = set(fields)
         has_day = "date" in named or {"yyyy", "mm", "dd"} <= named

@@ -47,8 +47,12 @@ class ReplayProgress:
         if record.state != BackfillState.TRIGGERED:
             return
         try:
-            self.store.transition(record.backfill_id, BackfillState.RUNNING, detail="replay started",
-                                  expected_version=record.version)  # fmt: skip
+            self.store.transition(
+                record.backfill_id,
+                BackfillState.RUNNING,
+                detail="replay started",
+                expected_version=record.version,
+            )
         except (TransitionRejectedError, RecordNotFoundError):
             pass  # another task got there first
 
@@ -73,7 +77,9 @@ class ReplayProgress:
         except (TransitionRejectedError, RecordNotFoundError):
             return None
         if self._notifier is not None:
-            self._notifier.slack(backfill_id, status_message(backfill_id=backfill_id, state=str(target), detail=summary))
+            self._notifier.slack(
+                backfill_id, status_message(backfill_id=backfill_id, state=str(target), detail=summary)
+            )
             if failed:
                 self._notifier.page(
                     backfill_id,

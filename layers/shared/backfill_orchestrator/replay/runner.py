@@ -146,7 +146,11 @@ class _Run:
         self.failures = list(state.failures)
         self.previous = state
         # What the ledger item holds already: a checkpoint writes only what differs.
-        self._saved_ahead, self._saved_failed, self._saved_failures = state.resolved_ahead, state.failed, state.failures
+        self._saved_ahead, self._saved_failed, self._saved_failures = (
+            state.resolved_ahead,
+            state.failed,
+            state.failures,
+        )
         self.calls = 0
         self.prefix = ctx.layout.prefix(feed=task.feed, day=task.day, hour=task.hour)
         self.objects = 0
@@ -182,8 +186,13 @@ class _Run:
             self.failed += 1
             if len(self.failures) < MAX_RECORDED_FAILURES:
                 self.failures.append(Failure(rejection.position, rejection.reason))
-            logger.warning("replay task %s: not sent: %s line %d: %s", self.task.task_id,
-                           rejection.position.key, rejection.position.line, rejection.reason)  # fmt: skip
+            logger.warning(
+                "replay task %s: not sent: %s line %d: %s",
+                self.task.task_id,
+                rejection.position.key,
+                rejection.position.line,
+                rejection.reason,
+            )
 
     def _checkpoint(self, resume_from: Position) -> None:
         """After every batch. Only what changed since the last one is written: usually the
@@ -206,7 +215,10 @@ class _Run:
     def replay(self, remaining: Callable[[], float]) -> bool:
         """Send what is left; False when time ran short (checkpoint saved), True when done."""
         items = build_messages(
-            self.task, self._archived(), bucket=self.ctx.archive_bucket, max_message_bytes=self.ctx.max_message_bytes
+            self.task,
+            self._archived(),
+            bucket=self.ctx.archive_bucket,
+            max_message_bytes=self.ctx.max_message_bytes,
         )
         checked_at = time.monotonic()
         for batch in batches(items, max_entries=self.max_entries, max_bytes=self.ctx.max_message_bytes):
@@ -239,7 +251,11 @@ class _Run:
         self.sent += len(error.outcome.sent)
         self._record(error.outcome.rejected)
         first_unsent = min(m.position for m in error.unsent)
-        resolved = [*error.outcome.sent, *(r.position for r in error.outcome.rejected), *(r.position for r in reported)]
+        resolved = [
+            *error.outcome.sent,
+            *(r.position for r in error.outcome.rejected),
+            *(r.position for r in reported),
+        ]
         self.resolved_ahead |= {p for p in resolved if p > first_unsent}
         self._checkpoint(first_unsent)
 
@@ -249,7 +265,14 @@ class _Run:
 
     def result(self, status: ResultStatus) -> TaskResult:
         return TaskResult(
-            self.task.task_id, status, self.sent, self.failed, tuple(self.failures), self.archive, self.objects, self.calls
+            self.task.task_id,
+            status,
+            self.sent,
+            self.failed,
+            tuple(self.failures),
+            self.archive,
+            self.objects,
+            self.calls,
         )
 
 
@@ -258,9 +281,14 @@ def _already_done(task: ReplayTask, ctx: ReplayContext, state: TaskState) -> Tas
         # The run that finished may have died before finalising; finalising is idempotent.
         ctx.progress.maybe_finalize(task.backfill_id, pagerduty=task.pagerduty)
     return TaskResult(
-        task.task_id, "already_done", state.sent, state.failed, state.failures,
-        archive=state.result.get("archive", ""), objects=state.result.get("objects", 0),
-    )  # fmt: skip
+        task.task_id,
+        "already_done",
+        state.sent,
+        state.failed,
+        state.failures,
+        archive=state.result.get("archive", ""),
+        objects=state.result.get("objects", 0),
+    )
 
 
 def _finish(run: _Run, *, state: Literal["DONE", "FAILED"], error: str | None = None) -> None:
@@ -316,7 +344,10 @@ def run_task(
     owner = owner or uuid.uuid4().hex
     try:
         state = ctx.ledger.acquire(
-            task.task_id, backfill_id=task.backfill_id, owner=owner, lease_seconds=remaining() + LEASE_MARGIN_SECONDS
+            task.task_id,
+            backfill_id=task.backfill_id,
+            owner=owner,
+            lease_seconds=remaining() + LEASE_MARGIN_SECONDS,
         )
     except TaskAlreadyDoneError as done:
         return _already_done(task, ctx, done.state)

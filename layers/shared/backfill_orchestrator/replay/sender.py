@@ -24,10 +24,19 @@ from backfill_orchestrator.replay.task import ReplayTask
 MAX_BATCH_ENTRIES = 10
 DEFAULT_MAX_BATCH_BYTES = 256 * 1024
 # Whole-request errors worth another try; any other error code is the target's fault.
-TRANSIENT_CODES = frozenset({
-    "ThrottlingException", "Throttling", "RequestThrottled", "ServiceUnavailable", "InternalError",
-    "InternalFailure", "KmsThrottled", "AWS.SimpleQueueService.KmsThrottled", "RequestTimeout",
-})  # fmt: skip
+TRANSIENT_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "RequestThrottled",
+        "ServiceUnavailable",
+        "InternalError",
+        "InternalFailure",
+        "KmsThrottled",
+        "AWS.SimpleQueueService.KmsThrottled",
+        "RequestTimeout",
+    }
+)
 
 
 class TargetQueueError(ServiceError, RuntimeError):
@@ -110,7 +119,9 @@ def build_messages(
         attributes = replay_attributes(task, source=source)
         size = message_size(item.body, attributes)
         if size > max_message_bytes:
-            yield Rejection(item.position, f"too_big: {size} bytes with attributes, SQS allows {max_message_bytes}")
+            yield Rejection(
+                item.position, f"too_big: {size} bytes with attributes, SQS allows {max_message_bytes}"
+            )
         else:
             yield ReplayMessage(item.position, item.body, attributes, size)
 
@@ -121,8 +132,10 @@ def batches(
     """Group consecutive items into batches of at most `max_entries` messages and `max_bytes`."""
     batch = Batch()
     for item in items:
-        if isinstance(item, ReplayMessage) and batch.messages and (
-            len(batch.messages) >= max_entries or batch.size + item.size > max_bytes
+        if (
+            isinstance(item, ReplayMessage)
+            and batch.messages
+            and (len(batch.messages) >= max_entries or batch.size + item.size > max_bytes)
         ):
             yield batch
             batch = Batch()
@@ -188,7 +201,9 @@ class BatchSender:
                 code = error.response.get("Error", {}).get("Code", "")
                 status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
                 if code not in TRANSIENT_CODES and status < 500:
-                    raise TargetQueueError(f"SQS refused SendMessageBatch to {self._queue_url}: {code}: {error}") from error
+                    raise TargetQueueError(
+                        f"SQS refused SendMessageBatch to {self._queue_url}: {code}: {error}"
+                    ) from error
                 reason = f"{code or status}: {error}"
                 continue
             except BotoCoreError as error:  # connection trouble, after botocore's own retries
@@ -200,7 +215,10 @@ class BatchSender:
                 if entry.get("SenderFault"):
                     message = pending.pop(entry["Id"])
                     outcome.rejected.append(
-                        Rejection(message.position, f"rejected: {entry.get('Code')}: {entry.get('Message', '')}".strip())
+                        Rejection(
+                            message.position,
+                            f"rejected: {entry.get('Code')}: {entry.get('Message', '')}".strip(),
+                        )
                     )
                 else:
                     reason = f"{entry.get('Code')}: {entry.get('Message', '')}"

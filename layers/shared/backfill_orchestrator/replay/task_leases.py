@@ -86,8 +86,6 @@ class TaskState:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-
-
 def _state_from_item(item: dict[str, Any]) -> TaskState:
     data = plain_from_item(item)
     resume = data.get("resume_from")
@@ -98,17 +96,15 @@ def _state_from_item(item: dict[str, Any]) -> TaskState:
         resolved_ahead=frozenset(Position(p["key"], p["line"]) for p in data.get("resolved_ahead") or ()),
         sent=data.get("sent", 0),
         failed=data.get("failed", 0),
-        failures=tuple(Failure(Position(f["key"], f["line"]), f["reason"]) for f in data.get("failures") or ()),
+        failures=tuple(
+            Failure(Position(f["key"], f["line"]), f["reason"]) for f in data.get("failures") or ()
+        ),
         runs=data.get("runs", 0),
         lease_owner=data.get("lease_owner"),
         lease_until=float(data.get("lease_until", 0)),
         counted_as_failed=bool(data.get("counted_as_failed", False)),
         result=data.get("result") or {},
     )
-
-
-
-
 
 
 def _position(position: Position) -> dict[str, Any]:
@@ -135,7 +131,9 @@ class TaskLedger:
 
     def get(self, task_id: str) -> TaskState | None:
         try:
-            item = self._client.get_item(TableName=self.table_name, Key=self._key(task_id), ConsistentRead=True).get("Item")
+            item = self._client.get_item(
+                TableName=self.table_name, Key=self._key(task_id), ConsistentRead=True
+            ).get("Item")
         except (ClientError, BotoCoreError) as error:
             raise LedgerError(f"reading replay task {task_id} from {self.table_name}: {error}") from error
         return _state_from_item(item) if item else None
@@ -173,7 +171,9 @@ class TaskLedger:
                 raise LedgerError(f"acquiring replay task {task_id}: {error}") from error
             current = self.get(task_id)
             if current is None:  # deleted in between (TTL): try once more from scratch
-                return self.acquire(task_id, backfill_id=backfill_id, owner=owner, lease_seconds=lease_seconds)
+                return self.acquire(
+                    task_id, backfill_id=backfill_id, owner=owner, lease_seconds=lease_seconds
+                )
             if current.state == "DONE":
                 raise TaskAlreadyDoneError(current) from None
             raise TaskBusyError(task_id, current.lease_until) from None
@@ -210,7 +210,13 @@ class TaskLedger:
 
     def release(self, task_id: str, *, owner: str) -> None:
         """Give the lease up now (the checkpoint stays), so the next run need not wait."""
-        self._owned_update(task_id, owner=owner, update="SET lease_until = :zero", values={":zero": {"N": "0"}}, doing="releasing")
+        self._owned_update(
+            task_id,
+            owner=owner,
+            update="SET lease_until = :zero",
+            values={":zero": {"N": "0"}},
+            doing="releasing",
+        )
 
     def finish_item(
         self, task_id: str, *, owner: str, state: Literal["DONE", "FAILED"], result: dict[str, Any]
@@ -259,7 +265,9 @@ class TaskLedger:
         except BotoCoreError as error:
             raise LedgerError(f"finishing replay task {task_id}: {error}") from error
 
-    def _owned_update(self, task_id: str, *, owner: str, update: str, values: dict[str, Any], doing: str) -> None:
+    def _owned_update(
+        self, task_id: str, *, owner: str, update: str, values: dict[str, Any], doing: str
+    ) -> None:
         try:
             self._client.update_item(
                 TableName=self.table_name,
@@ -275,4 +283,3 @@ class TaskLedger:
             raise LedgerError(f"{doing} replay task {task_id}: {error}") from error
         except BotoCoreError as error:
             raise LedgerError(f"{doing} replay task {task_id}: {error}") from error
-

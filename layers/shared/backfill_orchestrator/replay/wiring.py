@@ -55,14 +55,23 @@ class ReplayWiring:
         def client(name: str) -> Any:
             return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
 
-        return cls(settings, s3_client=client("s3"), sqs_client=client("sqs"), dynamodb_client=client("dynamodb"),
-                   secrets_client=client("secretsmanager"))  # fmt: skip
+        return cls(
+            settings,
+            s3_client=client("s3"),
+            sqs_client=client("sqs"),
+            dynamodb_client=client("dynamodb"),
+            secrets_client=client("secretsmanager"),
+        )
 
     def worker(self, *, metrics: MetricsSink) -> ReplayWorker:
         settings = self.settings
         status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
         notifier = build_notifier(
-            settings=settings.notify, secrets=self._secrets, metrics=metrics, status_store=status, source="backfill-replay"
+            settings=settings.notify,
+            secrets=self._secrets,
+            metrics=metrics,
+            status_store=status,
+            source="backfill-replay",
         )
         context = ReplayContext(
             s3=self._s3,

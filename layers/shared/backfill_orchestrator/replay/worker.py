@@ -69,7 +69,9 @@ class ReplayWorker:
             raise
         except Exception as error:
             last = " (last delivery: counted failed, paged)" if final_attempt else ""
-            logger.error("replay task %s failed on delivery %d%s: %s", task.task_id, receive_count, last, error)
+            logger.error(
+                "replay task %s failed on delivery %d%s: %s", task.task_id, receive_count, last, error
+            )
             self._count("ReplayTasksFailed")
             raise
         if result.status == "continued":
@@ -93,7 +95,11 @@ class ReplayWorker:
         if isinstance(event, dict) and "task" in event:
             unknown = sorted(set(event) - {"task", "final_attempt"})
             if unknown or not isinstance(event.get("final_attempt", False), bool):
-                what = f"unknown key(s) {', '.join(unknown)}" if unknown else "final_attempt must be true or false"
+                what = (
+                    f"unknown key(s) {', '.join(unknown)}"
+                    if unknown
+                    else "final_attempt must be true or false"
+                )
                 return {"status": "invalid", "errors": [{"location": "<root>", "message": what}]}
             document, final_attempt = event["task"], event.get("final_attempt", False)
         try:

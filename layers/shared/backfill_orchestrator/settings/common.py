@@ -74,6 +74,10 @@ class CommonSettings:
             "replay_targets": reader.string_map("REPLAY_TARGETS", meaning="target name -> SQS queue URL"),
             "replay_tasks_queue_url": reader.url("REPLAY_TASKS_QUEUE_URL"),
             "secrets_max_age_seconds": reader.whole(
-                "SECRETS_MAX_AGE_SECONDS", DEFAULT_SECRETS_MAX_AGE_SECONDS, low=0, high=86400, unit=" of seconds"
+                "SECRETS_MAX_AGE_SECONDS",
+                DEFAULT_SECRETS_MAX_AGE_SECONDS,
+                low=0,
+                high=86400,
+                unit=" of seconds",
             ),
         }

@@ -74,7 +74,9 @@ class EnvironmentReader:
         except json.JSONDecodeError as error:
             self.problems.append(f"{name}: not JSON ({error.msg} at column {error.colno})")
             return {}
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
             self.problems.append(f"{name}: expected a JSON object of {meaning}")
             return {}
         return value

@@ -40,7 +40,9 @@ class InteractivitySettings:
         env = EnvironmentReader(environ)
         policy_uri = env.get("POLICY_URI")
         if policy_uri and not policy_uri.startswith(("s3://", "ssm:")):
-            env.problems.append(f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}")
+            env.problems.append(
+                f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}"
+            )
         settings = cls(
             config_bucket=env.required("CONFIG_BUCKET"),
             status_table=env.required("STATUS_TABLE"),
@@ -52,7 +54,11 @@ class InteractivitySettings:
                 "POLICY_CACHE_SECONDS", DEFAULT_POLICY_CACHE_SECONDS, low=0, high=86_400, unit=" of seconds"
             ),
             secrets_max_age_seconds=env.whole(
-                "SECRETS_MAX_AGE_SECONDS", DEFAULT_SECRETS_MAX_AGE_SECONDS, low=0, high=86_400, unit=" of seconds"
+                "SECRETS_MAX_AGE_SECONDS",
+                DEFAULT_SECRETS_MAX_AGE_SECONDS,
+                low=0,
+                high=86_400,
+                unit=" of seconds",
             ),
             response_url_prefix=env.get("SLACK_RESPONSE_URL_PREFIX") or DEFAULT_RESPONSE_URL_PREFIX,
             slack_secret_id=env.get("SLACK_SECRET_ID"),

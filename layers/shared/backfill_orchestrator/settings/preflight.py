@@ -46,7 +46,9 @@ class PreflightLimits:
         SPARK_TIMEOUT_SECONDS, UPSTREAM_CHECK_MAX_JOBS, UPSTREAM_CHECK_MAX_RUNS,
         RUN_HISTORY_MAX_JOBS and HISTORY_CACHE_SECONDS; problems are noted on `env`."""
         prices = dict(DEFAULT_PRICES)
-        for key, text in env.string_map("PRICE_TABLE", meaning="vcpu_hour / gb_hour -> price as text").items():
+        for key, text in env.string_map(
+            "PRICE_TABLE", meaning="vcpu_hour / gb_hour -> price as text"
+        ).items():
             try:
                 prices[key] = float(text)
             except ValueError:
@@ -57,9 +59,15 @@ class PreflightLimits:
             warehouse_uri=env.get(WAREHOUSE_ENV),
             prices=prices,
             require_fresh_upstream=_flag(env, "REQUIRE_FRESH_UPSTREAM"),
-            spark_timeout_seconds=env.whole("SPARK_TIMEOUT_SECONDS", DEFAULT_SPARK_TIMEOUT_SECONDS, low=60, high=7 * 86400),
-            upstream_max_jobs=env.whole("UPSTREAM_CHECK_MAX_JOBS", DEFAULT_UPSTREAM_MAX_JOBS, low=0, high=1000),
-            upstream_max_runs=env.whole("UPSTREAM_CHECK_MAX_RUNS", DEFAULT_UPSTREAM_MAX_RUNS, low=1, high=10_000),
+            spark_timeout_seconds=env.whole(
+                "SPARK_TIMEOUT_SECONDS", DEFAULT_SPARK_TIMEOUT_SECONDS, low=60, high=7 * 86400
+            ),
+            upstream_max_jobs=env.whole(
+                "UPSTREAM_CHECK_MAX_JOBS", DEFAULT_UPSTREAM_MAX_JOBS, low=0, high=1000
+            ),
+            upstream_max_runs=env.whole(
+                "UPSTREAM_CHECK_MAX_RUNS", DEFAULT_UPSTREAM_MAX_RUNS, low=1, high=10_000
+            ),
             history_max_jobs=env.whole("RUN_HISTORY_MAX_JOBS", DEFAULT_HISTORY_MAX_JOBS, low=0, high=10_000),
             history_cache_seconds=env.whole(
                 "HISTORY_CACHE_SECONDS", DEFAULT_HISTORY_CACHE_SECONDS, low=0, high=86_400, unit=" of seconds"
@@ -72,5 +80,3 @@ def _flag(env: EnvironmentReader, name: str) -> bool:
     if text not in ("true", "false"):
         env.problems.append(f"{name}: expected true or false, got {text!r}")
     return text == "true"
-
-

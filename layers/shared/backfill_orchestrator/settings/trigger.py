@@ -42,7 +42,9 @@ class DeploymentSettings(CommonSettings):
     results_prefix: str = "results/"
     backfills_prefix: str = "backfills/"
     control_prefix: str = "control/"
-    claims_table: str | None = None  # overlap protection (claims/); None: overlapping backfills are not held back
+    claims_table: str | None = (
+        None  # overlap protection (claims/); None: overlapping backfills are not held back
+    )
     on_overlap: Literal["wait", "refuse"] = "wait"  # what a backfill overlapping an active one does
     marquez_url: str
     marquez_web_url: str | None = None
@@ -56,7 +58,9 @@ class DeploymentSettings(CommonSettings):
     job_catalog_uri: str | None = None
     allowed_namespaces: frozenset[str] | None = None
     spark_profiles: frozenset[str] = DEFAULT_SPARK_PROFILES
-    spark_profiles_uri: str | None = None  # the DAG's profiles file; when set, its names replace spark_profiles
+    spark_profiles_uri: str | None = (
+        None  # the DAG's profiles file; when set, its names replace spark_profiles
+    )
     preflight: PreflightLimits = field(default_factory=PreflightLimits)
     # The approval gate (docs/policy.md): the policy document (None: no policy, today's
     # behaviour), how long it is cached, and the principals whose control documents act for
@@ -86,7 +90,9 @@ class DeploymentSettings(CommonSettings):
         return ConfigPolicy(
             allowed_namespaces=self.allowed_namespaces,
             replay_targets=frozenset(self.replay_targets) if self.replay_targets else None,
-            spark_profiles=spark_profile_names(self.spark_profiles_uri) if self.spark_profiles_uri else self.spark_profiles,
+            spark_profiles=spark_profile_names(self.spark_profiles_uri)
+            if self.spark_profiles_uri
+            else self.spark_profiles,
         )
 
     # -- loading ---------------------------------------------------------------------
@@ -117,13 +123,17 @@ class DeploymentSettings(CommonSettings):
         airflow_url = env.url("AIRFLOW_URL")
         mwaa_environment = env.get("MWAA_ENVIRONMENT")
         if (airflow_url is None) == (mwaa_environment is None):
-            problems.append("AIRFLOW_URL / MWAA_ENVIRONMENT: set exactly one (the Airflow REST API or an MWAA environment)")
+            problems.append(
+                "AIRFLOW_URL / MWAA_ENVIRONMENT: set exactly one (the Airflow REST API or an MWAA environment)"
+            )
         airflow_secret_id = env.get("AIRFLOW_SECRET_ID")
         if airflow_url is not None and airflow_secret_id is None:
             problems.append("AIRFLOW_SECRET_ID: required with AIRFLOW_URL (the API user's credentials)")
         api_version = env.get("AIRFLOW_API_VERSION") or "v2"
         if api_version not in ("v2", "v1"):
-            problems.append(f"AIRFLOW_API_VERSION: expected v2 (Airflow 3) or v1 (Airflow 2), got {api_version!r}")
+            problems.append(
+                f"AIRFLOW_API_VERSION: expected v2 (Airflow 3) or v1 (Airflow 2), got {api_version!r}"
+            )
         dag_id = env.get("BACKFILL_DAG_ID") or DEFAULT_DAG_ID
         if len(dag_id) > MAX_DAG_ID_LENGTH:
             problems.append(
@@ -136,7 +146,9 @@ class DeploymentSettings(CommonSettings):
         allowed = comma_set(env.get("ALLOWED_NAMESPACES"))
         policy_uri = env.get("POLICY_URI")
         if policy_uri and not policy_uri.startswith(("s3://", "ssm:")):
-            problems.append(f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}")
+            problems.append(
+                f"POLICY_URI: expected s3://bucket/key or ssm:/parameter/name, got {policy_uri!r}"
+            )
 
         settings = cls(
             **common,
@@ -162,17 +174,26 @@ class DeploymentSettings(CommonSettings):
             spark_profiles_uri=env.get("SPARK_PROFILES_URI"),
             preflight=PreflightLimits.read(env),
             policy_uri=policy_uri,
-            policy_cache_seconds=env.whole("POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"),
+            policy_cache_seconds=env.whole(
+                "POLICY_CACHE_SECONDS", 60, low=0, high=86_400, unit=" of seconds"
+            ),
             cancel_confirm_seconds=env.whole("CANCEL_CONFIRM_SECONDS", 3, low=0, high=60, unit=" of seconds"),
             control_delegates=comma_set(env.get("CONTROL_DELEGATES")) or frozenset(),
             lineage_events=LineageSettings.parse(env.get(TRANSPORT_VARIABLE), env.get(NAMESPACE_VARIABLE)),
         )
-        prefixes = (settings.incoming_prefix, settings.results_prefix, settings.backfills_prefix, settings.control_prefix)
+        prefixes = (
+            settings.incoming_prefix,
+            settings.results_prefix,
+            settings.backfills_prefix,
+            settings.control_prefix,
+        )
         if len(set(prefixes)) < 4:
-            problems.append("INCOMING_PREFIX / RESULTS_PREFIX / BACKFILLS_PREFIX / CONTROL_PREFIX: must be different prefixes")
-        elif settings.results_prefix.startswith(settings.incoming_prefix) or settings.backfills_prefix.startswith(
+            problems.append(
+                "INCOMING_PREFIX / RESULTS_PREFIX / BACKFILLS_PREFIX / CONTROL_PREFIX: must be different prefixes"
+            )
+        elif settings.results_prefix.startswith(
             settings.incoming_prefix
-        ):
+        ) or settings.backfills_prefix.startswith(settings.incoming_prefix):
             # Results written under the incoming prefix would trigger the function again.
             problems.append("RESULTS_PREFIX / BACKFILLS_PREFIX: must not lie under INCOMING_PREFIX")
         env.check()

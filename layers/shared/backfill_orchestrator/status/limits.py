@@ -15,7 +15,16 @@ MAX_TEXT = 2000  # reason and other free text
 MAX_SUMMARY_STEPS = 50  # step ids kept in `plan_summary.waves`
 MAX_SUMMARY_WARNINGS = 20
 MAX_WARNING_TEXT = 300
-_TEXT_ATTRIBUTES = ("reason", "source_uri", "config_uri", "plan_uri", "dag_run_url", "name", "owner", "submitted_by")
+_TEXT_ATTRIBUTES = (
+    "reason",
+    "source_uri",
+    "config_uri",
+    "plan_uri",
+    "dag_run_url",
+    "name",
+    "owner",
+    "submitted_by",
+)
 MAX_LISTED = 50  # approvers, root_jobs, approval_reasons: the first 50 (the plan has them all)
 _LIST_ATTRIBUTES = ("approvers", "root_jobs", "approval_reasons")
 
@@ -52,7 +61,11 @@ def bounded_plan_summary(summary: dict[str, Any]) -> dict[str, Any]:
         ids = list(wave)[:room]
         kept.append(ids)
         room -= len(ids)
-    out = {**summary, "waves": kept, "warnings": [str(w)[:MAX_WARNING_TEXT] for w in warnings[:MAX_SUMMARY_WARNINGS]]}
+    out = {
+        **summary,
+        "waves": kept,
+        "warnings": [str(w)[:MAX_WARNING_TEXT] for w in warnings[:MAX_SUMMARY_WARNINGS]],
+    }
     kept_ids = sum(len(wave) for wave in kept)
     if kept_ids < sum(len(wave) for wave in waves) or len(warnings) > MAX_SUMMARY_WARNINGS:
         out.update(truncated=True, waves_total=len(waves), warnings_total=len(warnings))
@@ -61,5 +74,7 @@ def bounded_plan_summary(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _bounded_error(error: Any) -> Any:
     if isinstance(error, dict):
-        return {key: value[:MAX_ERROR_TEXT] if isinstance(value, str) else value for key, value in error.items()}
+        return {
+            key: value[:MAX_ERROR_TEXT] if isinstance(value, str) else value for key, value in error.items()
+        }
     return str(error)[:MAX_ERROR_TEXT]

@@ -45,7 +45,9 @@ class ListFilter:
     limit: int = 50
 
 
-def list_backfills(*, dynamodb_client: Any, table_name: str, where: ListFilter, today: date | None = None) -> list[StatusRecord]:
+def list_backfills(
+    *, dynamodb_client: Any, table_name: str, where: ListFilter, today: date | None = None
+) -> list[StatusRecord]:
     """Newest first, at most `where.limit` records."""
     records: list[StatusRecord] = []
     for item in _items(dynamodb_client, table_name, where, today or datetime.now(UTC).date()):
@@ -79,7 +81,11 @@ def _filters(where: ListFilter) -> tuple[list[str], dict[str, str], dict[str, An
     filters: list[str] = []
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
-    for attribute, value in (("owner", where.owner), ("submitted_by", where.submitted_by), ("name", where.name)):
+    for attribute, value in (
+        ("owner", where.owner),
+        ("submitted_by", where.submitted_by),
+        ("name", where.name),
+    ):
         if value:
             names[f"#{attribute}"] = attribute
             values[f":{attribute}"] = {"S": value}
@@ -98,7 +104,13 @@ def _months_back(today: date, since: datetime | None) -> Iterator[str]:
 
 
 def _query(
-    client: Any, table: str, index: str, key: str, filters: list[str], names: dict[str, str], values: dict[str, Any]
+    client: Any,
+    table: str,
+    index: str,
+    key: str,
+    filters: list[str],
+    names: dict[str, str],
+    values: dict[str, Any],
 ) -> Iterator[dict[str, Any]]:
     kwargs: dict[str, Any] = {
         "TableName": table,

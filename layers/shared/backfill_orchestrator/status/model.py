@@ -27,7 +27,9 @@ ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
     # PLANNED: refused by overlap or policy after planning; AWAITING_APPROVAL: rejected or expired
     S.REJECTED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL}),
     S.PLANNED: frozenset({S.RECEIVED}),
-    S.AWAITING_APPROVAL: frozenset({S.PLANNED, S.AWAITING_APPROVAL}),  # itself: the approval, before admission
+    S.AWAITING_APPROVAL: frozenset(
+        {S.PLANNED, S.AWAITING_APPROVAL}
+    ),  # itself: the approval, before admission
     # RECEIVED: held back by the claims straight after planning (QUEUED carries the plan)
     S.QUEUED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL}),
     # RECEIVED: a batch backfill nothing holds back is triggered straight after planning (the

@@ -27,12 +27,32 @@ from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, Stat
 # Attributes a caller may set along with a transition (the rest are managed here).
 SETTABLE = frozenset(
     {
-        "name", "owner", "mode", "dry_run", "source_uri", "errors", "reason", "retryable",
-        "config_uri", "plan_uri", "plan_summary", "dag_id", "dag_run_id", "dag_run_url",
-        "pagerduty_open", "tasks_total", "progress", "run_attempt",
-        "submitted_by", "approval_requested_at", "approvers", "root_jobs", "approval_reasons", "approval",
+        "name",
+        "owner",
+        "mode",
+        "dry_run",
+        "source_uri",
+        "errors",
+        "reason",
+        "retryable",
+        "config_uri",
+        "plan_uri",
+        "plan_summary",
+        "dag_id",
+        "dag_run_id",
+        "dag_run_url",
+        "pagerduty_open",
+        "tasks_total",
+        "progress",
+        "run_attempt",
+        "submitted_by",
+        "approval_requested_at",
+        "approvers",
+        "root_jobs",
+        "approval_reasons",
+        "approval",
     }
-)  # fmt: skip
+)
 STATES_ROUNDS = 8  # BatchGetItem rounds for keys DynamoDB leaves unprocessed (throttling)
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
 PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
@@ -84,16 +104,21 @@ class TransitionRejectedError(ServiceError):
 # Placeholders for the attributes this module manages itself (some are reserved words).
 _MANAGED_NAMES = {
     f"#{name}": name
-    for name in ("state", "version", "updated_at", "history", "retryable", "lease_until", "lease_holder", "attempts")
+    for name in (
+        "state",
+        "version",
+        "updated_at",
+        "history",
+        "retryable",
+        "lease_until",
+        "lease_holder",
+        "attempts",
+    )
 }
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-
-
 
 
 def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
@@ -134,21 +159,33 @@ class StatusStore:
         item = response.get("Item")
         return record_from_item(item) if item else None
 
-    def states(self, backfill_ids: Collection[str], *, sleep: Callable[[float], None] = time.sleep) -> dict[str, BackfillState]:
+    def states(
+        self, backfill_ids: Collection[str], *, sleep: Callable[[float], None] = time.sleep
+    ) -> dict[str, BackfillState]:
         """The state of each backfill that has a record (consistent reads of the state alone:
         BatchGetItem, 100 keys a request, keys DynamoDB left unprocessed asked again with
         backoff, at most STATES_ROUNDS times). One round trip where `get` per id costs one each."""
         wanted = sorted(set(backfill_ids))
         found: dict[str, BackfillState] = {}
         for start in range(0, len(wanted), 100):
-            keys: list[dict[str, Any]] = [self._key(backfill_id) for backfill_id in wanted[start : start + 100]]
+            keys: list[dict[str, Any]] = [
+                self._key(backfill_id) for backfill_id in wanted[start : start + 100]
+            ]
             for round_ in range(STATES_ROUNDS):
-                request = {self._table: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "backfill_id, #state",
-                                         "ExpressionAttributeNames": {"#state": "state"}}}  # fmt: skip
+                request = {
+                    self._table: {
+                        "Keys": keys,
+                        "ConsistentRead": True,
+                        "ProjectionExpression": "backfill_id, #state",
+                        "ExpressionAttributeNames": {"#state": "state"},
+                    }
+                }
                 try:
                     response = self._client.batch_get_item(RequestItems=request)
                 except (ClientError, BotoCoreError) as error:
-                    raise StatusStoreError(f"reading the states of {len(keys)} backfills from {self._table}: {error}") from error
+                    raise StatusStoreError(
+                        f"reading the states of {len(keys)} backfills from {self._table}: {error}"
+                    ) from error
                 for item in response.get("Responses", {}).get(self._table, []):
                     found[item["backfill_id"]["S"]] = BackfillState(item["state"]["S"])
                 keys = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
@@ -229,9 +266,14 @@ class StatusStore:
         backfill's Slack thread, stored in the same write unless one is stored already
         (the returned record says which one stands)."""
         target = BackfillState(target)
-        allowed = sorted(ALLOWED_FROM.get(target, frozenset()) & set(ALLOWED_FROM.get(target, ()) if only_from is None else only_from))
+        allowed = sorted(
+            ALLOWED_FROM.get(target, frozenset())
+            & set(ALLOWED_FROM.get(target, ()) if only_from is None else only_from)
+        )
         if not allowed:
-            raise ValueError(f"{target} is not a target of transition() from {sorted(only_from or ())} (see StatusStore.reclaim)")
+            raise ValueError(
+                f"{target} is not a target of transition() from {sorted(only_from or ())} (see StatusStore.reclaim)"
+            )
         names = {f":from{i}": {"S": str(state)} for i, state in enumerate(allowed)}
         condition = f"#state IN ({', '.join(names)})"
         values: dict[str, Any] = dict(names)
@@ -368,7 +410,9 @@ class StatusStore:
             raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
         return ts
 
-    def annotate(self, backfill_id: str, attributes: Mapping[str, Any], *, slack_thread: tuple[str, str] | None = None) -> None:
+    def annotate(
+        self, backfill_id: str, attributes: Mapping[str, Any], *, slack_thread: tuple[str, str] | None = None
+    ) -> None:
         """Set attributes without changing state (e.g. `pagerduty_open`); `slack_thread` as in
         `transition`."""
         attrs = self._checked(attributes)
@@ -515,7 +559,9 @@ class StatusStore:
         return sets, names, values
 
     @staticmethod
-    def _history_entry(state: BackfillState, now: datetime, detail: str | None, *, by: str | None = None) -> dict[str, Any]:
+    def _history_entry(
+        state: BackfillState, now: datetime, detail: str | None, *, by: str | None = None
+    ) -> dict[str, Any]:
         entry: dict[str, Any] = {"state": str(state), "at": now.isoformat()}
         if detail:
             entry["detail"] = detail[:1000]
@@ -530,14 +576,18 @@ class StatusStore:
     @staticmethod
     def _is_too_large(error: ClientError) -> bool:
         details = error.response.get("Error", {})
-        return details.get("Code") == "ValidationException" and "size" in str(details.get("Message", "")).lower()
+        return (
+            details.get("Code") == "ValidationException" and "size" in str(details.get("Message", "")).lower()
+        )
 
     @staticmethod
     def _is_condition_failure(error: ClientError) -> bool:
         return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
     def _get_item_or_fail(self, backfill_id: str) -> dict[str, Any]:
-        response = self._client.get_item(TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True)
+        response = self._client.get_item(
+            TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True
+        )
         return response["Item"]
 
 

@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
 
 
-
-
 # -- identity of an upload ----------------------------------------------------------------------
 def submission_attributes(services: ModeServices, upload: Upload, config: BackfillConfig) -> dict[str, Any]:
     """For a new status record: `submitted_by` (the uploader's Principal.display, when the event
@@ -62,7 +60,9 @@ def submission_attributes(services: ModeServices, upload: Upload, config: Backfi
     return attributes
 
 
-def control_actor(services: ModeServices, upload: Upload, request: ControlRequest) -> tuple[Principal | None, bool]:
+def control_actor(
+    services: ModeServices, upload: Upload, request: ControlRequest
+) -> tuple[Principal | None, bool]:
     """Who a control document acts for, and whether a delegate already checked their grants.
     Its uploader; for a delegate's document (the Slack interactivity function, which verified
     the press and the policy) the `requested_by` it names; None when the event names nobody."""
@@ -74,7 +74,9 @@ def control_actor(services: ModeServices, upload: Upload, request: ControlReques
 
 
 # -- after planning: the submission decision ----------------------------------------------------
-def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan, stored: StoredBackfill) -> ModeOutcome | None:
+def gate_submission(
+    request: ModeRequest, services: ModeServices, *, plan: Plan, stored: StoredBackfill
+) -> ModeOutcome | None:
     """None: the backfill may be admitted now. Otherwise REJECTED (refused by the policy, the
     located reasons naming the rule) or AWAITING_APPROVAL (recorded here)."""
     gate = services.approval
@@ -89,12 +91,21 @@ def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan,
         return None
     estimate: Mapping[str, Any] = plan.estimate or {}
     decision = decide_submission(
-        policy, principal=principal, plan=plan,
-        estimated_cost_usd=_figure(estimate.get("cost")), estimated_bytes=_whole(estimate.get("bytes_to_read")),
-    )  # fmt: skip
+        policy,
+        principal=principal,
+        plan=plan,
+        estimated_cost_usd=_figure(estimate.get("cost")),
+        estimated_bytes=_whole(estimate.get("bytes_to_read")),
+    )
     if decision.refused:
         reason = f"refused by the policy (rule: {decision.rule}): {'; '.join(decision.reasons)}"
-        return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=list(decision.issues), reason=reason[:2000])
+        return ModeOutcome(
+            BackfillState.REJECTED,
+            plan=plan,
+            stored=stored,
+            issues=list(decision.issues),
+            reason=reason[:2000],
+        )
     if decision.outcome is Verdict.ALLOWED:
         return None
     assert principal is not None  # check_submit refuses an unknown uploader
@@ -104,14 +115,23 @@ def gate_submission(request: ModeRequest, services: ModeServices, *, plan: Plan,
     until = f"; expires {expires.isoformat()}" if expires else ""
     reason = f"awaiting approval by another person: {'; '.join(decision.reasons)}{owners}{until}"[:2000]
     services.status.transition(
-        request.backfill_id, BackfillState.AWAITING_APPROVAL, detail=reason, by=principal.display,
+        request.backfill_id,
+        BackfillState.AWAITING_APPROVAL,
+        detail=reason,
+        by=principal.display,
         attributes={
-            "submitted_by": principal.display, "approval_requested_at": now.isoformat(),
-            "approvers": list(decision.approvers), "root_jobs": [f"{root.namespace}/{root.name}" for root in plan.roots],
-            "approval_reasons": list(decision.reasons), "reason": reason, "approval": None,
+            "submitted_by": principal.display,
+            "approval_requested_at": now.isoformat(),
+            "approvers": list(decision.approvers),
+            "root_jobs": [f"{root.namespace}/{root.name}" for root in plan.roots],
+            "approval_reasons": list(decision.reasons),
+            "reason": reason,
+            "approval": None,
         },
-    )  # fmt: skip
-    return ModeOutcome(BackfillState.AWAITING_APPROVAL, plan=plan, stored=stored, issues=list(decision.issues), reason=reason)
+    )
+    return ModeOutcome(
+        BackfillState.AWAITING_APPROVAL, plan=plan, stored=stored, issues=list(decision.issues), reason=reason
+    )
 
 
 # -- control documents ------------------------------------------------------------------------
@@ -131,22 +151,33 @@ def authorize(
     if policy is None and request.action not in ("approve", "reject"):
         return actor  # no policy: cancel and retry as before
     if policy is not None and principal is None:
-        raise ApprovalRefusedError("the document's uploader is unknown; the policy allows only named principals", rule="grants")
+        raise ApprovalRefusedError(
+            "the document's uploader is unknown; the policy allows only named principals", rule="grants"
+        )
     facts = facts_from_plain(record.as_dict())
     decision = check_action(
-        policy, principal=principal or principal_from_display(request.requested_by),
-        action=request.action, backfill=facts, now=now, granted=granted,  # type: ignore[arg-type]
-    )  # fmt: skip
+        policy,
+        principal=principal or principal_from_display(request.requested_by),
+        action=request.action,
+        backfill=facts,
+        now=now,
+        granted=granted,  # type: ignore[arg-type]
+    )
     if not decision.refused:
         return actor
     message = "; ".join(decision.reasons)
     if decision.rule == ApprovalExpiredError.RULE:
         by = actor or request.requested_by
         services.status.transition(
-            record.backfill_id, BackfillState.REJECTED, detail=f"approval by {by} refused: {message}", by=by,
-            attributes={"reason": f"approval expired: {message}"[:2000],
-                        "approval": {"outcome": "expired", "by": by, "at": now.isoformat()}},
-        )  # fmt: skip
+            record.backfill_id,
+            BackfillState.REJECTED,
+            detail=f"approval by {by} refused: {message}",
+            by=by,
+            attributes={
+                "reason": f"approval expired: {message}"[:2000],
+                "approval": {"outcome": "expired", "by": by, "at": now.isoformat()},
+            },
+        )
         _report(services, record, BackfillState.REJECTED, f"approval expired: {message}", now=now)
         raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED")
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
@@ -173,10 +204,18 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         raise ApprovalRefusedError(f"backfill {record.backfill_id} has no stored plan", rule="state")
     plan = services.storage.load_plan(record.plan_uri)
     if plan is None:
-        raise ApprovalRefusedError(f"backfill {record.backfill_id}: its plan {record.plan_uri} is gone", rule="state")
+        raise ApprovalRefusedError(
+            f"backfill {record.backfill_id}: its plan {record.plan_uri} is gone", rule="state"
+        )
     decision = {"outcome": "approved", "by": by, "at": now.isoformat(), "reason": reason[:500]}
-    _move(services, record, BackfillState.AWAITING_APPROVAL, f"approved by {by}: {reason}", by=by,
-          attributes={"approval": decision})  # fmt: skip
+    _move(
+        services,
+        record,
+        BackfillState.AWAITING_APPROVAL,
+        f"approved by {by}: {reason}",
+        by=by,
+        attributes={"approval": decision},
+    )
     admission = admit(services, backfill_id=record.backfill_id, plan=plan, submitted_at=record.created_at)
     if isinstance(admission, Queued):
         why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
@@ -190,15 +229,30 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         return why
     try:
         run, _ = trigger_run(
-            services, backfill_id=record.backfill_id, config_uri=record.config_uri, plan_uri=record.plan_uri,
+            services,
+            backfill_id=record.backfill_id,
+            config_uri=record.config_uri,
+            plan_uri=record.plan_uri,
             result_uri=original_result_uri(services, record),
-        )  # fmt: skip
+        )
     except TransitionRejectedError as error:  # another approval got there first; its run is the one
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
-    _report(services, record, BackfillState.TRIGGERED, f"approved by {by}", now=now,
-            dag_id=services.settings.backfill_dag_id, dag_run_id=run.run.run_id)  # fmt: skip
-    started(services, backfill_id=record.backfill_id, plan=plan, config_uri=record.config_uri,
-            submitter=record.submitted_by or record.owner)
+    _report(
+        services,
+        record,
+        BackfillState.TRIGGERED,
+        f"approved by {by}",
+        now=now,
+        dag_id=services.settings.backfill_dag_id,
+        dag_run_id=run.run.run_id,
+    )
+    started(
+        services,
+        backfill_id=record.backfill_id,
+        plan=plan,
+        config_uri=record.config_uri,
+        submitter=record.submitted_by or record.owner,
+    )
     return f"approved by {by}: DAG run {run.run.run_id} triggered"
 
 
@@ -207,9 +261,17 @@ def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str
     evaluated again), with who and why. Nothing was admitted, so no claim is held."""
     _require_awaiting(record, "reject")
     why = f"rejected by {by}: {reason}"
-    _move(services, record, BackfillState.REJECTED, why, by=by, attributes={
-        "reason": why[:2000], "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
-    })  # fmt: skip
+    _move(
+        services,
+        record,
+        BackfillState.REJECTED,
+        why,
+        by=by,
+        attributes={
+            "reason": why[:2000],
+            "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
+        },
+    )
     _report(services, record, BackfillState.REJECTED, why, now=now)
     return why
 
@@ -225,22 +287,40 @@ def _original_upload(services: ModeServices, record: StatusRecord) -> Upload | N
     prefix = f"s3://{storage.bucket}/"
     if not record.source_uri or not record.source_uri.startswith(prefix):
         return None
-    return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix):])
+    return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix) :])
 
 
-def _report(services: ModeServices, record: StatusRecord, state: BackfillState, reason: str, *,
-            now: datetime, **fields: Any) -> None:  # fmt: skip
+def _report(
+    services: ModeServices,
+    record: StatusRecord,
+    state: BackfillState,
+    reason: str,
+    *,
+    now: datetime,
+    **fields: Any,
+) -> None:
     """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
     with only S3 access sees the decision. Best effort: the decision is on the record already."""
     upload = _original_upload(services, record)
     if upload is None:
         return
     try:
-        services.storage.write_result(upload, ResultFile(
-            source=upload.uri, outcome=OUTCOME_OF[state].disposition, backfill_id=record.backfill_id, state=state, status_id=record.backfill_id,
-            reason=reason[:2000], config_uri=record.config_uri, plan_uri=record.plan_uri,
-            status_command=f"backfill status {record.backfill_id}", written_at=now, **fields,
-        ))  # fmt: skip
+        services.storage.write_result(
+            upload,
+            ResultFile(
+                source=upload.uri,
+                outcome=OUTCOME_OF[state].disposition,
+                backfill_id=record.backfill_id,
+                state=state,
+                status_id=record.backfill_id,
+                reason=reason[:2000],
+                config_uri=record.config_uri,
+                plan_uri=record.plan_uri,
+                status_command=f"backfill status {record.backfill_id}",
+                written_at=now,
+                **fields,
+            ),
+        )
     except Exception as error:  # noqa: BLE001 - the record and the control document's result say it too
         log.warning("could not rewrite the result file of %s: %s", upload.uri, str(error)[:300])
 
@@ -248,14 +328,24 @@ def _report(services: ModeServices, record: StatusRecord, state: BackfillState, 
 def _require_awaiting(record: StatusRecord, action: str) -> None:
     if record.state is not BackfillState.AWAITING_APPROVAL:
         raise ApprovalRefusedError(
-            f"cannot {action} {record.backfill_id}: it is {record.state}, and nothing awaits approval", rule="state"
+            f"cannot {action} {record.backfill_id}: it is {record.state}, and nothing awaits approval",
+            rule="state",
         )
 
 
-def _move(services: ModeServices, record: StatusRecord, target: BackfillState, detail: str, *,
-          by: str | None = None, attributes: dict[str, Any] | None = None) -> None:  # fmt: skip
+def _move(
+    services: ModeServices,
+    record: StatusRecord,
+    target: BackfillState,
+    detail: str,
+    *,
+    by: str | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> None:
     try:
-        services.status.transition(record.backfill_id, target, detail=detail[:2000], by=by, attributes=attributes)
+        services.status.transition(
+            record.backfill_id, target, detail=detail[:2000], by=by, attributes=attributes
+        )
     except TransitionRejectedError as error:  # a concurrent approve, reject or cancel won
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
 

@@ -31,7 +31,11 @@ class ApprovalGate:
     def uploader(self, upload: Upload) -> Principal | None:
         """Who uploaded it, with role/user names resolved where IAM tells them."""
         principal = upload.principal
-        if principal is None or principal.principal_id is None or not principal.principal_id.startswith("AWS:"):
+        if (
+            principal is None
+            or principal.principal_id is None
+            or not principal.principal_id.startswith("AWS:")
+        ):
             return principal
         return principal_from_id(principal.principal_id, resolver=self.identities)
 

@@ -60,7 +60,9 @@ from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, 
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 log = logging.getLogger(__name__)
-NOT_STARTED = frozenset({BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.AWAITING_APPROVAL, BackfillState.QUEUED})
+NOT_STARTED = frozenset(
+    {BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.AWAITING_APPROVAL, BackfillState.QUEUED}
+)
 RUNNING = frozenset({BackfillState.TRIGGERED, BackfillState.RUNNING})
 RETRYABLE = frozenset({BackfillState.FAILED, BackfillState.CANCELLED})
 RERUN_STATES = ("queued", "running")
@@ -124,21 +126,29 @@ class ControlService:
             request = self._parse(upload, body)
         except (InvalidDocumentError, InvalidConfigError) as error:
             return self._invalid(upload, error.issues)
-        folder = upload.key[len(settings.control_prefix):].split("/", 1)[0]
+        folder = upload.key[len(settings.control_prefix) :].split("/", 1)[0]
         if folder != request.backfill_id:
-            issue = ConfigIssue("backfill_id", f"{request.backfill_id!r} is not the folder it was dropped in ({folder!r})")
+            issue = ConfigIssue(
+                "backfill_id", f"{request.backfill_id!r} is not the folder it was dropped in ({folder!r})"
+            )
             return self._invalid(upload, [issue])
         status = self.services.status
         record = status.get(request.backfill_id)
         if record is None:
-            return self._refused(upload, request, None, f"unknown backfill {request.backfill_id!r}: no status record")
+            return self._refused(
+                upload, request, None, f"unknown backfill {request.backfill_id!r}: no status record"
+            )
         if not status.add_upload(request.backfill_id, upload.upload_id, attribute="controls"):
             if not approval.resumable(self.services, upload, request, record):
                 self._count("Duplicates")
-                return ControlOutcome(ControlResult.DUPLICATE, request.backfill_id, str(record.state), "already acted on")
+                return ControlOutcome(
+                    ControlResult.DUPLICATE, request.backfill_id, str(record.state), "already acted on"
+                )
             self._count("ControlResumed")  # Lambda's retry of an approval that failed half-way
         try:
-            actor = approval.authorize(self.services, upload=upload, request=request, record=record, now=self.clock())
+            actor = approval.authorize(
+                self.services, upload=upload, request=request, record=record, now=self.clock()
+            )
             detail = self._act(request, record, by=actor or request.requested_by)
         except ControlRefusedError as refusal:
             return self._refused(upload, request, record, str(refusal))
@@ -151,15 +161,22 @@ class ControlService:
         by = actor if actor and actor != request.requested_by else None
         self.notifier.slack(
             request.backfill_id,
-            status_message(backfill_id=request.backfill_id, state=str(record.state),
-                           detail=f"{request.action} by {request.requested_by}{f' ({by})' if by else ''}: {detail} "
-                                  f"(reason: {request.reason})"),
-        )  # fmt: skip
+            status_message(
+                backfill_id=request.backfill_id,
+                state=str(record.state),
+                detail=f"{request.action} by {request.requested_by}{f' ({by})' if by else ''}: {detail} "
+                f"(reason: {request.reason})",
+            ),
+        )
         return ControlOutcome(ControlResult.DONE, request.backfill_id, str(record.state), detail)
 
     def _parse(self, upload: Upload, body: bytes) -> ControlRequest:
         document = load_document(
-            body, error=InvalidConfigError, max_bytes=ControlRequest.max_bytes, fmt=format_for(upload.key), source=upload.key
+            body,
+            error=InvalidConfigError,
+            max_bytes=ControlRequest.max_bytes,
+            fmt=format_for(upload.key),
+            source=upload.key,
         )
         return ControlRequest.from_json(document, source=upload.key)
 
@@ -182,23 +199,36 @@ class ControlService:
         if state is BackfillState.CANCELLED:
             return "already cancelled; nothing to do"
         if state in NOT_STARTED:
-            self._transition(record, BackfillState.CANCELLED, f"cancelled by {by} before it was triggered: {reason}", by=by)
+            self._transition(
+                record, BackfillState.CANCELLED, f"cancelled by {by} before it was triggered: {reason}", by=by
+            )
             self._release(record.backfill_id)
             return "cancelled before it was triggered; nothing ran"
         if state not in RUNNING:
-            raise ControlRefusedError(f"cannot cancel: backfill {record.backfill_id} has already ended ({state})")
+            raise ControlRefusedError(
+                f"cannot cancel: backfill {record.backfill_id} has already ended ({state})"
+            )
         stopped = []
         if record.mode == "batch" and record.dag_run_id:
             stopped = self._stop_dag_runs(record)
         self._transition(
-            record, BackfillState.CANCELLED, f"cancelled by {by}: {reason}", by=by,
+            record,
+            BackfillState.CANCELLED,
+            f"cancelled by {by}: {reason}",
+            by=by,
             attributes={"reason": f"cancelled: {reason}"[:2000], "progress": record.progress},
-        )  # fmt: skip
+        )
         self._release(record.backfill_id)
         if self.services.lineage_events is not None:  # the backfill's run ends ABORT in the lineage graph
-            backfill_aborted(self.services.lineage_events, self.services.lineage_events.facts(
-                backfill_id=record.backfill_id, attempt=record.run_attempt, config_uri=record.config_uri,
-            ), reason=reason)  # fmt: skip
+            backfill_aborted(
+                self.services.lineage_events,
+                self.services.lineage_events.facts(
+                    backfill_id=record.backfill_id,
+                    attempt=record.run_attempt,
+                    config_uri=record.config_uri,
+                ),
+                reason=reason,
+            )
         if record.mode == "replay":
             return "cancelled: replay tasks stop at their next batch; unsent ones are skipped"
         finished = _finished_steps(record)
@@ -213,7 +243,9 @@ class ControlService:
             }.get(state, f"it is {state}; cancel it first or wait for it to end")
             raise ControlRefusedError(f"cannot retry {record.backfill_id}: {why}")
         if record.mode != "batch" or record.dry_run or not (record.plan_uri and record.config_uri):
-            raise ControlRefusedError(f"cannot retry {record.backfill_id}: only a planned batch backfill can be retried")
+            raise ControlRefusedError(
+                f"cannot retry {record.backfill_id}: only a planned batch backfill can be retried"
+            )
         plan = self._plan(record)
         attempt = record.run_attempt + 1
         done = self._done_so_far(record, plan, attempt)
@@ -223,37 +255,56 @@ class ControlService:
         done_uri = self.services.storage.store_document(
             record.backfill_id, f"attempts/{attempt}/done.json", done.to_json().encode()
         )
-        admission = admit(self.services, backfill_id=record.backfill_id, plan=plan,
-                          submitted_at=self.clock().isoformat(), skip=done)  # fmt: skip
+        admission = admit(
+            self.services,
+            backfill_id=record.backfill_id,
+            plan=plan,
+            submitted_at=self.clock().isoformat(),
+            skip=done,
+        )
         if isinstance(admission, Admitted):
             trigger_run(
-                self.services, backfill_id=record.backfill_id, config_uri=record.config_uri,
-                plan_uri=record.plan_uri, result_uri=None, attempt=attempt, done_uri=done_uri,
-            )  # fmt: skip
+                self.services,
+                backfill_id=record.backfill_id,
+                config_uri=record.config_uri,
+                plan_uri=record.plan_uri,
+                result_uri=None,
+                attempt=attempt,
+                done_uri=done_uri,
+            )
             return (
                 f"attempt {attempt} triggered by {by}: reruns {len(remaining)} of {len(plan.steps)} steps "
                 f"({len(done.steps_done)} succeeded earlier)"
             )
-        raise ControlRefusedError(f"cannot retry {record.backfill_id} now: it overlaps {_blocking(admission)}; retry when it ends")
+        raise ControlRefusedError(
+            f"cannot retry {record.backfill_id} now: it overlaps {_blocking(admission)}; retry when it ends"
+        )
 
     def start(self, record: StatusRecord) -> str:
         """A queued backfill: admitted now (its blockers ended) -> triggered; still blocked ->
         stays queued (a later release starts it)."""
         if record.state is not BackfillState.QUEUED:
-            raise ControlRefusedError(f"nothing to start: backfill {record.backfill_id} is {record.state}, not QUEUED")
+            raise ControlRefusedError(
+                f"nothing to start: backfill {record.backfill_id} is {record.state}, not QUEUED"
+            )
         plan = self._plan(record)
-        admission = admit(self.services, backfill_id=record.backfill_id, plan=plan, submitted_at=record.created_at)
+        admission = admit(
+            self.services, backfill_id=record.backfill_id, plan=plan, submitted_at=record.created_at
+        )
         if not isinstance(admission, Admitted):
             return f"still waiting for {_blocking(admission)}"
         source = self.services.storage
         result_uri = None
         if record.source_uri and record.source_uri.startswith(f"s3://{source.bucket}/"):
-            key = record.source_uri[len(f"s3://{source.bucket}/"):]
+            key = record.source_uri[len(f"s3://{source.bucket}/") :]
             result_uri = source.result_uri(Upload(bucket=source.bucket, key=key))
         run, _ = trigger_run(
-            self.services, backfill_id=record.backfill_id, config_uri=record.config_uri or "",
-            plan_uri=record.plan_uri or "", result_uri=result_uri,
-        )  # fmt: skip
+            self.services,
+            backfill_id=record.backfill_id,
+            config_uri=record.config_uri or "",
+            plan_uri=record.plan_uri or "",
+            result_uri=result_uri,
+        )
         return f"started: the backfills it waited for have ended (DAG run {run.run.run_id})"
 
     # -- pieces ----------------------------------------------------------------------------
@@ -265,7 +316,13 @@ class ControlService:
         run_id = record.dag_run_id or dag_run_id(record.backfill_id, record.run_attempt)
         if airflow.fail_dag_run(dag_id, run_id):
             stopped.append(f"DAG run {dag_id}/{record.dag_run_id}")
-            keep_failed(airflow, dag_id, run_id, seconds=self.services.settings.cancel_confirm_seconds, sleep=self.sleep)
+            keep_failed(
+                airflow,
+                dag_id,
+                run_id,
+                seconds=self.services.settings.cancel_confirm_seconds,
+                sleep=self.sleep,
+            )
         plan = self._plan(record)
         for step in plan.steps:
             if step.kind != "airflow_dag" or not step.dates:
@@ -286,7 +343,9 @@ class ControlService:
         steps_done: set[str] = set()
         dates_done: dict[str, set[date]] = {}
         if attempt > 2:
-            previous = storage.read_document(storage_uri(storage, record.backfill_id, f"attempts/{attempt - 1}/done.json"))
+            previous = storage.read_document(
+                storage_uri(storage, record.backfill_id, f"attempts/{attempt - 1}/done.json")
+            )
             if previous:
                 earlier = AttemptDone.from_json(previous)
                 steps_done |= set(earlier.steps_done)
@@ -308,7 +367,9 @@ class ControlService:
             backfill_id=record.backfill_id,
             attempt=attempt,
             steps_done=sorted(steps_done & known),
-            dates_done={k: sorted(v) for k, v in sorted(dates_done.items()) if k in known and k not in steps_done},
+            dates_done={
+                k: sorted(v) for k, v in sorted(dates_done.items()) if k in known and k not in steps_done
+            },
         )
 
     def _plan(self, record: StatusRecord) -> Plan:
@@ -318,11 +379,18 @@ class ControlService:
         return plan
 
     def _transition(
-        self, record: StatusRecord, target: BackfillState, detail: str, *, attributes: dict[str, Any] | None = None,
+        self,
+        record: StatusRecord,
+        target: BackfillState,
+        detail: str,
+        *,
+        attributes: dict[str, Any] | None = None,
         by: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         try:
-            self.services.status.transition(record.backfill_id, target, detail=detail[:2000], attributes=attributes, by=by)
+            self.services.status.transition(
+                record.backfill_id, target, detail=detail[:2000], attributes=attributes, by=by
+            )
         except TransitionRejectedError as error:  # it moved on meanwhile (the DAG finished)
             raise ControlRefusedError(f"the backfill changed state meanwhile: {error}") from None
 
@@ -333,29 +401,62 @@ class ControlService:
     # -- answers ---------------------------------------------------------------------------
     def _invalid(self, upload: Upload, issues: list[ConfigIssue]) -> ControlOutcome:
         self._count("ControlRejected")
-        self._write_document(upload, ResultFile(
-            source=upload.uri, outcome=ControlResult.REJECTED, backfill_id=None, state=None, status_id=None,
-            errors=[issue.as_dict() for issue in issues[:100]], written_at=self.clock(),
-        ))  # fmt: skip
-        return ControlOutcome(ControlResult.REJECTED, None, None, f"{len(issues)} errors: {issues[0] if issues else ''}")
+        self._write_document(
+            upload,
+            ResultFile(
+                source=upload.uri,
+                outcome=ControlResult.REJECTED,
+                backfill_id=None,
+                state=None,
+                status_id=None,
+                errors=[issue.as_dict() for issue in issues[:100]],
+                written_at=self.clock(),
+            ),
+        )
+        return ControlOutcome(
+            ControlResult.REJECTED, None, None, f"{len(issues)} errors: {issues[0] if issues else ''}"
+        )
 
-    def _refused(self, upload: Upload, request: ControlRequest, record: StatusRecord | None, why: str) -> ControlOutcome:
+    def _refused(
+        self, upload: Upload, request: ControlRequest, record: StatusRecord | None, why: str
+    ) -> ControlOutcome:
         self._count("ControlRefused")
         self._write(upload, request, ControlResult.REFUSED, record, why)
         if record is not None:
-            self.notifier.slack(request.backfill_id, status_message(
-                backfill_id=request.backfill_id, state=str(record.state),
-                detail=f"{request.action} by {request.requested_by} refused: {why}",
-            ))  # fmt: skip
-        return ControlOutcome(ControlResult.REFUSED, request.backfill_id, str(record.state) if record else None, why)
+            self.notifier.slack(
+                request.backfill_id,
+                status_message(
+                    backfill_id=request.backfill_id,
+                    state=str(record.state),
+                    detail=f"{request.action} by {request.requested_by} refused: {why}",
+                ),
+            )
+        return ControlOutcome(
+            ControlResult.REFUSED, request.backfill_id, str(record.state) if record else None, why
+        )
 
-    def _write(self, upload: Upload, request: ControlRequest, outcome: ControlResult, record: StatusRecord | None, detail: str) -> None:
-        self._write_document(upload, ResultFile(
-            source=upload.uri, outcome=outcome, backfill_id=request.backfill_id,
-            state=record.state if record else None, status_id=request.backfill_id if record else None,
-            action=request.action, reason=detail[:2000],
-            status_command=f"backfill status {request.backfill_id}" if record else None, written_at=self.clock(),
-        ))  # fmt: skip
+    def _write(
+        self,
+        upload: Upload,
+        request: ControlRequest,
+        outcome: ControlResult,
+        record: StatusRecord | None,
+        detail: str,
+    ) -> None:
+        self._write_document(
+            upload,
+            ResultFile(
+                source=upload.uri,
+                outcome=outcome,
+                backfill_id=request.backfill_id,
+                state=record.state if record else None,
+                status_id=request.backfill_id if record else None,
+                action=request.action,
+                reason=detail[:2000],
+                status_command=f"backfill status {request.backfill_id}" if record else None,
+                written_at=self.clock(),
+            ),
+        )
 
     def _write_document(self, upload: Upload, document: ResultFile) -> None:
         self.services.storage.write_result(upload, document)
@@ -370,10 +471,14 @@ def release_claims(services: ModeServices, backfill_id: str, *, now: datetime) -
         return []
     storage = services.storage
     control_uri = f"s3://{storage.bucket}/{services.settings.control_prefix}"
-    return release_and_start_queued(services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage.s3_client)
+    return release_and_start_queued(
+        services.claims(), backfill_id, control_uri=control_uri, now=now, s3_client=storage.s3_client
+    )
 
 
-def keep_failed(airflow: Any, dag_id: str, run_id: str, *, seconds: int, sleep: Callable[[float], None]) -> None:
+def keep_failed(
+    airflow: Any, dag_id: str, run_id: str, *, seconds: int, sleep: Callable[[float], None]
+) -> None:
     """Watch a failed run for `seconds` (CANCEL_CONFIRM_SECONDS): a scheduler that loaded it
     before the PATCH (its last tasks just skipped) may still write "success" over it (seen with
     Airflow 3 on SQLite, where nothing locks the run's row). Such a run is failed again, so
@@ -384,7 +489,9 @@ def keep_failed(airflow: Any, dag_id: str, run_id: str, *, seconds: int, sleep: 
         try:
             run = airflow.get_dag_run(dag_id, run_id)
             if run is not None and run.state == "success":
-                log.warning("DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id)
+                log.warning(
+                    "DAG run %s/%s was marked successful after the cancel: failing it again", dag_id, run_id
+                )
                 airflow.fail_dag_run(dag_id, run_id)
         except Exception as error:  # noqa: BLE001 - the cancel itself is done
             log.warning("could not check that DAG run %s/%s stayed failed: %s", dag_id, run_id, error)

@@ -113,8 +113,14 @@ def _upload_from_s3_record(record: S3EventRecord) -> Upload:
         key = unquote_plus(obj.key)
     except (TypeError, KeyError, AttributeError) as error:
         raise MalformedEventError(f"S3 event record without {error}") from None
-    return _upload(bucket, key, size=obj.get("size"), version_id=obj.version_id, sequencer=obj.get("sequencer"),
-                   etag=obj.etag)  # fmt: skip
+    return _upload(
+        bucket,
+        key,
+        size=obj.get("size"),
+        version_id=obj.version_id,
+        sequencer=obj.get("sequencer"),
+        etag=obj.etag,
+    )
 
 
 def _upload_from_eventbridge(event: S3EventBridgeNotificationEvent) -> Upload:
@@ -130,8 +136,14 @@ def _upload_from_eventbridge(event: S3EventBridgeNotificationEvent) -> Upload:
         key = obj.key  # the data class decodes it
     except (TypeError, KeyError, AttributeError) as error:
         raise MalformedEventError(f"EventBridge S3 event without {error}") from None
-    return _upload(bucket, key, size=obj.size, version_id=obj.get("version-id"), sequencer=obj.get("sequencer"),
-                   etag=obj.etag)  # fmt: skip
+    return _upload(
+        bucket,
+        key,
+        size=obj.size,
+        version_id=obj.get("version-id"),
+        sequencer=obj.get("sequencer"),
+        etag=obj.etag,
+    )
 
 
 def _upload(bucket: Any, key: Any, *, size: Any, version_id: Any, sequencer: Any, etag: Any) -> Upload:

@@ -69,18 +69,29 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
                 lineage = ProducersSeen(marquez)  # freshness reuses the roots' answers
                 plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
                 plan = checked_plan(
-                    config, plan, catalog=catalog, limits=services.settings.preflight, history=marquez,
-                    known_producers=lineage.producers, durations=services.durations,
-                )  # fmt: skip
+                    config,
+                    plan,
+                    catalog=catalog,
+                    limits=services.settings.preflight,
+                    history=marquez,
+                    known_producers=lineage.producers,
+                    durations=services.durations,
+                )
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
-                return ModeOutcome(BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error))
+                return ModeOutcome(
+                    BackfillState.REJECTED, issues=refusal_issues(config, error), reason=str(error)
+                )
         stored = services.storage.store_backfill(
             backfill_id, upload=request.upload, config_body=request.body, plan=plan, picture=may_stop
         )
     # The store keeps the first steps of the summary; the plan document has them all.
-    planned = {"config_uri": stored.config_uri, "plan_uri": stored.plan_uri, "plan_summary": plan_summary(plan)}
+    planned = {
+        "config_uri": stored.config_uri,
+        "plan_uri": stored.plan_uri,
+        "plan_summary": plan_summary(plan),
+    }
     # PLANNED is recorded when the backfill may stop there: a dry run, or one a policy may hold
     # back (AWAITING_APPROVAL moves on from PLANNED). Otherwise the state that follows carries
     # the plan: TRIGGERED, or QUEUED when the claims hold it back.
@@ -88,7 +99,8 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         services.status.transition(
             backfill_id,
             BackfillState.PLANNED,
-            detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps" + (" (dry run)" if config.dry_run else ""),
+            detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps"
+            + (" (dry run)" if config.dry_run else ""),
             attributes=planned,
         )
     if config.dry_run:
@@ -100,20 +112,41 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     admission = admit(services, backfill_id=backfill_id, plan=plan, submitted_at=record.created_at)
     if isinstance(admission, Refused):
         reason = f"refused: {admission.describe()}; resubmit when it has ended, or cancel it"
-        return ModeOutcome(BackfillState.REJECTED, plan=plan, stored=stored, issues=[ConfigIssue("dates", reason)], reason=reason)
+        return ModeOutcome(
+            BackfillState.REJECTED,
+            plan=plan,
+            stored=stored,
+            issues=[ConfigIssue("dates", reason)],
+            reason=reason,
+        )
     if isinstance(admission, Queued):
         reason = f"waiting for {', '.join(admission.blocking)} (overlapping steps and dates); it starts when they end"
         services.storage.store_picture(backfill_id, plan)  # people look at it while it waits
-        services.status.transition(backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason, **planned})
+        services.status.transition(
+            backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason, **planned}
+        )
         return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
     announce = request.announce
     run, run_url = trigger_run(
-        services, backfill_id=backfill_id, config_uri=stored.config_uri, plan_uri=stored.plan_uri,
-        result_uri=services.storage.result_uri(request.upload), planned=planned,
+        services,
+        backfill_id=backfill_id,
+        config_uri=stored.config_uri,
+        plan_uri=stored.plan_uri,
+        result_uri=services.storage.result_uri(request.upload),
+        planned=planned,
         announce=(lambda url: announce(plan, stored, url)) if announce else None,
-    )  # fmt: skip
-    started(services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=config.owner)
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=run, run_url=run_url, announced=announce is not None)
+    )
+    started(
+        services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=config.owner
+    )
+    return ModeOutcome(
+        BackfillState.TRIGGERED,
+        plan=plan,
+        stored=stored,
+        run=run,
+        run_url=run_url,
+        announced=announce is not None,
+    )
 
 
 def policy_may_hold_back(services: ModeServices) -> bool:
@@ -137,13 +170,32 @@ def found_run(request: ModeRequest, services: ModeServices) -> ModeOutcome | Non
         return None
     stored = StoredBackfill(planned["config_uri"], planned["plan_uri"])
     run_url = airflow.run_url(dag_id, run.run_id)
-    record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=TriggerResult(run, created=False),
-                     run_url=run_url, attempt=1, attributes=planned)  # fmt: skip
-    started(services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=request.config.owner)
+    record_triggered(
+        services,
+        backfill_id=backfill_id,
+        dag_id=dag_id,
+        run=TriggerResult(run, created=False),
+        run_url=run_url,
+        attempt=1,
+        attributes=planned,
+    )
+    started(
+        services,
+        backfill_id=backfill_id,
+        plan=plan,
+        config_uri=stored.config_uri,
+        submitter=request.config.owner,
+    )
     # No Slack: the dead attempt may have posted between its POST and its TRIGGERED write, and
     # its thread is not known. The DAG's start opens the thread when the record has none.
-    return ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run=TriggerResult(run, created=False),
-                       run_url=run_url, announced=request.announce is not None)  # fmt: skip
+    return ModeOutcome(
+        BackfillState.TRIGGERED,
+        plan=plan,
+        stored=stored,
+        run=TriggerResult(run, created=False),
+        run_url=run_url,
+        announced=request.announce is not None,
+    )
 
 
 def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:
@@ -162,12 +214,17 @@ def run_replay(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     assert config.replay is not None  # plan_replay checked it
     detail = f"{len(tasks)} replay tasks to {config.replay.target}"
     if request.record.state is not BackfillState.PLANNED:  # PLANNED: a dead attempt taken over
-        services.status.transition(backfill_id, BackfillState.PLANNED, detail=detail + (" (dry run)" if config.dry_run else ""))
+        services.status.transition(
+            backfill_id, BackfillState.PLANNED, detail=detail + (" (dry run)" if config.dry_run else "")
+        )
     if config.dry_run:
         return ModeOutcome(BackfillState.PLANNED)
     # The count is recorded before any task is queued, so whichever task finishes last sees it.
     services.status.transition(
-        backfill_id, BackfillState.TRIGGERED, detail=f"{detail} queued", attributes={"tasks_total": len(tasks)}
+        backfill_id,
+        BackfillState.TRIGGERED,
+        detail=f"{detail} queued",
+        attributes={"tasks_total": len(tasks)},
     )
     queue_tasks(tasks, sqs=services.sqs(), queue_url=settings.replay_tasks_queue_url)
     return ModeOutcome(BackfillState.TRIGGERED)

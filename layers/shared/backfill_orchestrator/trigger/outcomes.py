@@ -81,22 +81,36 @@ def rejected_message(end: Finished) -> SlackMessage:
 def failed_message(end: Finished) -> SlackMessage:
     """A refusal by the mode (not an outage: no page)."""
     return backfill_message(
-        config=end.config, backfill_id=end.backfill_id, plan=None, state=str(BackfillState.FAILED), note=end.outcome.reason
+        config=end.config,
+        backfill_id=end.backfill_id,
+        plan=None,
+        state=str(BackfillState.FAILED),
+        note=end.outcome.reason,
     )
 
 
 def queued_message(end: Finished) -> SlackMessage:
     outcome = end.outcome
-    return backfill_message(config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, state=str(outcome.state),
-                            note=outcome.reason, submitted_by=end.record.submitted_by)  # fmt: skip
+    return backfill_message(
+        config=end.config,
+        backfill_id=end.backfill_id,
+        plan=outcome.plan,
+        state=str(outcome.state),
+        note=outcome.reason,
+        submitted_by=end.record.submitted_by,
+    )
 
 
 def awaiting_approval_message(end: Finished) -> SlackMessage:
     outcome = end.outcome
     return approval_request_message(
-        config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, reason=outcome.reason,
-        plan_uri=outcome.stored.plan_uri if outcome.stored else None, submitted_by=end.record.submitted_by,
-    )  # fmt: skip
+        config=end.config,
+        backfill_id=end.backfill_id,
+        plan=outcome.plan,
+        reason=outcome.reason,
+        plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+        submitted_by=end.record.submitted_by,
+    )
 
 
 def planned_message(end: Finished) -> SlackMessage:
@@ -110,23 +124,39 @@ def triggered_message(end: Finished) -> SlackMessage:
 def _started_message(end: Finished, *, note: str | None) -> SlackMessage:
     outcome = end.outcome
     return backfill_message(
-        config=end.config, backfill_id=end.backfill_id, plan=outcome.plan, state=str(outcome.state),
-        run_url=outcome.run_url, lineage_url=end.lineage_url, plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-        note=note, submitted_by=end.record.submitted_by,
-    )  # fmt: skip
+        config=end.config,
+        backfill_id=end.backfill_id,
+        plan=outcome.plan,
+        state=str(outcome.state),
+        run_url=outcome.run_url,
+        lineage_url=end.lineage_url,
+        plan_uri=outcome.stored.plan_uri if outcome.stored else None,
+        note=note,
+        submitted_by=end.record.submitted_by,
+    )
 
 
 def approval_request_message(
-    *, config: BackfillConfig, backfill_id: str, plan: Plan | None, plan_uri: str | None, reason: str | None,
+    *,
+    config: BackfillConfig,
+    backfill_id: str,
+    plan: Plan | None,
+    plan_uri: str | None,
+    reason: str | None,
     submitted_by: str | None,
-) -> SlackMessage:  # fmt: skip
+) -> SlackMessage:
     """The thread's first message for a backfill awaiting approval: what it is, why it waits,
     and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
     function receives the presses)."""
     message = backfill_message(
-        config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.AWAITING_APPROVAL),
-        plan_uri=plan_uri, note=reason, submitted_by=submitted_by,
-    )  # fmt: skip
+        config=config,
+        backfill_id=backfill_id,
+        plan=plan,
+        state=str(BackfillState.AWAITING_APPROVAL),
+        plan_uri=plan_uri,
+        note=reason,
+        submitted_by=submitted_by,
+    )
     buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
     return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
 
@@ -134,17 +164,28 @@ def approval_request_message(
 # -- the table ------------------------------------------------------------------------------------
 S, D = BackfillState, Disposition
 OUTCOME_OF: dict[BackfillState, Ending] = {
-    S.REJECTED: Ending(D.REJECTED, "Rejected", rejected_message, records={}, fallback=S.FAILED,
-                       reports=frozenset({"errors"})),
-    S.FAILED: Ending(D.FAILED, "Failed", failed_message, records={"retryable": False}, reports=frozenset({"reason"})),
-    S.AWAITING_APPROVAL: Ending(D.AWAITING_APPROVAL, "AwaitingApproval", awaiting_approval_message,
-                                reports=frozenset({"reason", "plan"})),
+    S.REJECTED: Ending(
+        D.REJECTED, "Rejected", rejected_message, records={}, fallback=S.FAILED, reports=frozenset({"errors"})
+    ),
+    S.FAILED: Ending(
+        D.FAILED, "Failed", failed_message, records={"retryable": False}, reports=frozenset({"reason"})
+    ),
+    S.AWAITING_APPROVAL: Ending(
+        D.AWAITING_APPROVAL,
+        "AwaitingApproval",
+        awaiting_approval_message,
+        reports=frozenset({"reason", "plan"}),
+    ),
     S.QUEUED: Ending(D.QUEUED, "Queued", queued_message, reports=frozenset({"reason", "plan"})),
-    S.PLANNED: Ending(D.DRY_RUN, "DryRuns", planned_message, reports=frozenset({"plan", "run"}), resolves_page=True),
-    S.TRIGGERED: Ending(D.ACCEPTED, "Triggered", triggered_message, reports=frozenset({"plan", "run"}), resolves_page=True),
+    S.PLANNED: Ending(
+        D.DRY_RUN, "DryRuns", planned_message, reports=frozenset({"plan", "run"}), resolves_page=True
+    ),
+    S.TRIGGERED: Ending(
+        D.ACCEPTED, "Triggered", triggered_message, reports=frozenset({"plan", "run"}), resolves_page=True
+    ),
     # No mode ends an upload in these; a retry that finds the record there reports it accepted.
     S.RECEIVED: Ending(D.ACCEPTED),
     S.RUNNING: Ending(D.ACCEPTED),
     S.SUCCEEDED: Ending(D.ACCEPTED),
     S.CANCELLED: Ending(D.ACCEPTED),
-}  # fmt: skip
+}

@@ -81,7 +81,9 @@ class ModeOutcome:
     run_url: str | None = None
     issues: list[ConfigIssue] = field(default_factory=list)
     reason: str | None = None
-    announced: bool = False  # the runner dealt with Slack for TRIGGERED (posted, or left it to the DAG's start)
+    announced: bool = (
+        False  # the runner dealt with Slack for TRIGGERED (posted, or left it to the DAG's start)
+    )
 
 
 ModeRunner = Callable[[ModeRequest, ModeServices], ModeOutcome]
@@ -114,17 +116,34 @@ def run_plan(services: ModeServices, conf: Mapping[str, Any]) -> tuple[Plan | No
     return plan, planned
 
 
-def started(services: ModeServices, *, backfill_id: str, plan: Plan, config_uri: str, submitter: str | None) -> None:
+def started(
+    services: ModeServices, *, backfill_id: str, plan: Plan, config_uri: str, submitter: str | None
+) -> None:
     """The backfill's OpenLineage START (never raises: lineage must not fail a backfill)."""
     if services.lineage_events is not None:
-        backfill_started(services.lineage_events, services.lineage_events.facts(
-            backfill_id=backfill_id, attempt=1, config_uri=config_uri,
-            dates=[day.isoformat() for day in plan.dates], hours=plan.hours, feeds=plan.feeds,
-            submitter=submitter, trace_id=current_trace_id(),
-        ))  # fmt: skip
+        backfill_started(
+            services.lineage_events,
+            services.lineage_events.facts(
+                backfill_id=backfill_id,
+                attempt=1,
+                config_uri=config_uri,
+                dates=[day.isoformat() for day in plan.dates],
+                hours=plan.hours,
+                feeds=plan.feeds,
+                submitter=submitter,
+                trace_id=current_trace_id(),
+            ),
+        )
 
 
-def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at: str, skip: AttemptDone | None = None) -> Admission:
+def admit(
+    services: ModeServices,
+    *,
+    backfill_id: str,
+    plan: Plan,
+    submitted_at: str,
+    skip: AttemptDone | None = None,
+) -> Admission:
     """Claim the (step, date) pairs the plan rewrites (less what earlier attempts finished);
     Admitted when nothing active overlaps them (or no claims table is configured)."""
     if services.claims is None:
@@ -134,12 +153,17 @@ def admit(services: ModeServices, *, backfill_id: str, plan: Plan, submitted_at:
         done[step_id] = days
     claims = ClaimSet.from_plan(plan, skip=done)
     # Named by its version: containers keep the claim sets they read (claims.registry_for).
-    uri = services.storage.store_document(backfill_id, "claims.json", claims.to_json().encode(), versioned=True)
+    uri = services.storage.store_document(
+        backfill_id, "claims.json", claims.to_json().encode(), versioned=True
+    )
     keep_claim_set(uri, claims)
     return services.claims().admit(
-        backfill_id=backfill_id, claims=claims, claims_uri=uri, submitted_at=submitted_at,
+        backfill_id=backfill_id,
+        claims=claims,
+        claims_uri=uri,
+        submitted_at=submitted_at,
         on_overlap=services.settings.on_overlap,
-    )  # fmt: skip
+    )
 
 
 def trigger_run(
@@ -165,14 +189,27 @@ def trigger_run(
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
-        backfill_id=backfill_id, config_uri=config_uri, plan_uri=plan_uri, result_uri=result_uri,
-        attempt=attempt, done_uri=done_uri, trace_id=current_trace_id(),
-    ).to_conf()  # fmt: skip
+        backfill_id=backfill_id,
+        config_uri=config_uri,
+        plan_uri=plan_uri,
+        result_uri=result_uri,
+        attempt=attempt,
+        done_uri=done_uri,
+        trace_id=current_trace_id(),
+    ).to_conf()
     run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
     thread = announce(run_url) if announce is not None and run.created else None
-    record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                     attributes=planned, slack_thread=thread)  # fmt: skip
+    record_triggered(
+        services,
+        backfill_id=backfill_id,
+        dag_id=dag_id,
+        run=run,
+        run_url=run_url,
+        attempt=attempt,
+        attributes=planned,
+        slack_thread=thread,
+    )
     return run, run_url
 
 
@@ -196,12 +233,18 @@ def record_triggered(
     SUCCEEDED, FAILED; a run accepted while no TRIGGERED was recorded yet) its state stands
     and only the run's id and link (and `attributes`) are added. A retry attempt (attempt > 1)
     follows FAILED or CANCELLED."""
-    run_attributes = {"dag_id": dag_id, "dag_run_id": run.run.run_id, "dag_run_url": run_url, "run_attempt": attempt}
+    run_attributes = {
+        "dag_id": dag_id,
+        "dag_run_id": run.run.run_id,
+        "dag_run_url": run_url,
+        "run_attempt": attempt,
+    }
     try:
         services.status.transition(
             backfill_id,
             BackfillState.TRIGGERED,
-            detail=f"DAG run {dag_id}/{run.run.run_id}" + ("" if run.created else " (existed already)")
+            detail=f"DAG run {dag_id}/{run.run.run_id}"
+            + ("" if run.created else " (existed already)")
             + (f", attempt {attempt}" if attempt > 1 else ""),
             attributes={**(attributes or {}), **run_attributes},
             only_from=TRIGGER_FROM if attempt == 1 else None,
@@ -211,17 +254,28 @@ def record_triggered(
         current = error.current
         if attempt > 1 or current is None or current.state not in DAG_AHEAD:
             raise
-        services.status.annotate(backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread)
+        services.status.annotate(
+            backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread
+        )
     except StatusItemTooLargeError:
         # The run exists: the record must say so. Only the plan's summary can be large (plan.json
         # and the result file have the whole plan), so the write goes again without it.
         if not attributes or "plan_summary" not in attributes:
             raise
-        log.warning("status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id)
+        log.warning(
+            "status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id
+        )
         trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
-        record_triggered(services, backfill_id=backfill_id, dag_id=dag_id, run=run, run_url=run_url, attempt=attempt,
-                         attributes=trimmed, slack_thread=slack_thread)  # fmt: skip
-
+        record_triggered(
+            services,
+            backfill_id=backfill_id,
+            dag_id=dag_id,
+            run=run,
+            run_url=run_url,
+            attempt=attempt,
+            attributes=trimmed,
+            slack_thread=slack_thread,
+        )
 
 
 def dag_run_id(backfill_id: str, attempt: int = 1) -> str:

@@ -157,17 +157,26 @@ class TriggerService:
                 malformed.append(f"record {index}: {error}")
                 continue
             try:
-                if self.services.storage.is_control_document(upload, control_prefix=self.settings.control_prefix):
+                if self.services.storage.is_control_document(
+                    upload, control_prefix=self.settings.control_prefix
+                ):
                     results.append(self.handle_control(upload, attempt=attempt))
                     continue
                 results.append(self.handle_upload(upload, attempt=attempt))
             except Exception as error:  # a bug, or an outage before the outcome could be recorded
                 reason = f"{type(error).__name__}: {error}"[:2000]
-                self.logger.error("upload %s failed before its outcome was recorded: %s", upload.uri, reason,
-                                  exc_info=not isinstance(error, BackfillError))  # fmt: skip
+                self.logger.error(
+                    "upload %s failed before its outcome was recorded: %s",
+                    upload.uri,
+                    reason,
+                    exc_info=not isinstance(error, BackfillError),
+                )
                 self._count("Failed")
                 self._write_result(
-                    upload, self._result_document(upload, Disposition.FAILED, None, None, reason=reason, retrying=True)
+                    upload,
+                    self._result_document(
+                        upload, Disposition.FAILED, None, None, reason=reason, retrying=True
+                    ),
                 )
                 self.notifier.page(
                     f"upload-{upload.upload_id}",
@@ -188,18 +197,24 @@ class TriggerService:
         from backfill_orchestrator.trigger.control_documents import ControlService
 
         attempt = attempt or Attempt()
-        control = ControlService(services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock)
+        control = ControlService(
+            services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock
+        )
         with deadline_scope(attempt.deadline):
             outcome = control.handle(upload)
         self.logger.info("control document %s: %s (%s)", upload.uri, outcome.result, outcome.detail[:500])
-        return UploadResult(upload.uri, outcome.disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000])
+        return UploadResult(
+            upload.uri, outcome.disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000]
+        )
 
     # -- one upload ----------------------------------------------------------------------
     def handle_upload(self, upload: Upload, *, attempt: Attempt | None = None) -> UploadResult:
         attempt = attempt or Attempt()
         storage = self.services.storage
         if not storage.is_incoming_config(upload):
-            self.logger.info("ignoring %s: not a .yaml/.yml/.json under %s", upload.uri, storage.incoming_prefix)
+            self.logger.info(
+                "ignoring %s: not a .yaml/.yml/.json under %s", upload.uri, storage.incoming_prefix
+            )
             return UploadResult(upload.uri, Disposition.IGNORED, detail="not a config upload")
         policy = self.settings.config_policy()
         try:
@@ -242,52 +257,83 @@ class TriggerService:
         except RecordExistsError as exists:
             if upload.upload_id in exists.existing.uploads:
                 reclaimed = status.reclaim(
-                    backfill_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
-                    current=exists.existing, detail=f"retry of {upload.uri}: taking over",
-                )  # fmt: skip
+                    backfill_id,
+                    lease_seconds=attempt.lease_seconds,
+                    holder=attempt.request_id,
+                    current=exists.existing,
+                    detail=f"retry of {upload.uri}: taking over",
+                )
                 if reclaimed is None:
                     if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
                         return self._report_again(upload, config, backfill_id, attempt)
-                    if self._run_unrecorded(config, exists.existing):  # another delivery of a dead attempt's event
+                    if self._run_unrecorded(
+                        config, exists.existing
+                    ):  # another delivery of a dead attempt's event
                         self._record_found_run(exists.existing, attempt)
-                    self.logger.info("duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state)
+                    self.logger.info(
+                        "duplicate delivery of %s (%s): nothing to do", upload.uri, exists.existing.state
+                    )
                     self._count("Duplicates")
-                    return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
-                self.logger.info("taking over %s (attempt %d, %s)", backfill_id, reclaimed.attempts, reclaimed.state)
+                    return UploadResult(
+                        upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state)
+                    )
+                self.logger.info(
+                    "taking over %s (attempt %d, %s)", backfill_id, reclaimed.attempts, reclaimed.state
+                )
                 record = reclaimed
             elif status.add_upload(backfill_id, upload.upload_id):
                 reopened = None
                 if exists.existing.state is BackfillState.REJECTED:  # its cause may have been fixed since
                     reopened = status.reclaim(
-                        backfill_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
-                        current=exists.existing, reopen=True, detail=f"resubmitted as {upload.uri}: evaluated again",
-                    )  # fmt: skip
+                        backfill_id,
+                        lease_seconds=attempt.lease_seconds,
+                        holder=attempt.request_id,
+                        current=exists.existing,
+                        reopen=True,
+                        detail=f"resubmitted as {upload.uri}: evaluated again",
+                    )
                 if reopened is None:
                     return self._already_known(upload, exists.existing)
                 self.logger.info("re-evaluating %s after its rejection", backfill_id)
                 record = reopened
             else:
                 self._count("Duplicates")
-                return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state))
+                return UploadResult(
+                    upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state)
+                )
 
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
         request = ModeRequest(
-            config=config, backfill_id=backfill_id, record=record, body=body, upload=upload,
+            config=config,
+            backfill_id=backfill_id,
+            record=record,
+            body=body,
+            upload=upload,
             announce=self._announcer(config, backfill_id, record),
-        )  # fmt: skip
+        )
         try:
             with deadline_scope(attempt.deadline):
                 outcome = MODE_RUNNERS[config.mode](request, self.services)
-        except (UserError, PolicyRefusal) as error:  # deterministic (e.g. a record too large): the same input fails again
+        except (
+            UserError,
+            PolicyRefusal,
+        ) as error:  # deterministic (e.g. a record too large): the same input fails again
             location, message = getattr(error, "location", None) or ROOT, str(error)[:2000]
-            outcome = ModeOutcome(BackfillState.REJECTED, issues=[ConfigIssue(location, message)], reason=message)
+            outcome = ModeOutcome(
+                BackfillState.REJECTED, issues=[ConfigIssue(location, message)], reason=message
+            )
         except Exception as error:
             return self._system_failure(upload, config, backfill_id, error)
         return self._finish(upload, config, backfill_id, record, outcome)
 
     # -- endings -------------------------------------------------------------------------
     def _finish(
-        self, upload: Upload, config: BackfillConfig, backfill_id: str, record: StatusRecord, outcome: ModeOutcome
+        self,
+        upload: Upload,
+        config: BackfillConfig,
+        backfill_id: str,
+        record: StatusRecord,
+        outcome: ModeOutcome,
     ) -> UploadResult:
         """The mode's end, as its row of OUTCOME_OF says: record it (unless the runner did), count
         it, write the result file, post to the thread (unless the runner announced it)."""
@@ -295,20 +341,39 @@ class TriggerService:
         ending = OUTCOME_OF[state]
         if ending.metric is None or ending.message is None:
             raise ValueError(f"no mode ends an upload in {state}")  # a runner's bug: the event is retried
-        thread_record = self._record_end(backfill_id, outcome, ending) if ending.records is not None else record
+        thread_record = (
+            self._record_end(backfill_id, outcome, ending) if ending.records is not None else record
+        )
         self._count(ending.metric)
-        written = self._write_result(upload, self._result_document(
-            upload, ending.disposition, backfill_id, str(state), **self._result_fields(ending, outcome),
-        ))  # fmt: skip
+        written = self._write_result(
+            upload,
+            self._result_document(
+                upload,
+                ending.disposition,
+                backfill_id,
+                str(state),
+                **self._result_fields(ending, outcome),
+            ),
+        )
         if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
-            end = Finished(upload=upload, config=config, backfill_id=backfill_id, record=record, outcome=outcome,
-                           lineage_url=self._lineage_url(config))  # fmt: skip
+            end = Finished(
+                upload=upload,
+                config=config,
+                backfill_id=backfill_id,
+                record=record,
+                outcome=outcome,
+                lineage_url=self._lineage_url(config),
+            )
             # The record as this attempt last wrote it, or as claimed: the runner's writes since do not touch the thread.
-            self.notifier.slack(backfill_id, ending.message(end), channel=config.notify.slack_channel, record=thread_record)
+            self.notifier.slack(
+                backfill_id, ending.message(end), channel=config.notify.slack_channel, record=thread_record
+            )
         if ending.resolves_page and record.pagerduty_open:  # an earlier attempt paged; this one got through
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         self.logger.info("%s: %s", backfill_id, ending.disposition)
-        return UploadResult(upload.uri, ending.disposition, backfill_id, str(state), outcome.reason, retry=not written)
+        return UploadResult(
+            upload.uri, ending.disposition, backfill_id, str(state), outcome.reason, retry=not written
+        )
 
     def _record_end(self, backfill_id: str, outcome: ModeOutcome, ending: Ending) -> StatusRecord:
         attributes = {"reason": outcome.reason, **(ending.records or {})}
@@ -317,7 +382,9 @@ class TriggerService:
         status = self.services.status
         try:
             return status.transition(backfill_id, outcome.state, detail=outcome.reason, attributes=attributes)
-        except TransitionRejectedError:  # e.g. refused after PLANNED: REJECTED cannot follow, FAILED (final) can
+        except (
+            TransitionRejectedError
+        ):  # e.g. refused after PLANNED: REJECTED cannot follow, FAILED (final) can
             if ending.fallback is None:
                 raise
             fallback = {**attributes, **(OUTCOME_OF[ending.fallback].records or {})}
@@ -350,33 +417,49 @@ class TriggerService:
 
         def announce(plan: Plan, stored: StoredBackfill, run_url: str | None) -> tuple[str, str] | None:
             message = backfill_message(
-                config=config, backfill_id=backfill_id, plan=plan, state=str(BackfillState.TRIGGERED),
-                run_url=run_url, lineage_url=self._lineage_url(config), plan_uri=stored.plan_uri,
-                submitted_by=record.submitted_by, picture_pending=not stored.picture,
-            )  # fmt: skip
-            return self.notifier.open_thread(backfill_id, message, channel=config.notify.slack_channel, record=record)
+                config=config,
+                backfill_id=backfill_id,
+                plan=plan,
+                state=str(BackfillState.TRIGGERED),
+                run_url=run_url,
+                lineage_url=self._lineage_url(config),
+                plan_uri=stored.plan_uri,
+                submitted_by=record.submitted_by,
+                picture_pending=not stored.picture,
+            )
+            return self.notifier.open_thread(
+                backfill_id, message, channel=config.notify.slack_channel, record=record
+            )
 
         return announce
 
-    def _system_failure(self, upload: Upload, config: BackfillConfig, backfill_id: str, error: Exception) -> UploadResult:
+    def _system_failure(
+        self, upload: Upload, config: BackfillConfig, backfill_id: str, error: Exception
+    ) -> UploadResult:
         """Record FAILED (retryable), tell the user (result file), page, tell Slack; the caller
         raises. If even FAILED cannot be written, the record keeps this attempt's lease and
         request id, so Lambda's retry (same request id) takes it over."""
         reason = f"{type(error).__name__}: {error}"[:2000]
-        self.logger.error("backfill %s failed: %s", backfill_id, reason, exc_info=not isinstance(error, BackfillError))
+        self.logger.error(
+            "backfill %s failed: %s", backfill_id, reason, exc_info=not isinstance(error, BackfillError)
+        )
         self._count("Failed")
         unrecorded = failed = None
         try:
             failed = self.services.status.transition(
-                backfill_id, BackfillState.FAILED, detail=reason[:500],
+                backfill_id,
+                BackfillState.FAILED,
+                detail=reason[:500],
                 attributes={"reason": reason, "retryable": True},
-            )  # fmt: skip
+            )
         except Exception as store_error:  # the table itself may be what failed
             unrecorded = f"{type(store_error).__name__}: {store_error}"[:500]
             self.logger.error("could not record FAILED for %s: %s", backfill_id, unrecorded)
         self._write_result(
             upload,
-            self._result_document(upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True),
+            self._result_document(
+                upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True
+            ),
         )
         details = {"source": upload.uri, "owner": config.owner, "reason": reason}
         if unrecorded:
@@ -389,13 +472,19 @@ class TriggerService:
         )
         self.notifier.slack(
             backfill_id,
-            status_message(backfill_id=backfill_id, state="FAILED", detail=f"{reason[:500]} (it will be retried automatically)"),
+            status_message(
+                backfill_id=backfill_id,
+                state="FAILED",
+                detail=f"{reason[:500]} (it will be retried automatically)",
+            ),
             channel=config.notify.slack_channel,
             record=failed,
         )
         return UploadResult(upload.uri, Disposition.FAILED, backfill_id, "FAILED", reason, retry=True)
 
-    def _report_again(self, upload: Upload, config: BackfillConfig, backfill_id: str, attempt: Attempt) -> UploadResult:
+    def _report_again(
+        self, upload: Upload, config: BackfillConfig, backfill_id: str, attempt: Attempt
+    ) -> UploadResult:
         """Lambda's retry of our own attempt (same request id) finds the record past the
         point of takeover: that attempt recorded a state and then died or raised, or the DAG
         run it started (late) moved the record on. Make sure the run is recorded and the user
@@ -417,18 +506,35 @@ class TriggerService:
             self._count("Duplicates")
             return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
         disposition = OUTCOME_OF[record.state].disposition
-        self.logger.info("retry of %s: writing the result its earlier attempt did not (%s)", upload.uri, record.state)
+        self.logger.info(
+            "retry of %s: writing the result its earlier attempt did not (%s)", upload.uri, record.state
+        )
         written = self._write_result(
             upload,
             self._result_document(
-                upload, disposition, backfill_id, str(record.state),
-                errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors] or None,
-                config_uri=record.config_uri, plan_uri=record.plan_uri,
-                plan=record.plan_summary, dag_id=record.dag_id, dag_run_id=record.dag_run_id,
-                dag_run_url=record.dag_run_url, reason=record.reason,
+                upload,
+                disposition,
+                backfill_id,
+                str(record.state),
+                errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors]
+                or None,
+                config_uri=record.config_uri,
+                plan_uri=record.plan_uri,
+                plan=record.plan_summary,
+                dag_id=record.dag_id,
+                dag_run_id=record.dag_run_id,
+                dag_run_url=record.dag_run_url,
+                reason=record.reason,
             ),
-        )  # fmt: skip
-        return UploadResult(upload.uri, disposition, backfill_id, str(record.state), "result written by a retry", retry=not written)
+        )
+        return UploadResult(
+            upload.uri,
+            disposition,
+            backfill_id,
+            str(record.state),
+            "result written by a retry",
+            retry=not written,
+        )
 
     def _record_found_run(self, record: StatusRecord, attempt: Attempt) -> StatusRecord:
         """The DAG moved the record on before TRIGGERED was recorded: read the run back by its
@@ -439,7 +545,11 @@ class TriggerService:
             run = first_run(self.services, record.backfill_id)
         if run is None:
             return record
-        attributes = {"dag_id": dag_id, "dag_run_id": run.run_id, "dag_run_url": airflow.run_url(dag_id, run.run_id)}
+        attributes = {
+            "dag_id": dag_id,
+            "dag_run_id": run.run_id,
+            "dag_run_url": airflow.run_url(dag_id, run.run_id),
+        }
         if not record.plan_uri:  # no PLANNED was recorded: the run's conf names config and plan
             attributes = {**run_plan(self.services, run.conf)[1], **attributes}
         self.services.status.annotate(record.backfill_id, attributes)
@@ -450,10 +560,12 @@ class TriggerService:
     def _run_unrecorded(config: BackfillConfig, record: StatusRecord) -> bool:
         """The DAG moved the record on from RECEIVED before its attempt recorded TRIGGERED."""
         return (
-            config.mode == "batch" and not config.dry_run and record.dag_run_id is None
+            config.mode == "batch"
+            and not config.dry_run
+            and record.dag_run_id is None
             and record.state in (BackfillState.RUNNING, BackfillState.SUCCEEDED, BackfillState.FAILED)
             and not record.retryable
-        )  # fmt: skip
+        )
 
     def _reject_invalid(self, upload: Upload, issues: list[ConfigIssue], attempt: Attempt) -> UploadResult:
         """An invalid config has no backfill id: its record is keyed by the upload. The record
@@ -461,19 +573,44 @@ class TriggerService:
         record_id = f"rejected-{upload.upload_id[:16]}"
         with self._log_context(record_id):
             status = self.services.status
-            document = self._result_document(upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id)
+            document = self._result_document(
+                upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id
+            )
             try:
-                status.create(record_id, upload_id=upload.upload_id, lease_seconds=attempt.lease_seconds,
-                              lease_holder=attempt.request_id, detail=f"from {upload.uri}",
-                              attributes={"source_uri": upload.uri})  # fmt: skip
+                status.create(
+                    record_id,
+                    upload_id=upload.upload_id,
+                    lease_seconds=attempt.lease_seconds,
+                    lease_holder=attempt.request_id,
+                    detail=f"from {upload.uri}",
+                    attributes={"source_uri": upload.uri},
+                )
             except RecordExistsError as exists:
-                reclaimed = status.reclaim(record_id, lease_seconds=attempt.lease_seconds, holder=attempt.request_id,
-                                           current=exists.existing, detail="retry")  # fmt: skip
+                reclaimed = status.reclaim(
+                    record_id,
+                    lease_seconds=attempt.lease_seconds,
+                    holder=attempt.request_id,
+                    current=exists.existing,
+                    detail="retry",
+                )
                 if reclaimed is None:
                     ours = attempt.request_id and exists.existing.lease_holder == attempt.request_id
-                    if ours and exists.existing.state is BackfillState.REJECTED and not self._reported(upload, record_id, "REJECTED"):
-                        written = self._write_result(upload, document)  # our dead attempt recorded REJECTED, not the file
-                        return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", "result written by a retry", retry=not written)
+                    if (
+                        ours
+                        and exists.existing.state is BackfillState.REJECTED
+                        and not self._reported(upload, record_id, "REJECTED")
+                    ):
+                        written = self._write_result(
+                            upload, document
+                        )  # our dead attempt recorded REJECTED, not the file
+                        return UploadResult(
+                            upload.uri,
+                            Disposition.REJECTED,
+                            None,
+                            "REJECTED",
+                            "result written by a retry",
+                            retry=not written,
+                        )
                     self._count("Duplicates")
                     return UploadResult(upload.uri, Disposition.DUPLICATE, None, str(exists.existing.state))
             rejected = status.transition(
@@ -485,8 +622,12 @@ class TriggerService:
             self._count("Rejected")
             self.logger.info("rejected %s: %d errors", upload.uri, len(issues))
             written = self._write_result(upload, document)
-            self.notifier.slack(record_id, rejection_message(source_uri=upload.uri, issues=issues), record=rejected)
-            return UploadResult(upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors", retry=not written)
+            self.notifier.slack(
+                record_id, rejection_message(source_uri=upload.uri, issues=issues), record=rejected
+            )
+            return UploadResult(
+                upload.uri, Disposition.REJECTED, None, "REJECTED", f"{len(issues)} errors", retry=not written
+            )
 
     def _reported(self, upload: Upload, status_id: str, state: str) -> bool:
         reported = self.services.storage.read_result(upload)
@@ -498,16 +639,26 @@ class TriggerService:
         self._write_result(
             upload,
             self._result_document(
-                upload, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state),
-                config_uri=existing.config_uri, plan_uri=existing.plan_uri, plan=existing.plan_summary,
-                dag_id=existing.dag_id, dag_run_id=existing.dag_run_id, dag_run_url=existing.dag_run_url,
+                upload,
+                Disposition.ALREADY_KNOWN,
+                existing.backfill_id,
+                str(existing.state),
+                config_uri=existing.config_uri,
+                plan_uri=existing.plan_uri,
+                plan=existing.plan_summary,
+                dag_id=existing.dag_id,
+                dag_run_id=existing.dag_run_id,
+                dag_run_url=existing.dag_run_url,
                 reason=existing.reason,
             ),
-        )  # fmt: skip
+        )
         self.notifier.slack(
             existing.backfill_id,
             already_known_message(
-                backfill_id=existing.backfill_id, state=str(existing.state), source_uri=upload.uri, run_url=existing.dag_run_url
+                backfill_id=existing.backfill_id,
+                state=str(existing.state),
+                source_uri=upload.uri,
+                run_url=existing.dag_run_url,
             ),
         )
         return UploadResult(upload.uri, Disposition.ALREADY_KNOWN, existing.backfill_id, str(existing.state))
@@ -534,7 +685,9 @@ class TriggerService:
             state=state,
             status_id=record_id,
             errors=[issue.as_dict() for issue in errors] if errors else None,
-            retrying="a system failure; the trigger retries automatically and on-call is paged" if retrying else None,
+            retrying="a system failure; the trigger retries automatically and on-call is paged"
+            if retrying
+            else None,
             status_command=f"backfill status {record_id}" if record_id else None,
             written_at=self.clock(),
             **fields,

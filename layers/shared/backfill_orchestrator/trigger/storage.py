@@ -51,7 +51,9 @@ class StoredBackfill:
 
 
 class TriggerStorage:
-    def __init__(self, *, s3_client: Any, bucket: str, incoming_prefix: str, results_prefix: str, backfills_prefix: str):
+    def __init__(
+        self, *, s3_client: Any, bucket: str, incoming_prefix: str, results_prefix: str, backfills_prefix: str
+    ):
         self._s3 = s3_client
         self.bucket = bucket
         self.incoming_prefix = incoming_prefix
@@ -86,7 +88,7 @@ class TriggerStorage:
         prefix = f"s3://{self.bucket}/"
         if not uri.startswith(prefix):
             raise StorageError(f"{uri}: not in the config bucket {self.bucket}")
-        key = uri[len(prefix):]
+        key = uri[len(prefix) :]
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as error:
@@ -133,7 +135,11 @@ class TriggerStorage:
         return body
 
     def result_key(self, upload: Upload) -> str:
-        relative = upload.key[len(self.incoming_prefix):] if upload.key.startswith(self.incoming_prefix) else upload.key
+        relative = (
+            upload.key[len(self.incoming_prefix) :]
+            if upload.key.startswith(self.incoming_prefix)
+            else upload.key
+        )
         return f"{self.results_prefix}{relative}.result.json"
 
     def result_uri(self, upload: Upload) -> str:
@@ -210,14 +216,18 @@ class TriggerStorage:
 
     def _picture(self, backfill_id: str, plan: Plan) -> tuple[str, bytes, str]:
         # The plan as a picture: one self-contained page (no scripts, nothing fetched).
-        return self.backfill_key(backfill_id, "plan.html"), render_html(plan).encode(), "text/html; charset=utf-8"
+        return (
+            self.backfill_key(backfill_id, "plan.html"),
+            render_html(plan).encode(),
+            "text/html; charset=utf-8",
+        )
 
     def load_plan(self, plan_uri: str) -> Plan | None:
         """A plan stored earlier (a retry reuses it so a run that may exist keeps its plan)."""
         prefix = f"s3://{self.bucket}/"
         if not plan_uri.startswith(prefix):
             return None
-        key = plan_uri[len(prefix):]
+        key = plan_uri[len(prefix) :]
         try:
             body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as error:

@@ -124,19 +124,25 @@ class TriggerWiring:
             catalog=self.catalog,
             sqs=self.sqs if self._sqs_factory is not None else None,
             claims=(lambda: self.claims(status)) if settings.claims_table else None,
-            lineage_events=LineageEmitter.from_settings(settings.lineage_events, metrics=metrics, logger=logger),
+            lineage_events=LineageEmitter.from_settings(
+                settings.lineage_events, metrics=metrics, logger=logger
+            ),
             approval=self.approval,
             durations=self.durations,
         )
         return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
 
-    def _approval_gate(self, ssm_factory: Callable[[], Any] | None, iam_factory: Callable[[], Any] | None) -> ApprovalGate:
+    def _approval_gate(
+        self, ssm_factory: Callable[[], Any] | None, iam_factory: Callable[[], Any] | None
+    ) -> ApprovalGate:
         """Kept for the container's life: the policy's TTL cache and IAM names survive warm
         invocations. Without a policy, uploaders' ids are recorded unresolved (no IAM calls)."""
         settings = self.settings
         uri = settings.policy_uri
         ssm = ssm_factory() if uri and uri.startswith("ssm:") and ssm_factory is not None else None
-        source = PolicySource(uri, ttl_seconds=settings.policy_cache_seconds, s3_client=self._s3, ssm_client=ssm)
+        source = PolicySource(
+            uri, ttl_seconds=settings.policy_cache_seconds, s3_client=self._s3, ssm_client=ssm
+        )
         identities = IamNameResolver(iam_client=iam_factory()) if uri and iam_factory is not None else None
         return ApprovalGate(policy_source=source, identities=identities, delegates=settings.control_delegates)
 
@@ -147,13 +153,18 @@ class TriggerWiring:
             return []
         status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
         control_uri = f"s3://{settings.config_bucket}/{settings.control_prefix}"
-        return sweep_queued(self.claims(status), control_uri=control_uri, now=now or datetime.now(UTC), s3_client=self._s3)
+        return sweep_queued(
+            self.claims(status), control_uri=control_uri, now=now or datetime.now(UTC), s3_client=self._s3
+        )
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:
         assert self.settings.claims_table is not None
         return registry_for(
-            dynamodb_client=self._dynamodb, table_name=self.settings.claims_table, status_store=status, s3_client=self._s3
+            dynamodb_client=self._dynamodb,
+            table_name=self.settings.claims_table,
+            status_store=status,
+            s3_client=self._s3,
         )
 
     def airflow(self) -> AirflowClient:
@@ -198,7 +209,9 @@ class TriggerWiring:
     def lineage(self) -> LineageSource:
         api_key = None
         if self.settings.marquez_api_key_secret_id:
-            api_key = self._secrets.marquez_api_key(self.settings.marquez_api_key_secret_id).get_secret_value()
+            api_key = self._secrets.marquez_api_key(
+                self.settings.marquez_api_key_secret_id
+            ).get_secret_value()
         return MarquezClient(self.settings.marquez_url, api_key=api_key, session=self._sessions["marquez"])
 
     def catalog(self) -> JobCatalog:
