@@ -16,24 +16,32 @@ from .conftest import PAGE_POLICY
 
 def _imported_after(statement: str, modules: tuple[str, ...]) -> list[str]:
     code = f"import sys\n{statement}\nprint(','.join(m for m in {modules!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
     return [name for name in out.stdout.strip().split(",") if name]
 
 
 def test_loading_the_plugin_builds_nothing_until_the_first_request() -> None:
     # Every Airflow process loads plugins (task runners too): the app, AWS and FastAPI wait.
-    assert _imported_after(
-        "from backfill_orchestrator.ui.plugin import BackfillsPlugin",
-        ("backfill_orchestrator.ui.app", "backfill_orchestrator.ui.sources", "boto3", "fastapi"),
-    ) == []
+    assert (
+        _imported_after(
+            "from backfill_orchestrator.ui.plugin import BackfillsPlugin",
+            ("backfill_orchestrator.ui.app", "backfill_orchestrator.ui.sources", "boto3", "fastapi"),
+        )
+        == []
+    )
 
 
 def test_the_client_and_the_lambdas_never_import_the_page() -> None:
-    assert _imported_after(
-        "import backfill_orchestrator.client, backfill_orchestrator.cli, backfill_orchestrator.trigger.handler, "
-        "backfill_orchestrator.interactivity.handler",
-        ("backfill_orchestrator.ui", "airflow", "fastapi"),
-    ) == []
+    assert (
+        _imported_after(
+            "import backfill_orchestrator.client, backfill_orchestrator.cli, backfill_orchestrator.trigger.handler, "
+            "backfill_orchestrator.interactivity.handler",
+            ("backfill_orchestrator.ui", "airflow", "fastapi"),
+        )
+        == []
+    )
 
 
 def test_the_plugin_offers_the_app_a_nav_entry_and_a_tab_on_dag_runs() -> None:
@@ -57,7 +65,9 @@ def test_settings_come_from_the_backfill_section() -> None:
     }
     settings = PageSettings.from_options(options.get)
     assert settings.status_table == "status" and settings.results_prefix == "out/"
-    assert settings.page_size == 100 and settings.policy_cache_seconds == 60.0  # bounded; a bad value: default
+    assert (
+        settings.page_size == 100 and settings.policy_cache_seconds == 60.0
+    )  # bounded; a bad value: default
     assert settings.actions_enabled and not PageSettings.from_options({}.get).actions_enabled
 
 
@@ -88,7 +98,9 @@ def test_four_eyes_holds_across_an_aws_upload_and_an_airflow_press() -> None:
         approval_requested_at=datetime.now(UTC),
     )
     now = datetime.now(UTC)
-    jane = check_action(policy, principal=airflow_principal("jane"), action="approve", backfill=facts, now=now)
+    jane = check_action(
+        policy, principal=airflow_principal("jane"), action="approve", backfill=facts, now=now
+    )
     assert jane.refused and jane.rule == "four_eyes"
     bob = check_action(policy, principal=airflow_principal("bob"), action="approve", backfill=facts, now=now)
     assert not bob.refused

@@ -60,8 +60,12 @@ class PageGate:
     def deliver(self, key: str, *, role: str, session: str) -> Any:
         head = self.h.s3.head_object(Bucket=self.h.bucket, Key=key)
         event = s3_event(
-            key, size=head["ContentLength"], version_id=head.get("VersionId"), etag=head["ETag"],
-            sequencer=self.h.next_sequencer(), bucket=self.h.bucket,
+            key,
+            size=head["ContentLength"],
+            version_id=head.get("VersionId"),
+            etag=head["ETag"],
+            sequencer=self.h.next_sequencer(),
+            bucket=self.h.bucket,
         )
         event["Records"][0]["userIdentity"]["principalId"] = f"AWS:{self.role_ids[role]}:{session}"
         (result,) = self.h.invoke(event)
