@@ -247,6 +247,7 @@ def chromium() -> Iterator[Any]:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(120)
+    driver.set_script_timeout(120)
     try:
         yield driver
     finally:

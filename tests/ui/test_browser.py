@@ -369,7 +369,8 @@ def test_a_browser_without_a_login_gets_no_data(site: Site, browser: Any) -> Non
     screenshot(browser, "unauthenticated")
     assert "secret-fix-0000beef" not in browser.page_source
     answer = browser.execute_async_script(
-        "const done = arguments[0]; fetch(arguments[1]).then(r => r.text().then(t => done([r.status, t])));",
+        "const done = arguments[arguments.length - 1];"
+        " fetch(arguments[0]).then(r => r.text().then(t => done([r.status, t])));",
         f"{site.page}/api/backfills",
     )
     assert answer[0] == 401 and "secret-fix" not in answer[1]

@@ -113,3 +113,16 @@ def test_the_trigger_refuses_the_submitters_own_approval_and_unknown_users(gate:
     assert answer["outcome"] == "refused" and "no grant gives airflow:mallory" in answer["reason"]
     record = gate.h.status.get(backfill_id)
     assert record is not None and record.state is BackfillState.AWAITING_APPROVAL
+
+
+def test_a_cancel_pressed_on_a_triggered_backfill_is_checked_against_its_root_jobs(gate: PageGate) -> None:
+    small = VALID.replace(b"etl-orders-0604", b"etl-orders-small") + b"downstream: {enabled: false}\n"
+    gate.h.s3.put_object(Bucket=gate.h.bucket, Key="incoming/small.yaml", Body=small)
+    result = gate.deliver("incoming/small.yaml", role="data-eng", session="jane.doe@example.com")
+    assert result.state == BackfillState.TRIGGERED, result  # 24 partitions: no approval needed
+    record = gate.h.status.get(result.backfill_id)
+    assert record is not None and record.root_jobs == ["food_delivery/etl_orders"]  # what grants' globs match
+    answer = gate.press("cancel", result.backfill_id, user="bob")
+    assert answer["outcome"] == "done", answer
+    cancelled = gate.h.status.get(result.backfill_id)
+    assert cancelled is not None and cancelled.state is BackfillState.CANCELLED

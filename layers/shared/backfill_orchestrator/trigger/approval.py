@@ -54,7 +54,7 @@ def submission_attributes(services: ModeServices, upload: Upload, config: Backfi
     names one) and `root_jobs` (what control actions' grants are checked against)."""
     gate = services.approval
     principal = gate.uploader(upload) if gate is not None else upload.principal
-    attributes: dict[str, Any] = {"root_jobs": [job.key for job in config.jobs or []]}
+    attributes: dict[str, Any] = {"root_jobs": [str(job) for job in config.jobs or []]}  # namespace/name
     if principal is not None:
         attributes["submitted_by"] = principal.display
     return attributes

@@ -15,10 +15,11 @@ MAX_GRID_DATES = 400  # columns drawn per step (a longer step says how many are 
 LABEL_W, TOP = 78, 16
 ROW_H, FEED_GAP = 3, 6
 MAX_WIDTH = 960
+TICK_W = 36  # a date label's width: ticks at least this far apart
 
 
 def cell_width(dates: int) -> int:
-    return max(3, min(14, (MAX_WIDTH - LABEL_W) // max(dates, 1)))
+    return max(3, min(24, (MAX_WIDTH - LABEL_W) // max(dates, 1)))
 
 
 def grid_svg(grid: StepGrid, *, index: int) -> str:
@@ -33,7 +34,7 @@ def grid_svg(grid: StepGrid, *, index: int) -> str:
         f'aria-label="{escape(grid.step_id)}: {len(grid.dates)} dates × {len(grid.hours)} hours × '
         f'{len(grid.feeds)} feeds">'
     ]
-    tick_every = max(1, len(dates) // 12)
+    tick_every = max(1, -(-TICK_W // width_per), len(dates) // 12)
     for column, day in enumerate(dates):
         if column % tick_every == 0:
             parts.append(

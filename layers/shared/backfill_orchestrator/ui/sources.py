@@ -36,6 +36,7 @@ from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStor
 from backfill_orchestrator.status.listing import ListFilter, list_backfills, list_month
 from backfill_orchestrator.ui.progress import RunProgress
 from backfill_orchestrator.ui.settings import PageSettings
+from backfill_orchestrator.ui.states import ACTIONS
 
 MAX_OFFSET = 5_000  # deeper pages: narrow the filters instead
 MAX_RUN_REPORTS = 64  # rounds whose Spark run report the page reads
@@ -45,7 +46,8 @@ MAX_DOCUMENT_BYTES = (
 PLAN_CACHE_SECONDS = 60.0
 PLAN_CACHE_SIZE = 32
 MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
-CONTROL_NAME = re.compile(r"^(approve|reject|cancel|retry)-\d{8}T\d{6}\d{0,6}Z\.json$")
+# The name of a control document a press wrote (client.control_requests.control_key).
+CONTROL_NAME = re.compile(rf"^({'|'.join(ACTIONS)})-\d{{8}}T\d{{6}}\d{{0,6}}Z\.json$")
 MAX_FILTER_TEXT = 200
 C = TypeVar("C", bound=Contract)
 
