@@ -16,11 +16,11 @@ from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.planner.rounds import plan_rounds
 from backfill_orchestrator.ui.states import CellState
 
-NODE_W, NODE_H = 210, 62
-GAP_X, GAP_Y = 70, 18
+NODE_W, NODE_H = 190, 62
+GAP_X, GAP_Y = 50, 18
 PAD, HEADER = 12, 26
 MAX_GRAPH_STEPS = 400  # a bigger plan is drawn up to this many steps (the page says so)
-MAX_LABEL = 28
+MAX_LABEL = 25
 
 
 def _clip(text: str, limit: int = MAX_LABEL) -> str:

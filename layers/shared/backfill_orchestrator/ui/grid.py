@@ -26,7 +26,7 @@ def grid_svg(grid: StepGrid, *, index: int) -> str:
     dates = grid.dates[:MAX_GRID_DATES]
     width_per = cell_width(len(dates))
     feed_h = len(grid.hours) * ROW_H
-    width = LABEL_W + len(dates) * width_per + 2
+    width = LABEL_W + len(dates) * width_per + TICK_W
     height = TOP + len(grid.feeds) * (feed_h + FEED_GAP)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="partition-grid" data-step="{escape(grid.step_id)}" '
@@ -49,7 +49,8 @@ def grid_svg(grid: StepGrid, *, index: int) -> str:
                 f'y="{top}" width="{width_per - 1}" height="{feed_h}"/>'
             )
         rules = "".join(
-            f"M {LABEL_W} {top + hour * ROW_H} H {width - 2} " for hour in range(6, len(grid.hours), 6)
+            f"M {LABEL_W} {top + hour * ROW_H} H {LABEL_W + len(dates) * width_per} "
+            for hour in range(6, len(grid.hours), 6)
         )
         if rules:
             parts.append(f'<path class="hour-rule" d="{rules.strip()}"/>')

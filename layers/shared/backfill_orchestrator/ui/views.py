@@ -25,6 +25,8 @@ from backfill_orchestrator.ui.progress import RunProgress, StepGrid, step_grids
 from backfill_orchestrator.ui.sources import Sources, safe_link
 from backfill_orchestrator.ui.states import ACTIONS, CELL_STATES, actions_allowed_in
 
+# The states whose record `reason` says why it is where it is (`backfill watch` shows it in the same ones).
+REASON_STATES = frozenset({"FAILED", "REJECTED", "CANCELLED", "QUEUED", "AWAITING_APPROVAL"})
 MAX_GRID_STEPS = 60  # grids drawn on one page (the graph shows every step up to its own bound)
 MAX_TIMELINE = 200
 MAX_ERRORS = 20
@@ -107,7 +109,7 @@ def detail(
     view: dict[str, Any] = {
         **list_row(record, moment),
         "version": record.version,
-        "reason": record.reason,
+        "reason": record.reason if state in REASON_STATES else None,
         "errors": [dict(error) for error in record.errors[:MAX_ERRORS]],
         "errors_total": record.errors_total or len(record.errors),
         "approval": _approval(record),

@@ -59,6 +59,11 @@
     document.querySelectorAll("button[data-action]").forEach(function (button) {
       button.hidden = allowed.indexOf(button.getAttribute("data-action")) < 0;
     });
+    var section = document.getElementById("actions");
+    if (section && section.getAttribute("data-actions-enabled") === "true") {
+      section.hidden = allowed.length === 0 && document.getElementById("outcome").hidden &&
+        document.getElementById("confirm").hidden;
+    }
     rows("figures", (view.figures || []).map(function (r) { return [r.what, r.estimate, r.actual]; }));
     rows("timeline", (view.timeline || []).map(function (e) { return [e.at, e.state, e.detail, e.by]; }));
     page.view = view;
@@ -75,6 +80,7 @@
   function outcome(kind, message) {
     var node = text("outcome", message);
     node.hidden = false;
+    document.getElementById("actions").hidden = false;
     node.setAttribute("data-outcome", kind);
   }
 
