@@ -438,3 +438,16 @@ def test_an_action_the_state_does_not_allow_is_refused_and_not_offered(page: Pag
     assert status == 409 and answer["rule"] == "state"
     status, answer = _press(page, "jane", "publish", "orders-fix-00000006")
     assert status == 409 and "not an action of this page" in answer["reason"]
+
+
+def test_a_huge_plan_is_drawn_up_to_the_pages_bounds(page: PageHarness) -> None:
+    from backfill_orchestrator.ui.graph import MAX_GRAPH_STEPS
+    from backfill_orchestrator.ui.views import MAX_GRID_STEPS
+
+    _planned(page, "orders-fix-000000ff", steps=MAX_GRAPH_STEPS + 20, days=1)
+    html = page.client.get("/b/orders-fix-000000ff", headers=page.as_user("vic")).text
+    assert html.count('<g class="step"') == MAX_GRAPH_STEPS
+    assert f"The graph shows the first {MAX_GRAPH_STEPS} of {MAX_GRAPH_STEPS + 20} steps." in html
+    assert html.count('class="partition-grid"') == MAX_GRID_STEPS and "and 360 more steps" in html
+    view = page.client.get("/api/backfills/orders-fix-000000ff", headers=page.as_user("vic")).json()
+    assert len(view["steps"]) == MAX_GRAPH_STEPS and len(view["grids"]) == MAX_GRID_STEPS

@@ -19,7 +19,7 @@ from backfill_orchestrator.planner.rounds import plan_rounds
 from backfill_orchestrator.preflight.render import duration, size
 from backfill_orchestrator.status import StatusRecord
 from backfill_orchestrator.status.watch import has_ended, progress_line
-from backfill_orchestrator.ui.graph import plan_svg
+from backfill_orchestrator.ui.graph import MAX_GRAPH_STEPS, plan_svg
 from backfill_orchestrator.ui.grid import grid_svg
 from backfill_orchestrator.ui.progress import RunProgress, StepGrid, step_grids
 from backfill_orchestrator.ui.sources import Sources, safe_link
@@ -114,7 +114,7 @@ def detail(
         "errors_total": record.errors_total or len(record.errors),
         "approval": _approval(record),
         "timeline": [entry.__dict__ for entry in sources.timeline(record)[-MAX_TIMELINE:]],
-        "steps": {grid.step_id: str(grid.state) for grid in grids},
+        "steps": {grid.step_id: str(grid.state) for grid in grids[:MAX_GRAPH_STEPS]},
         "grids": [
             {"index": index, "step_id": grid.step_id, "codes": grid.codes}
             for index, grid in enumerate(grids[:MAX_GRID_STEPS])
@@ -167,6 +167,7 @@ def _plan_view(plan: Plan | None, grids: list[StepGrid]) -> dict[str, Any] | Non
     rounds = plan_rounds(plan)
     return {
         "steps": len(plan.steps),
+        "drawn": min(len(plan.steps), MAX_GRAPH_STEPS),
         "waves": len(plan.waves),
         "rounds": len(rounds),
         "dag_reruns": sum(r.dag_reruns for r in rounds),
