@@ -254,7 +254,8 @@ def main() -> int:
                 assert page.status_code == 200 and page.text.count('class="partition-grid"') == 30, page.text[
                     :500
                 ]
-                assert page.text.count('class="edge"') == 39
+                edges = sum(len(wave["steps"][0]["upstream"]) for wave in plan["waves"])
+                assert page.text.count('class="edge"') == edges == 38
                 figures["detail_ms_p50"] = _p50(lambda c=client: c.get("/b/bench-detail-0000beef"))
                 figures["poll_ms_p50"] = _p50(lambda c=client: c.get("/api/backfills/bench-detail-0000beef"))
                 figures["detail_kb"] = len(page.content) / 1024
