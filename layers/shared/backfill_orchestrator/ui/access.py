@@ -24,11 +24,13 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from backfill_orchestrator.errors import ServiceError, UserError
+
 AIRFLOW_COOKIE = "_token"  # airflow.api_fastapi.auth.managers.base_auth_manager.COOKIE_NAME_JWT_TOKEN
 CSRF_HEADER = "X-CSRF-Token"
 
 
-class NotAuthenticatedError(Exception):
+class NotAuthenticatedError(UserError, PermissionError):
     """No valid Airflow login on the request (401, or the login page for a browser)."""
 
 
@@ -117,5 +119,5 @@ class AirflowAccess:
 
         secret = conf.get("api", "secret_key", fallback="") or conf.get("api_auth", "jwt_secret", fallback="")
         if not secret:
-            raise RuntimeError("[api] secret_key is not set: the page cannot protect its actions")
+            raise ServiceError("[api] secret_key is not set: the page cannot protect its actions")
         return str(secret).encode()
