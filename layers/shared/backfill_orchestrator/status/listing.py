@@ -131,10 +131,10 @@ def _query(
         kwargs["FilterExpression"] = " AND ".join(filters)
     try:
         while True:
-            page = client.query(**kwargs)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
+            answer = client.query(**kwargs)
+            yield from answer.get("Items", [])
+            if "LastEvaluatedKey" not in answer:
                 return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
     except (ClientError, BotoCoreError) as error:
         raise StatusStoreError(f"listing backfills from {table} ({index}): {error}") from error

@@ -93,7 +93,9 @@ class AirflowAccess:
         except HTTPException as error:
             raise NotAuthenticatedError(str(error.detail)) from None
         by_cookie = credentials is None
-        credential = request.cookies.get(AIRFLOW_COOKIE, "") if by_cookie else credentials.credentials
+        credential = (
+            request.cookies.get(AIRFLOW_COOKIE, "") if credentials is None else credentials.credentials
+        )
         manager = get_auth_manager()
         details = DagDetails(id=self.dag_id)
         return Viewer(

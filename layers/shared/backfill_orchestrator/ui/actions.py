@@ -17,6 +17,7 @@ from typing import Any
 
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.client.control_requests import request_control
+from backfill_orchestrator.contracts.control_request import is_person_action
 from backfill_orchestrator.identity import airflow_principal
 from backfill_orchestrator.interactivity.facts import facts_from_plain
 from backfill_orchestrator.policy import Policy, check_action, grants_of, person_of
@@ -52,7 +53,7 @@ class ActionDesk:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     def press(self, *, action: str, record: StatusRecord, user_name: str, reason: str | None) -> Press:
-        if action not in ACTIONS:
+        if not is_person_action(action) or action not in ACTIONS:
             return refused(f"{action[:40]!r} is not an action of this page", "page")
         principal = airflow_principal(user_name)
         policy = self.policy()
@@ -65,7 +66,7 @@ class ActionDesk:
         decision = check_action(
             policy,
             principal=principal,
-            action=action,  # type: ignore[arg-type]  # checked against ACTIONS above
+            action=action,
             backfill=facts_from_plain(record.as_dict()),
             now=now,
         )
@@ -73,7 +74,7 @@ class ActionDesk:
             return refused("; ".join(decision.reasons), decision.rule or "policy")
         why = (reason or "").strip()[:MAX_REASON] or "pressed"
         receipt = request_control(
-            action,  # type: ignore[arg-type]
+            action,
             record.backfill_id,
             reason=f"{why} ({ACTIONS[action].label} in the Airflow UI by {user_name})",
             bucket=self.bucket,

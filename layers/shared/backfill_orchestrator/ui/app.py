@@ -293,8 +293,8 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         if desk is None:
             reason = "actions are not configured: set [backfill] config_bucket"
             return JSONResponse({"outcome": "refused", "rule": "page", "reason": reason}, status_code=409)
-        reason = await _reason(request)
-        if reason is None:
+        why = await _reason(request)
+        if why is None:
             return JSONResponse(
                 {"outcome": "refused", "rule": "page", "reason": 'send JSON: {"reason": "..."}'},
                 status_code=400,
@@ -305,7 +305,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
                 return JSONResponse(
                     {"outcome": "refused", "rule": "page", "reason": "no such backfill"}, status_code=404
                 )
-            outcome = desk.press(action=action, record=record, user_name=viewer.name, reason=reason)
+            outcome = desk.press(action=action, record=record, user_name=viewer.name, reason=why)
         except (InvalidPolicyError, PolicyUnavailableError) as error:
             return JSONResponse(
                 {"outcome": "refused", "rule": "policy", "reason": str(error)[:500]}, status_code=503
