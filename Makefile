@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .venv-sam
 LAMBDA_PYTHON ?= $(shell pyenv prefix 3.12 2>/dev/null || pyenv prefix 3.12.1 2>/dev/null)
 
-.PHONY: setup setup-sam demo test test-fast lint bench clean
+.PHONY: setup setup-sam setup-browser demo test test-fast lint bench clean
 
 # A shell with PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images) would make every
 # Python process compile Airflow, SQLAlchemy, pydantic... from source again: an Airflow import
@@ -38,10 +38,21 @@ $(SAM_VENV)/.installed: $(VENV)/.installed
 	$(VENV)/bin/uv pip install -q --python $(SAM_VENV)/bin/python 'aws-sam-cli>=1.120'
 	touch $@
 
+# The Backfills page's browser tests (tests/ui) drive Debian's chromium through its chromedriver:
+# installed with apt when missing and this is root (CI, the dev machines), else said how.
+setup-browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else \
+		echo "setup-browser: /usr/bin/chromium and /usr/bin/chromedriver are missing; as root run" \
+			"'apt-get install chromium chromium-driver' (Debian), then make test again" >&2; exit 1; \
+	fi
+
 demo: setup
 	$(PY) -m backfill_local.demo
 
-test: setup setup-sam
+test: setup setup-sam setup-browser
 	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam LAMBDA_PYTHON_PREFIX=$(LAMBDA_PYTHON) $(PY) -m pytest -q -n $(TEST_WORKERS) $(XDIST)
 
 test-fast: setup

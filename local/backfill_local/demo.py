@@ -16,8 +16,9 @@
    Its end releases the claims and drops a `start` control document for the waiting backfill.
 6. Prints the first timeline and Slack messages, checks that the warehouse the first backfill
    left equals the clean run (the "result"); the second backfill is started by that `start`
-   document's event, runs and succeeds; prints its timeline and `backfill list`. Exit 0 only
-   if every stage worked; every process started here is stopped.
+   document's event, runs and succeeds; prints its timeline and `backfill list`, and checks
+   that the Backfills page of the Airflow UI (its URL and login are printed when Airflow has
+   booted) lists both. Exit 0 only if every stage worked; every process started here is stopped.
 
 Any piece can be a real service instead, by environment variable:
   DEMO_AWS_ENDPOINT_URL   an AWS endpoint (e.g. a LocalStack) instead of moto
@@ -214,6 +215,8 @@ def airflow_settings(
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
         "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
         "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
+        # The Backfills page (the package's Airflow plugin): presses write control documents here.
+        "AIRFLOW__BACKFILL__CONFIG_BUCKET": BUCKET,
         "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
         # The backfill's Spark job (a child of its Airflow task): small data on two cores.
         "PYSPARK_SUBMIT_ARGS": spark_submit_args(),
@@ -350,6 +353,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         print(
             f"   Airflow {airflow_url} booted in {airflow.boot_seconds:.0f} s, {airflow.memory_rss_bytes() / 2**20:.0f} MiB"
         )
+        print(f"   {page_line(airflow)} (open while the demo runs)", flush=True)
     else:
         airflow = LocalAirflow(
             dags_folder=REPO / "dags",
@@ -469,8 +473,33 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     from backfill_orchestrator.cli import main as backfill_cli
 
     backfill_cli(["list", "--table", TABLE])
+    stage("the Backfills page in the Airflow UI")
+    check_page(airflow, [first.backfill_id, second.backfill_id])
     if pump.failures:
         raise DemoFailure(f"the trigger failed on some S3 events: {pump.failures}")
+
+
+def page_line(airflow: Any) -> str:
+    return f"the Backfills page: {airflow.url}/backfills/ (Airflow login {airflow.user} / {airflow.password})"
+
+
+def check_page(airflow: Any, backfill_ids: list[str]) -> None:
+    """The page's list, read as the demo's Airflow user, shows every backfill of the demo."""
+    import requests
+
+    answer = requests.get(
+        f"{airflow.url}/backfills/api/backfills",
+        headers={"Authorization": f"Bearer {airflow.token()}"},
+        timeout=30,
+    )
+    if answer.status_code == 404 and os.environ.get("DEMO_AIRFLOW_URL"):
+        print(f"   {airflow.url} has no Backfills page: install the package there (docs/airflow.md)")
+        return
+    listed = [row["backfill_id"] for row in answer.json().get("backfills", [])] if answer.ok else []
+    missing = [backfill_id for backfill_id in backfill_ids if backfill_id not in listed]
+    if missing:
+        raise DemoFailure(f"the Backfills page does not list {missing} (HTTP {answer.status_code})")
+    print(f"   {page_line(airflow)} lists {', '.join(backfill_ids)}")
 
 
 def trigger_settings(

@@ -8,7 +8,8 @@ S3 event records carry `userIdentity.principalId`:
 Unique ids are not names. `IamNameResolver` turns AROA/AIDA ids into `role/<name>` and
 `user/<name>` with IAM's list calls (IAM has no get-by-unique-id), cached per container;
 without it, or when IAM refuses, the id itself stands (`AROAEXAMPLE`), which a policy can
-name too. A Slack click is `slack:<user id>`."""
+name too. A Slack click is `slack:<user id>`; a press on the Backfills page of the Airflow UI
+is `airflow:<Airflow user name>`."""
 
 from __future__ import annotations
 
@@ -23,18 +24,22 @@ logger = logging.getLogger(__name__)
 ROLE_ID_PREFIX = "AROA"
 USER_ID_PREFIX = "AIDA"
 DEFAULT_IAM_CACHE_SECONDS = 900
+SLACK_PREFIX = "slack:"
+AIRFLOW_PREFIX = "airflow:"
 
 
 @dataclass(frozen=True)
 class Principal:
     """One identity. `name` is what policies match (`role/data-eng`, `user/jane`,
-    `AROAEXAMPLE` when unresolved, `slack:U0123ABCD`); `session` the role session name."""
+    `AROAEXAMPLE` when unresolved, `slack:U0123ABCD`, `airflow:jane`); `session` the role
+    session name."""
 
     name: str
     session: str | None = None
     principal_id: str | None = None  # as the event gave it
     slack_user: str | None = None
     slack_groups: frozenset[str] = frozenset()  # the Slack user groups it belongs to (looked up)
+    airflow_user: str | None = None  # the Airflow user name behind a press on the Backfills page
 
     @property
     def display(self) -> str:
@@ -53,7 +58,12 @@ class Principal:
 
 
 def slack_principal(user_id: str, *, groups: frozenset[str] = frozenset()) -> Principal:
-    return Principal(name=f"slack:{user_id}", slack_user=user_id, slack_groups=groups)
+    return Principal(name=f"{SLACK_PREFIX}{user_id}", slack_user=user_id, slack_groups=groups)
+
+
+def airflow_principal(user_name: str) -> Principal:
+    """A user of the Airflow UI (the auth manager's user name), as the Backfills page names it."""
+    return Principal(name=f"{AIRFLOW_PREFIX}{user_name}", airflow_user=user_name)
 
 
 @dataclass
@@ -152,8 +162,10 @@ def principal_from_s3_record(record: Any, *, resolver: IamNameResolver | None = 
 
 def principal_from_display(text: str) -> Principal:
     """Back from a stored `submitted_by` (`Principal.display`) to a Principal."""
-    if text.startswith("slack:"):
-        return slack_principal(text[len("slack:") :])
+    if text.startswith(SLACK_PREFIX):
+        return slack_principal(text[len(SLACK_PREFIX) :])
+    if text.startswith(AIRFLOW_PREFIX):
+        return airflow_principal(text[len(AIRFLOW_PREFIX) :])
     if text.startswith(("role/", "user/")):
         kind, _, rest = text.partition("/")
         name, _, session = rest.partition("/")

@@ -150,9 +150,14 @@ class BackfillFacts:
 
 # -- matching -------------------------------------------------------------------------------
 def person_of(policy: Policy, principal: Principal) -> str | None:
-    """The policy's person this identity belongs to (a Slack user id or an AWS name glob)."""
+    """The policy's person this identity belongs to (a Slack user id, an AWS name glob or an
+    Airflow user name glob)."""
     for name, person in policy.people.items():
         if principal.slack_user and person.slack_user == principal.slack_user:
+            return name
+        if principal.airflow_user is not None and any(
+            fnmatchcase(principal.airflow_user, glob) for glob in person.airflow
+        ):
             return name
         if any(fnmatchcase(candidate, glob) for glob in person.aws for candidate in principal.match_names):
             return name

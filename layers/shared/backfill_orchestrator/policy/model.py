@@ -6,6 +6,7 @@ backfills, and which backfills need a second person's approval before they run.
       jane:
         slack_user: U0123ABCD
         aws: ["assumed-role/data-eng/jane.doe@example.com"]
+        airflow: ["jane.doe"]             # Airflow UI user names (globs): the Backfills page
     grants:
       - name: data-eng
         members: [jane]                   # people
@@ -70,6 +71,10 @@ class _PolicyModel(BaseModel):
 class Person(_PolicyModel):
     slack_user: SlackUser | None = None
     aws: list[Glob] = Field(default_factory=list, description="IAM names (globs) this person acts under")
+    airflow: list[Glob] = Field(
+        default_factory=list,
+        description="Airflow UI user names (globs, as the auth manager names users) this person signs in as",
+    )
 
 
 class Grant(_PolicyModel):

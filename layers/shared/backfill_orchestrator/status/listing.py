@@ -27,6 +27,7 @@ BY_MONTH_INDEX = "by_month"
 BY_STATE_INDEX = "by_state"
 LIST_MONTH_ATTRIBUTE = "list_month"
 OLDEST_MONTHS_BACK = 36  # without `since`, a listing looks back at most three years
+MAX_QUERY_PAGE = 1000  # items one Query reads at most (DynamoDB also stops at 1 MB)
 
 
 def list_month(created_at: str | datetime) -> str:
@@ -66,7 +67,7 @@ def _items(client: Any, table: str, where: ListFilter, today: date) -> Iterator[
         values[":state"] = {"S": str(where.state)}
         if since:
             values[":since"] = {"S": since}
-        yield from _query(client, table, BY_STATE_INDEX, key, filters, names, values)
+        yield from _query(client, table, BY_STATE_INDEX, key, filters, names, values, page=where.limit)
         return
     for month in _months_back(today, where.since):
         month_values = {**values, ":month": {"S": month}}
@@ -74,7 +75,7 @@ def _items(client: Any, table: str, where: ListFilter, today: date) -> Iterator[
         if since:
             key += " AND created_at >= :since"
             month_values[":since"] = {"S": since}
-        yield from _query(client, table, BY_MONTH_INDEX, key, filters, names, month_values)
+        yield from _query(client, table, BY_MONTH_INDEX, key, filters, names, month_values, page=where.limit)
 
 
 def _filters(where: ListFilter) -> tuple[list[str], dict[str, str], dict[str, Any]]:
@@ -111,13 +112,18 @@ def _query(
     filters: list[str],
     names: dict[str, str],
     values: dict[str, Any],
+    *,
+    page: int,
 ) -> Iterator[dict[str, Any]]:
+    """Every item of the index's partition, newest first, `page` items read per Query (`Limit`
+    counts items read before the filter, so a filtered listing reads on until it has enough)."""
     kwargs: dict[str, Any] = {
         "TableName": table,
         "IndexName": index,
         "KeyConditionExpression": key,
         "ExpressionAttributeValues": values,
         "ScanIndexForward": False,
+        "Limit": max(1, min(page, MAX_QUERY_PAGE)),
     }
     if names:
         kwargs["ExpressionAttributeNames"] = names
@@ -125,10 +131,10 @@ def _query(
         kwargs["FilterExpression"] = " AND ".join(filters)
     try:
         while True:
-            page = client.query(**kwargs)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
+            answer = client.query(**kwargs)
+            yield from answer.get("Items", [])
+            if "LastEvaluatedKey" not in answer:
                 return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
     except (ClientError, BotoCoreError) as error:
         raise StatusStoreError(f"listing backfills from {table} ({index}): {error}") from error

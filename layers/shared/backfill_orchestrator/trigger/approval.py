@@ -54,7 +54,7 @@ def submission_attributes(services: ModeServices, upload: Upload, config: Backfi
     names one) and `root_jobs` (what control actions' grants are checked against)."""
     gate = services.approval
     principal = gate.uploader(upload) if gate is not None else upload.principal
-    attributes: dict[str, Any] = {"root_jobs": [job.key for job in config.jobs or []]}
+    attributes: dict[str, Any] = {"root_jobs": [str(job) for job in config.jobs or []]}  # namespace/name
     if principal is not None:
         attributes["submitted_by"] = principal.display
     return attributes
@@ -64,12 +64,16 @@ def control_actor(
     services: ModeServices, upload: Upload, request: ControlRequest
 ) -> tuple[Principal | None, bool]:
     """Who a control document acts for, and whether a delegate already checked their grants.
-    Its uploader; for a delegate's document (the Slack interactivity function, which verified
-    the press and the policy) the `requested_by` it names; None when the event names nobody."""
+    Its uploader; for a delegate's document (the Slack interactivity function and the Airflow
+    environment's Backfills page, which verified the press and the policy) the `requested_by`
+    it names; None when the event names nobody. Only a Slack user's grants are taken as checked
+    (they may come through Slack user groups, which the trigger does not look up); an Airflow
+    user's are checked here again."""
     gate = services.approval
     uploader = gate.uploader(upload) if gate is not None else upload.principal
     if gate is not None and uploader is not None and gate.is_delegate(uploader):
-        return principal_from_display(request.requested_by), True
+        principal = principal_from_display(request.requested_by)
+        return principal, principal.slack_user is not None
     return uploader, False
 
 
