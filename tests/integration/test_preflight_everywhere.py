@@ -60,11 +60,11 @@ class Case:
 
 CASES = {
     "unknown-feed": Case(BASE + "feeds: [wbe]\n", {}, "feeds[0]", "did you mean 'web'"),
-    "exclusion-matches-nothing-strict": Case(
-        BASE + "strict: true\ndownstream: {exclude: [{namespace: food_delivery, name: nothing_here}]}\n",
+    "exclusion-matches-nothing": Case(
+        BASE + "downstream: {exclude: [{namespace: food_delivery, name: email_discount}]}\n",
         {},
         "downstream.exclude[0]",
-        "no effect",
+        "did you mean 'food_delivery/email_discounts'",
     ),
     "nothing-to-reprocess": Case(
         BASE + "feeds: [app]\n", {}, "steps.etl_orders.inputs[0]", "nothing to reprocess"
