@@ -4,6 +4,8 @@ and options (argcomplete). Add `eval "$(backfill completion bash)"` to ~/.bashrc
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
 SHELLS = ("bash", "zsh", "fish", "tcsh", "powershell")
 
@@ -23,13 +25,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def autocomplete(parser: argparse.ArgumentParser) -> None:
-    """Answer a completion request from the shell (set in the environment by the shell code);
-    otherwise return at once."""
-    import os
-
+def autocomplete(parser: argparse.ArgumentParser, **options: Any) -> None:
+    """Answer a completion request from the shell (set in the environment by the shell code)
+    and exit; otherwise return at once. `options` go to argcomplete (a test's output stream)."""
     if "_ARGCOMPLETE" not in os.environ:
         return
     import argcomplete
 
-    argcomplete.autocomplete(parser)
+    argcomplete.autocomplete(parser, **options)
