@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from backfill_orchestrator._compat import StrEnum
+from backfill_orchestrator._compat import UTC, StrEnum
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
