@@ -38,14 +38,37 @@ NOT_INSTALLED = textwrap.dedent(
     """
 )
 
+# Before moto (which brings `requests`) is installed: the same arguments everywhere, and Marquez
+# asked for without the `lineage` extra says what to install, before anything is uploaded.
+NO_LINEAGE_EXTRA = textwrap.dedent(
+    """
+    from backfill_orchestrator.client import (
+        LineageClientMissingError, plan_backfill, submit_backfill, validate_backfill,
+    )
+    config = {
+        "version": 1, "name": "orders", "owner": "@jane", "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"],
+    }
+    submit = lambda c, **kw: submit_backfill(c, bucket="configs", **kw)
+    for call in (validate_backfill, plan_backfill, submit):
+        try:
+            call(config, marquez_url="http://127.0.0.1:9")
+        except LineageClientMissingError as error:
+            assert "pip install 'backfill-orchestrator[lineage]'" in str(error), error
+        else:
+            raise AssertionError(f"{call} reached Marquez without requests")
+    print("said")
+    """
+)
+
 SUBMIT = textwrap.dedent(
     """
     import datetime, json, os, sys
     import boto3
     from moto import mock_aws
     from backfill_orchestrator.client import (
-        ConfigFileNotFoundError, ControlStatus, LineageClientMissingError, approve_backfill, backfill_status,
-        cancel_backfill, list_backfills, plan_backfill, submit_backfill, validate_backfill,
+        ConfigFileNotFoundError, ControlStatus, approve_backfill, backfill_status, cancel_backfill,
+        list_backfills, submit_backfill,
     )
     from backfill_orchestrator.config import InvalidConfigError, backfill_id, parse_config
     from backfill_orchestrator.contracts import BackfillState, ControlRequest
@@ -79,17 +102,9 @@ SUBMIT = textwrap.dedent(
         receipt = cancel_backfill(result.backfill_id, reason="wrong", bucket="configs", requested_by="@jane", session=session, wait=False)
         request = ControlRequest.from_json(s3.get_object(Bucket="configs", Key=receipt.key)["Body"].read())
         assert request.action == "cancel" and request.requested_at.tzinfo is not None
-        # The same arguments everywhere; Marquez without the `lineage` extra says what to install.
-        for call in (validate_backfill, plan_backfill, lambda c, **kw: submit_backfill(c, bucket="configs", **kw)):
-            try:
-                call(config, marquez_url="http://127.0.0.1:9", session=session)
-            except LineageClientMissingError as error:
-                assert "pip install 'backfill-orchestrator[lineage]'" in str(error), error
-            else:
-                raise AssertionError("Marquez was reached without requests")
         try:
-            parse_config("version: 1\nname: a\nowner: '@a'\nmode: batch\n"
-                         "jobs: [{namespace: a, name: b}]\ndates: [2021-06-04]\nhours: [010]\n")
+            parse_config("version: 1\\nname: a\\nowner: '@a'\\nmode: batch\\n"
+                         "jobs: [{namespace: a, name: b}]\\ndates: [2021-06-04]\\nhours: [010]\\n")
         except InvalidConfigError as error:  # YAML 1.2 (ruamel.yaml) on 3.10 too
             assert error.issues[0].location == "hours[0]", error.issues
         else:
@@ -156,6 +171,7 @@ def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(
         in marquez.stderr
     )
 
+    assert "said" in run([python, "-c", NO_LINEAGE_EXTRA], cwd=tmp_path, env=env).stdout
     run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
     table = json.dumps(table_definition("StatusTable", table_name="status"))
     submitted = run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)
