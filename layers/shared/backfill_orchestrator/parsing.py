@@ -126,6 +126,8 @@ class _Builder:
             return mapping
         if isinstance(node, SequenceNode):
             return [self.value(item, (*path, index)) for index, item in enumerate(node.value)]
+        if not isinstance(node, ScalarNode):
+            raise _YamlProblem(f"unexpected node {type(node).__name__}", node)
         return self.scalar(node, path)
 
     def scalar(self, node: ScalarNode, path: tuple[str | int, ...], *, key: bool = False) -> Any:

@@ -7,6 +7,7 @@ DIR/env.sh): `eval "$(backfill local up)"`. It needs the repository's developmen
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -30,8 +31,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from backfill_local import stack
+    try:  # the repository's, not the package's (not in the wheel)
+        stack = importlib.import_module("backfill_local.stack")
     except ModuleNotFoundError:
         raise CliError(
             "`backfill local` needs the repository's development install (backfill_local is not part of "

@@ -113,9 +113,9 @@ def watch_backfill(
             on_wait(time.monotonic() - began)
         pause(seconds)
 
-    extra = {"sleep": wait} if (sleep is not None or on_wait is not None) else {}
     last: StatusRecord | None = None
-    for record in follow(lambda: store.get(backfill_id), interval=interval, timeout=timeout, **extra):
+    changes = follow(lambda: store.get(backfill_id), interval=interval, timeout=timeout, sleep=wait)
+    for record in changes:
         last = record
         report(record)
     assert last is not None  # follow yields at least the final record before returning

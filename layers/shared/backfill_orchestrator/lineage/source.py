@@ -11,6 +11,7 @@ from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage.errors import LineageError, UnaddressableJobError, UnknownJobError
 from backfill_orchestrator.lineage.graph import JobKey, LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
+from backfill_orchestrator.lineage.runs import RunHistory
 
 URL_ENV = "MARQUEZ_URL"
 API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
@@ -42,6 +43,11 @@ def job_names_of(source: object, namespace: str) -> list[str]:
         return list(listing(namespace))
     except LineageError:
         return []
+
+
+class LineageWithHistory(LineageSource, RunHistory, Protocol):
+    """A lineage source that also has the jobs' run history (Marquez): what the trigger plans
+    and runs its preflight against."""
 
 
 def lookup_node_id(job: JobRef) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -239,7 +239,7 @@ class StatusStore:
         except ClientError as error:
             if self._is_condition_failure(error):
                 existing = error.response.get("Item") or self._get_item_or_fail(backfill_id)
-                raise RecordExistsError(record_from_item(existing)) from None
+                raise RecordExistsError(record_from_item(cast(Mapping[str, Any], existing))) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
@@ -530,7 +530,9 @@ class StatusStore:
                 old = error.response.get("Item")
                 if old is None and self.get(backfill_id) is None:
                     raise RecordNotFoundError(backfill_id) from None
-                raise on_conflict(record_from_item(old) if old else self.get(backfill_id)) from None
+                raise on_conflict(
+                    record_from_item(cast(Mapping[str, Any], old)) if old else self.get(backfill_id)
+                ) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error

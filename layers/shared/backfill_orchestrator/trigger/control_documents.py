@@ -42,7 +42,9 @@ from backfill_orchestrator.contracts import (
     BackfillReport,
     ControlRequest,
     InvalidDocumentError,
+    LocatedError,
     ResultFile,
+    ResultOutcome,
 )
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.steps import StepStatus
@@ -405,11 +407,11 @@ class ControlService:
             upload,
             ResultFile(
                 source=upload.uri,
-                outcome=ControlResult.REJECTED,
+                outcome=ResultOutcome.REJECTED,
                 backfill_id=None,
                 state=None,
                 status_id=None,
-                errors=[issue.as_dict() for issue in issues[:100]],
+                errors=[LocatedError(location=i.location, message=i.message) for i in issues[:100]],
                 written_at=self.clock(),
             ),
         )
@@ -447,7 +449,7 @@ class ControlService:
             upload,
             ResultFile(
                 source=upload.uri,
-                outcome=outcome,
+                outcome=ResultOutcome(outcome),
                 backfill_id=request.backfill_id,
                 state=record.state if record else None,
                 status_id=request.backfill_id if record else None,
