@@ -32,7 +32,8 @@ from backfill_orchestrator._compat import UTC, StrEnum
 from backfill_orchestrator.client.aws import aws_client
 from backfill_orchestrator.client.status import BackfillNotFoundError, backfill_status, optional_table
 from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
-from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
+from backfill_orchestrator.contracts.control_request import ControlRequest, PersonAction
+from backfill_orchestrator.contracts.result_file import ResultOutcome
 from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.identity import caller_principal
 from backfill_orchestrator.parsing import issue_from_pydantic
@@ -157,7 +158,7 @@ class Waiting:
 
 
 def request_control(
-    action: ControlAction,
+    action: PersonAction,
     backfill_id: str,
     *,
     reason: str,
@@ -243,11 +244,11 @@ def _check_before_writing(
 
 
 # The outcome of each answer the trigger writes for a control document.
-STATUS_OF_ANSWER: dict[str, ControlStatus] = {
-    "done": ControlStatus.DONE,
-    "refused": ControlStatus.REFUSED,
-    "rejected": ControlStatus.REJECTED,
-    "failed": ControlStatus.FAILED,
+STATUS_OF_ANSWER: dict[ResultOutcome, ControlStatus] = {
+    ResultOutcome.DONE: ControlStatus.DONE,
+    ResultOutcome.REFUSED: ControlStatus.REFUSED,
+    ResultOutcome.REJECTED: ControlStatus.REJECTED,
+    ResultOutcome.FAILED: ControlStatus.FAILED,
 }
 
 
@@ -260,7 +261,7 @@ def wait_for_answer(sent: ControlOutcome, *, s3_client: Any, waiting: Waiting) -
     pause = FIRST_POLL
     while True:
         answer = _read_answer(uri, s3_client)
-        if answer is not None and not (answer.outcome == "failed" and answer.retrying):
+        if answer is not None and not (answer.outcome is ResultOutcome.FAILED and answer.retrying):
             return _outcome_of(sent, answer)
         waited = waiting.clock() - began
         if waited >= waiting.timeout:
@@ -437,7 +438,7 @@ class Control:
     before writing when the status table is known) and its reason when none is given (None:
     a reason is required)."""
 
-    action: ControlAction
+    action: PersonAction
     request: Callable[..., ControlOutcome]
     summary: str
     allowed_states: frozenset[str] = field(default_factory=frozenset)
