@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from backfill_orchestrator.errors import ServiceError
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ".backfill-local"
 REGION = "us-east-1"
@@ -49,7 +51,7 @@ MAX_REMEMBERED_UPLOADS = 10_000
 _CREDENTIAL = re.compile(r"Credential=([A-Z0-9]+)/")
 
 
-class StackError(RuntimeError):
+class StackError(ServiceError, RuntimeError):
     """The stand-ins could not be started or stopped; says why and where the log is."""
 
 

@@ -29,7 +29,8 @@ from backfill_orchestrator.client import (
 from backfill_orchestrator.config import ConfigPolicy, InvalidConfigError, backfill_id, parse_config
 from backfill_orchestrator.contracts import ControlRequest
 from backfill_orchestrator.lineage import InvalidMarquezUrlError
-from backfill_orchestrator.planner import PlanRefusedError, render_plan_text
+from backfill_orchestrator.planner import render_plan_text
+from backfill_orchestrator.preflight import PreflightRefusedError
 from backfill_orchestrator.status import BackfillState, StatusStore
 from tests.support.aws import create_table
 from tests.support.configs import EXAMPLES, VALID_BATCH
@@ -101,8 +102,10 @@ def test_validate_checks_what_the_trigger_checks_and_the_plan_where_lineage_is_g
 
     unknown = {**VALID_BATCH, "jobs": [{"namespace": "food_delivery", "name": "no_such_job"}]}
     assert validate_backfill(unknown).name == VALID_BATCH["name"]  # no lineage: the config alone
-    with pytest.raises(PlanRefusedError, match="no_such_job"):
+    with pytest.raises(PreflightRefusedError) as refused:  # every refusal, located as the trigger does
         validate_backfill(unknown, lineage=lineage())
+    assert [issue.location for issue in refused.value.issues] == ["jobs[0]"]
+    assert "Marquez has no job food_delivery/no_such_job" in refused.value.issues[0].message
     assert validate_backfill(VALID_BATCH, lineage=lineage(), catalog=str(EXAMPLES / "catalog.yaml")).name
 
 

@@ -210,7 +210,10 @@ def test_submit_says_what_it_could_not_check_without_marquez(harness_plain, tmp_
     path = tmp_path / "backfill.yaml"
     path.write_text(BASE)
     assert main(["submit", str(path), "--bucket", harness_plain.bucket]) == 0
-    assert "not checked: lineage (no Marquez URL" in capsys.readouterr().err
+    assert (
+        "not checked: the jobs in Marquez, the plan, its limits and estimate (no lineage: --marquez-url or $MARQUEZ_URL)"
+        in capsys.readouterr().err
+    )
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, format_location
+from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, UserError, format_location
 
 DocumentFormat = Literal["yaml", "json"]
 # The document's error class, called as error(issues, source=...): a LocatedIssuesError subclass,
@@ -151,7 +151,9 @@ class _Builder:
         return self._scalars.construct_object(node)
 
 
-class _YamlProblem(Exception):
+class _YamlProblem(UserError):
+    """A located YAML problem found while building values; `_load_yaml` turns it into the caller's error."""
+
     def __init__(self, message: str, node: Node):
         mark = node.start_mark
         super().__init__(f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {message}")

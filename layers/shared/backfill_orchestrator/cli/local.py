@@ -45,10 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print("stopped" if stopped else f"nothing running (no live process in {directory})", file=sys.stderr)
         return EXIT_OK
     print(f"starting the local stand-ins (log: {directory / 'stack.log'}) ...", file=sys.stderr)
-    try:
-        environment = stack.up(directory)
-    except stack.StackError as error:
-        raise CliError(str(error)) from None
+    environment = stack.up(directory)  # a StackError (a ServiceError) says why, and where the log is
     if args.json:
         print_json(environment)
     else:
