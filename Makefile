@@ -24,10 +24,14 @@ XDIST := --dist loadscope --no-loadscope-reorder
 
 setup: $(VENV)/.installed
 
+# The package is installed editable; backfill_local and spark_jobs are not in its wheel, so the
+# virtualenv gets the repository's `local/` and root on its path (backfill-repo.pth).
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade uv
 	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
+	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "backfill-repo.pth").write_text("$(CURDIR)/local\n$(CURDIR)\n")'
 	touch $@
 
 # aws-sam-cli pins versions that clash with the app: it gets its own virtualenv.

@@ -72,6 +72,7 @@ EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
 MAX_KEPT_EVENTS = 10_000
 DEFAULT_DEPTH = 20
 DEFAULT_RUNS_LIMIT = 100  # JobResource.listRuns: @DefaultValue("100") @Min(0) limit, @Min(0) offset
+DEFAULT_JOBS_LIMIT = 100  # JobResource.list: @DefaultValue("100") limit, offset
 PRODUCER = "https://github.com/backfill-orchestrator/marquez-double"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 SEEDS = ("food_delivery",)
@@ -349,11 +350,13 @@ class LineageStore:
     def job_count(self) -> int:
         return len(self._jobs)
 
-    def jobs(self, namespace: str) -> dict[str, Any]:
-        """`GET /namespaces/<ns>/jobs`: the namespace's jobs, by name."""
+    def jobs(self, namespace: str, *, limit: int = DEFAULT_JOBS_LIMIT, offset: int = 0) -> dict[str, Any]:
+        """`GET /namespaces/<ns>/jobs?limit=&offset=` (`JobResource.list`): a page of the
+        namespace's jobs, by name; `totalCount` counts them all."""
         with self._lock:
-            jobs = [self._job_data(job) for key, job in sorted(self._jobs.items()) if key[0] == namespace]
-        return {"jobs": jobs, "totalCount": len(jobs)}
+            keys = [key for key in sorted(self._jobs) if key[0] == namespace]
+            jobs = [self._job_data(self._jobs[key]) for key in keys[offset : offset + limit]]
+        return {"jobs": jobs, "totalCount": len(keys)}
 
     def runs(
         self, namespace: str, name: str, *, limit: int = DEFAULT_RUNS_LIMIT, offset: int = 0
@@ -619,6 +622,10 @@ class InProcessMarquez:
         except NodeNotFoundError:
             raise UnknownJobError([job]) from None
 
+    def job_names(self, namespace: str) -> list[str]:
+        """`JobDirectory.job_names`, as MarquezClient reads them."""
+        return [job["name"] for job in self.store.jobs(namespace, limit=10_000)["jobs"]]
+
     def producers(self, job: Any) -> list[Any]:
         """`RunHistory.producers`: the writers of the job's inputs, from its lineage one hop deep."""
         from backfill_orchestrator.lineage import UnknownJobError, lookup_node_id
@@ -856,30 +863,38 @@ def _handler_for(double: MarquezDouble) -> type[BaseHTTPRequestHandler]:
             parts = path[len(NAMESPACES_PATH) :].split("/")
             try:
                 if len(parts) == 2 and parts[1] == "jobs":
-                    self._send(HTTPStatus.OK, double.store.jobs(unquote(parts[0])))
+                    paging = self._paging(query, DEFAULT_JOBS_LIMIT)
+                    if paging is not None:
+                        self._send(HTTPStatus.OK, double.store.jobs(unquote(parts[0]), **paging))
                 elif len(parts) == 4 and parts[1] == "jobs" and parts[3] == "runs":
                     if self._fault("runs"):
                         return
-                    paging = {}
-                    for name, default in (("limit", DEFAULT_RUNS_LIMIT), ("offset", 0)):
-                        try:
-                            paging[name] = int(query.get(name, [str(default)])[0])
-                        except ValueError:  # an int query param Jersey cannot convert: 404
-                            self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
-                            return
-                        if paging[name] < 0:  # @Min(0): Dropwizard's validation error shape
-                            self._send(
-                                HTTPStatus.BAD_REQUEST,
-                                {"errors": [f"query param {name} must be greater than or equal to 0"]},
-                            )
-                            return
-                    self._send(
-                        HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2]), **paging)
-                    )
+                    paging = self._paging(query, DEFAULT_RUNS_LIMIT)
+                    if paging is not None:
+                        self._send(
+                            HTTPStatus.OK, double.store.runs(unquote(parts[0]), unquote(parts[2]), **paging)
+                        )
                 else:
                     self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
             except NodeNotFoundError as error:
                 self._error(HTTPStatus.NOT_FOUND, str(error))
+
+        def _paging(self, query: dict[str, list[str]], default_limit: int) -> dict[str, int] | None:
+            """`limit` and `offset` as Marquez reads them; None once an error was answered."""
+            paging = {}
+            for name, default in (("limit", default_limit), ("offset", 0)):
+                try:
+                    paging[name] = int(query.get(name, [str(default)])[0])
+                except ValueError:  # an int query param Jersey cannot convert: 404
+                    self._error(HTTPStatus.NOT_FOUND, "HTTP 404 Not Found")
+                    return None
+                if paging[name] < 0:  # @Min(0): Dropwizard's validation error shape
+                    self._send(
+                        HTTPStatus.BAD_REQUEST,
+                        {"errors": [f"query param {name} must be greater than or equal to 0"]},
+                    )
+                    return None
+            return paging
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             path, query = self._log()

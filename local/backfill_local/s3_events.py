@@ -65,8 +65,10 @@ class S3EventPump:
     on_delivery: Callable[[Delivery], None] | None = None
     visibility_timeout: int = 5
     # Real S3 names the uploader in each record's `userIdentity.principalId`; moto leaves it
-    # out, so the pump adds this one (the caller's) where a record has none.
+    # out, so the pump adds one where a record has none: `principal_of(bucket, key)` (the
+    # uploader a local stand-in remembers), else this fixed one (the caller's).
     principal_id: str | None = None
+    principal_of: Callable[[str, str], str | None] | None = None
     max_receives: int = 3
     deliveries: list[Delivery] = field(default_factory=list, init=False)
     failures: list[str] = field(default_factory=list, init=False)
@@ -114,6 +116,12 @@ class S3EventPump:
     def delivered(self, key_prefix: str) -> list[Delivery]:
         return [d for d in list(self.deliveries) if d.key.startswith(key_prefix)]
 
+    def _uploader(self, record: dict[str, Any]) -> str | None:
+        if self.principal_of is None:
+            return None
+        key = unquote_plus(record["s3"]["object"]["key"])
+        return self.principal_of(record["s3"]["bucket"]["name"], key)
+
     # -- the loop ----------------------------------------------------------------------------
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -135,8 +143,10 @@ class S3EventPump:
     def _deliver(self, message: dict[str, Any]) -> None:
         event = json.loads(message["Body"])
         for record in event.get("Records", []):
-            if self.principal_id and "s3" in record and "userIdentity" not in record:
-                record["userIdentity"] = {"principalId": self.principal_id}
+            if "s3" in record and "userIdentity" not in record:
+                principal = self._uploader(record) or self.principal_id
+                if principal:
+                    record["userIdentity"] = {"principalId": principal}
         keys = [unquote_plus(r["s3"]["object"]["key"]) for r in event.get("Records", []) if "s3" in r]
         for key in keys:
             if self.on_event is not None:

@@ -95,7 +95,7 @@ profiles:
     instance_groups: [{role: CORE, instance_type: r6g.xlarge, count: 0}]
     managed_scaling: {minimum: 5, maximum: 2}
   Bad Name: {runner: local}
-  db: {runner: databricks, spark_version: x, node_type_id: y, num_workers: 2, max_workers: 4}
+  db: {runner: databricks, spark_version: x, node_type_id: "y", num_workers: 2, max_workers: 4}
 """
     with pytest.raises(InvalidDocumentError) as raised:
         parse_profiles(text, source="profiles.yaml")

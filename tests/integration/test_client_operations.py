@@ -29,7 +29,8 @@ from backfill_orchestrator.client import (
 from backfill_orchestrator.config import ConfigPolicy, InvalidConfigError, backfill_id, parse_config
 from backfill_orchestrator.contracts import ControlRequest
 from backfill_orchestrator.lineage import InvalidMarquezUrlError
-from backfill_orchestrator.planner import PlanRefusedError, render_plan_text
+from backfill_orchestrator.planner import render_plan_text
+from backfill_orchestrator.preflight import PreflightRefusedError
 from backfill_orchestrator.status import BackfillState, StatusStore
 from tests.support.aws import create_table
 from tests.support.configs import EXAMPLES, VALID_BATCH
@@ -101,8 +102,10 @@ def test_validate_checks_what_the_trigger_checks_and_the_plan_where_lineage_is_g
 
     unknown = {**VALID_BATCH, "jobs": [{"namespace": "food_delivery", "name": "no_such_job"}]}
     assert validate_backfill(unknown).name == VALID_BATCH["name"]  # no lineage: the config alone
-    with pytest.raises(PlanRefusedError, match="no_such_job"):
+    with pytest.raises(PreflightRefusedError) as refused:  # every refusal, located as the trigger does
         validate_backfill(unknown, lineage=lineage())
+    assert [issue.location for issue in refused.value.issues] == ["jobs[0]"]
+    assert "Marquez has no job food_delivery/no_such_job" in refused.value.issues[0].message
     assert validate_backfill(VALID_BATCH, lineage=lineage(), catalog=str(EXAMPLES / "catalog.yaml")).name
 
 
@@ -164,13 +167,20 @@ def test_the_table_comes_from_the_environment_when_not_given(aws, monkeypatch):
     assert backfill_status("b-00000003").backfill_id == "b-00000003"
 
 
-# -- cancel and retry --------------------------------------------------------------------------
+# -- cancel and retry (waiting for the trigger: tests/integration/test_control_outcomes.py) --------
 def test_cancel_and_retry_write_control_documents(aws):
     s3, _, _ = aws
     cancel = cancel_backfill(
-        BATCH_ID, reason="wrong dates", bucket=BUCKET, requested_by="jane.doe@example.com", s3_client=s3
+        BATCH_ID,
+        reason="wrong dates",
+        bucket=BUCKET,
+        requested_by="jane.doe@example.com",
+        s3_client=s3,
+        wait=False,
     )
-    retry = retry_backfill(BATCH_ID, reason=" fixed upstream ", bucket=BUCKET, requested_by="@jane")
+    retry = retry_backfill(
+        BATCH_ID, reason=" fixed upstream ", bucket=BUCKET, requested_by="@jane", wait=False
+    )
     written = control_documents(s3)
     assert set(written) == {cancel.key, retry.key}
     assert cancel.key.startswith(f"control/{BATCH_ID}/cancel-") and cancel.key.endswith("Z.json")
@@ -179,7 +189,7 @@ def test_cancel_and_retry_write_control_documents(aws):
     assert retry.s3_uri == f"s3://{BUCKET}/{retry.key}"
 
 
-def test_the_requester_is_the_callers_aws_identity(aws):
+def test_the_requester_is_the_callers_aws_identity_as_the_trigger_records_it(aws):
     s3, _, _ = aws
     sts = boto3.client("sts", region_name="us-east-1")
     credentials = sts.assume_role(
@@ -191,16 +201,17 @@ def test_the_requester_is_the_callers_aws_identity(aws):
         aws_session_token=credentials["SessionToken"],
         region_name="us-east-1",
     )
-    receipt = cancel_backfill(BATCH_ID, reason="stop", bucket=BUCKET, session=session)
-    assert receipt.request.requested_by == "jane.doe@example.com"
-    assert list(control_documents(s3)) == [receipt.key]
+    outcome = cancel_backfill(BATCH_ID, reason="stop", bucket=BUCKET, session=session, wait=False)
+    # identity.caller_principal: the role and its session, as Principal.display records an uploader
+    assert outcome.request.requested_by == "role/databricks-cluster/jane.doe@example.com"
+    assert list(control_documents(s3)) == [outcome.key]
 
 
 def test_the_callers_aws_identity_is_the_requester_and_bad_requests_write_nothing(aws):
     s3, _, _ = aws  # moto's default identity is the IAM user `moto`: an AWS principal is a requester too
-    cancel_backfill(BATCH_ID, reason="stop", bucket=BUCKET)
+    cancel_backfill(BATCH_ID, reason="stop", bucket=BUCKET, wait=False)
     (written,) = control_documents(s3).values()
-    assert written.action == "cancel" and written.requested_by == "moto"
+    assert written.action == "cancel" and written.requested_by == "user/moto"
     s3.delete_object(Bucket=BUCKET, Key=next(iter(control_documents(s3))))
     with pytest.raises(InvalidControlRequestError, match="reason"):
         retry_backfill(BATCH_ID, reason="   ", bucket=BUCKET, requested_by="@jane")
@@ -214,21 +225,19 @@ def test_the_callers_aws_identity_is_the_requester_and_bad_requests_write_nothin
 # -- the CLI -----------------------------------------------------------------------------------
 def test_cli_cancel_and_retry(aws, capsys):
     s3, _, _ = aws
-    assert (
-        main(["cancel", BATCH_ID, "--reason", "wrong dates", "--bucket", BUCKET, "--requested-by", "@jane"])
-        == 0
-    )
-    assert f"cancel of {BATCH_ID} requested by @jane" in capsys.readouterr().out
-    assert main(["retry", BATCH_ID, "--reason", "again", "--bucket", BUCKET, "--requested-by", "@jane"]) == 0
+    base = ["--bucket", BUCKET, "--no-wait"]
+    assert main(["cancel", BATCH_ID, "--reason", "wrong dates", *base, "--requested-by", "@jane"]) == 0
+    assert f"cancel of {BATCH_ID} requested by @jane: s3://{BUCKET}/control/" in capsys.readouterr().out
+    assert main(["retry", BATCH_ID, "--reason", "again", *base, "--requested-by", "@jane"]) == 0
     assert sorted(r.action for r in control_documents(s3).values()) == ["cancel", "retry"]
-    assert (
-        main(["retry", BATCH_ID, "--reason", "again", "--bucket", BUCKET]) == 0
-    )  # as the AWS identity `moto`
-    assert "requested by moto" in capsys.readouterr().out
+    assert main(["retry", BATCH_ID, "--reason", "again", *base]) == 0  # as the AWS identity `user/moto`
+    assert "requested by user/moto" in capsys.readouterr().out
     assert (
         main(["cancel", BATCH_ID, "--reason", "x", "--bucket", "no-such-bucket", "--requested-by", "@j"]) == 2
     )
     assert main(["cancel", BATCH_ID, "--bucket", BUCKET]) == 2  # --reason is required
+    assert main(["cancel", BATCH_ID, "--reason", "x"]) == 2  # no bucket: --bucket or $CONFIG_BUCKET
+    assert "no config bucket: pass --bucket or set CONFIG_BUCKET" in capsys.readouterr().err
 
 
 def test_cli_submit_wait(aws, tmp_path, capsys):

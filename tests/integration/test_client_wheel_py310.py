@@ -1,8 +1,10 @@
 """The light client where notebooks run: the built wheel, installed with its base dependencies
-only into a clean Python 3.10 virtualenv (Databricks runtimes up to 13.x), brings nothing
-Lambda-, Airflow- or Spark-specific and no `requests`; its CLI starts; and it submits a config,
-follows it to its end, lists it and writes a control document against moto (installed into the venv for the
-test only, after the dependency check)."""
+only into a clean Python 3.10 virtualenv (Databricks runtimes up to 13.x), holds the package
+alone and brings nothing Lambda-, Airflow- or Spark-specific and no `requests`; its CLI starts;
+Marquez asked for without the `lineage` extra is a clear message, not a traceback; and it
+submits a config, follows it to its end, lists it, refuses controls that cannot work and
+writes a control document against moto (installed into the venv for the test only, after the
+dependency check)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,12 +28,36 @@ NOT_INSTALLED = textwrap.dedent(
     """
     import importlib.util, sys
     assert sys.version_info[:2] == (3, 10), sys.version
-    missing = [m for m in ("aws_lambda_powertools", "airflow", "pyspark", "requests", "slack_sdk")
+    missing = [m for m in ("aws_lambda_powertools", "airflow", "pyspark", "requests", "slack_sdk",
+                           "backfill_local", "spark_jobs")
                if importlib.util.find_spec(m) is not None]
     assert not missing, f"installed with the base wheel: {missing}"
     import backfill_orchestrator.client
     assert "site-packages" in backfill_orchestrator.client.__file__
     print("light")
+    """
+)
+
+# Before moto (which brings `requests`) is installed: the same arguments everywhere, and Marquez
+# asked for without the `lineage` extra says what to install, before anything is uploaded.
+NO_LINEAGE_EXTRA = textwrap.dedent(
+    """
+    from backfill_orchestrator.client import (
+        LineageClientMissingError, plan_backfill, submit_backfill, validate_backfill,
+    )
+    config = {
+        "version": 1, "name": "orders", "owner": "@jane", "mode": "batch",
+        "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"],
+    }
+    submit = lambda c, **kw: submit_backfill(c, bucket="configs", **kw)
+    for call in (validate_backfill, plan_backfill, submit):
+        try:
+            call(config, marquez_url="http://127.0.0.1:9")
+        except LineageClientMissingError as error:
+            assert "pip install 'backfill-orchestrator[lineage]'" in str(error), error
+        else:
+            raise AssertionError(f"{call} reached Marquez without requests")
+    print("said")
     """
 )
 
@@ -40,9 +67,10 @@ SUBMIT = textwrap.dedent(
     import boto3
     from moto import mock_aws
     from backfill_orchestrator.client import (
-        ConfigFileNotFoundError, backfill_status, cancel_backfill, list_backfills, submit_backfill,
+        ConfigFileNotFoundError, ControlStatus, approve_backfill, backfill_status, cancel_backfill,
+        list_backfills, submit_backfill,
     )
-    from backfill_orchestrator.config import backfill_id, parse_config
+    from backfill_orchestrator.config import InvalidConfigError, backfill_id, parse_config
     from backfill_orchestrator.contracts import BackfillState, ControlRequest
     from backfill_orchestrator.status import StatusStore
 
@@ -69,9 +97,18 @@ SUBMIT = textwrap.dedent(
         assert [r.backfill_id for r in list_backfills(table="status", state="succeeded", session=session)] == [expected]
         body = json.loads(s3.get_object(Bucket="configs", Key=result.key)["Body"].read())
         assert body["name"] == "orders-outage-june" and body["dates"][0] == "2021-06-04", body
-        receipt = cancel_backfill(result.backfill_id, reason="wrong", bucket="configs", requested_by="@jane", session=session)
+        refused = approve_backfill(expected, bucket="configs", table="status", requested_by="@ana", session=session)
+        assert refused.status is ControlStatus.REFUSED and refused.key is None, refused  # SUCCEEDED: nothing written
+        receipt = cancel_backfill(result.backfill_id, reason="wrong", bucket="configs", requested_by="@jane", session=session, wait=False)
         request = ControlRequest.from_json(s3.get_object(Bucket="configs", Key=receipt.key)["Body"].read())
         assert request.action == "cancel" and request.requested_at.tzinfo is not None
+        try:
+            parse_config("version: 1\\nname: a\\nowner: '@a'\\nmode: batch\\n"
+                         "jobs: [{namespace: a, name: b}]\\ndates: [2021-06-04]\\nhours: [010]\\n")
+        except InvalidConfigError as error:  # YAML 1.2 (ruamel.yaml) on 3.10 too
+            assert error.issues[0].location == "hours[0]", error.issues
+        else:
+            raise AssertionError("010 was read as a number")
         try:
             submit_backfill("/Volumes/main/ops/configs/orderz.yaml", bucket="configs", session=session)
         except ConfigFileNotFoundError as error:
@@ -114,7 +151,27 @@ def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(
     assert "cancel" in run([backfill, "--help"], cwd=tmp_path, env=env).stdout
     example = Path(__file__).resolve().parents[2] / "examples" / "minimal-batch.yaml"
     assert ": ok: etl-orders-0604" in run([backfill, "validate", str(example)], cwd=tmp_path, env=env).stdout
+    assert run([backfill, "--version"], cwd=tmp_path, env=env).stdout.startswith("backfill ")
+    with zipfile.ZipFile(wheel) as built:  # the package alone: no backfill_local, no spark_jobs
+        assert {name.split("/", 1)[0] for name in built.namelist()} == {
+            "backfill_orchestrator",
+            wheel.name.split("-py3")[0] + ".dist-info",
+        }
+    marquez = subprocess.run(
+        [backfill, "submit", str(example), "--bucket", "configs"],
+        cwd=tmp_path,
+        env={**env, "MARQUEZ_URL": "http://127.0.0.1:9"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert marquez.returncode == 2 and "Traceback" not in marquez.stderr, marquez.stderr
+    assert (
+        "reading Marquez needs 'requests', which this install lacks: pip install 'backfill-orchestrator[lineage]'"
+        in marquez.stderr
+    )
 
+    assert "said" in run([python, "-c", NO_LINEAGE_EXTRA], cwd=tmp_path, env=env).stdout
     run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
     table = json.dumps(table_definition("StatusTable", table_name="status"))
     submitted = run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)

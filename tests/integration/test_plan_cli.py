@@ -93,14 +93,33 @@ def test_a_cycle_is_refused_with_exit_1(capsys, marquez, tmp_path):
     )
     code, out, err = run_cli(capsys, str(path), "--marquez-url", marquez.url)
     assert (code, out) == (1, "")
-    assert "plan refused: lineage cycle: loop/a -> loop/b -> loop/c -> loop/a" in err
+    assert f"{path}: jobs[0]: lineage cycle: loop/a -> loop/b -> loop/c -> loop/a" in err
+    assert "backfill: plan refused (1 problems)" in err
 
 
-def test_an_unknown_root_is_refused_with_exit_1(capsys, marquez, tmp_path):
+def test_an_unknown_root_is_refused_at_its_place_with_the_job_it_probably_meant(capsys, marquez, tmp_path):
     path = tmp_path / "ghost.yaml"
-    path.write_text(CONFIG.replace("etl_orders", "etl_ghost"))
+    path.write_text(CONFIG.replace("etl_orders", "etl_ordrs"))
     code, _, err = run_cli(capsys, str(path), "--marquez-url", marquez.url)
-    assert code == 1 and "unknown root job: Marquez has no job food_delivery/etl_ghost" in err
+    assert code == 1
+    assert (
+        f"{path}: jobs[0]: unknown root job: Marquez has no job food_delivery/etl_ordrs; "
+        "did you mean 'food_delivery/etl_orders'?"
+    ) in err
+
+
+def test_every_problem_of_a_file_comes_at_once(capsys, marquez, tmp_path):
+    """A job typo does not hide the feed and exclusion typos of the same file."""
+    path = tmp_path / "typos.yaml"
+    path.write_text(
+        CONFIG.replace("etl_orders}", "etl_orders}\n  - {namespace: food_delivery, name: etl_ordrs}")
+        + "feeds: [webb]\ndownstream: {exclude: [{namespace: food_delivery, name: email_discount}]}\n"
+    )
+    code, _, err = run_cli(capsys, str(path), "--marquez-url", marquez.url, "--catalog", str(CATALOG))
+    assert code == 1
+    located = [line.split(": ")[1] for line in err.splitlines() if line.startswith(f"{path}: ")]
+    assert located == ["jobs[1]", "feeds[0]", "downstream.exclude[0]"], err
+    assert "did you mean 'web'?" in err and "did you mean 'food_delivery/email_discounts'?" in err
 
 
 def test_an_invalid_config_exits_1_with_located_errors(capsys, marquez, tmp_path):
@@ -136,7 +155,7 @@ def test_an_unreachable_marquez_exits_2(capsys, config_file):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ([], "no Marquez URL: pass one or set MARQUEZ_URL"),
+        ([], "no Marquez URL: pass one (--marquez-url) or set MARQUEZ_URL"),
         (["--marquez-url", "localhost:5000"], "Marquez URL must be http(s)://"),
         (["--marquez-url", "http://127.0.0.1:9", "--catalog", "/nonexistent/catalog.yaml"], "no such file"),
     ],
@@ -166,7 +185,10 @@ def test_the_installed_command_keeps_stdout_for_the_document(marquez, tmp_path):
     plan = Plan.from_json(done.stdout)
     assert [step.id for step in plan.steps] == ["etl_orders", "etl_orders_7_days", "etl_delivery_7_days"]
     lines = done.stderr.splitlines()
-    assert lines[0] == "not checked: input partitions and bytes to read (no warehouse)"  # said, not silent
-    assert lines[1].startswith(
+    assert lines[:2] == [  # said, not silent
+        "not checked: the job catalog's windows and feeds (no catalog: --catalog or $BACKFILL_JOB_CATALOG)",
+        "not checked: input partitions and bytes to read (no warehouse)",
+    ]
+    assert lines[2].startswith(
         "warning: max_depth_reached: downstream.max_depth 2 cut the walk after food_delivery/etl_delivery_7_days"
     )

@@ -60,11 +60,11 @@ class Case:
 
 CASES = {
     "unknown-feed": Case(BASE + "feeds: [wbe]\n", {}, "feeds[0]", "did you mean 'web'"),
-    "exclusion-matches-nothing-strict": Case(
-        BASE + "strict: true\ndownstream: {exclude: [{namespace: food_delivery, name: nothing_here}]}\n",
+    "exclusion-matches-nothing": Case(
+        BASE + "downstream: {exclude: [{namespace: food_delivery, name: email_discount}]}\n",
         {},
         "downstream.exclude[0]",
-        "no effect",
+        "did you mean 'food_delivery/email_discounts'",
     ),
     "nothing-to-reprocess": Case(
         BASE + "feeds: [app]\n", {}, "steps.etl_orders.inputs[0]", "nothing to reprocess"
@@ -210,7 +210,10 @@ def test_submit_says_what_it_could_not_check_without_marquez(harness_plain, tmp_
     path = tmp_path / "backfill.yaml"
     path.write_text(BASE)
     assert main(["submit", str(path), "--bucket", harness_plain.bucket]) == 0
-    assert "not checked: lineage (no Marquez URL" in capsys.readouterr().err
+    assert (
+        "not checked: the jobs in Marquez, the plan, its limits and estimate (no lineage: --marquez-url or $MARQUEZ_URL)"
+        in capsys.readouterr().err
+    )
 
 
 @pytest.fixture

@@ -36,8 +36,10 @@ PROBE = textwrap.dedent(
     from backfill_orchestrator.contracts.plan import Plan
     from backfill_orchestrator.documents import read_text, write_text
 
-    # The Spark job's modules ship in the wheel (they need pyspark to import, which the
-    # cluster provides); what they take from the package imports without it.
+    # The wheel is the package alone; the Spark job's modules ship beside it (--py-files, the
+    # repository's spark_jobs/: docs/spark.md) and need pyspark to import, which the cluster provides.
+    assert importlib.util.find_spec("spark_jobs") is None and importlib.util.find_spec("backfill_local") is None
+    sys.path.insert(0, sys.argv[3])
     for module in ("spark_jobs.engine.backfill_job", "spark_jobs.engine.runner", "spark_jobs.sample.transforms"):
         assert importlib.util.find_spec(module) is not None, module
     from backfill_orchestrator.contracts import InvalidDocumentError
@@ -70,7 +72,7 @@ def test_the_wheel_installs_into_a_clean_virtualenv_and_serves_the_dag_and_the_s
 
     work = tmp_path / "work"
     work.mkdir()
-    probe = run([str(python), "-c", PROBE, str(REPO / "dags"), str(work)], cwd=work, env=env)
+    probe = run([str(python), "-c", PROBE, str(REPO / "dags"), str(work), str(REPO)], cwd=work, env=env)
     assert '"ok": true' in probe.stdout, probe.stdout
     # And the console script the docs promise.
     assert "validate" in run([str(venv / "bin" / "backfill"), "--help"], cwd=work, env=env).stdout

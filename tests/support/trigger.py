@@ -9,7 +9,9 @@ import itertools
 import json
 import logging
 import socket
-from contextlib import ExitStack
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -162,6 +164,7 @@ class TriggerHarness:
         self.status = StatusStore(table_name=TABLE, dynamodb_client=self.dynamodb)
         self.metrics = EphemeralMetrics(namespace="BackfillTest")  # not shared across tests, unlike Metrics
         self._sequencer = itertools.count(1)
+        self.delivered: set[str] = set()
 
     def make_wiring(self) -> TriggerWiring:
         """The container's wiring for `self.settings` (subclasses choose clients and sessions)."""
@@ -199,6 +202,54 @@ class TriggerHarness:
             sequencer=self.next_sequencer(),
             bucket=self.bucket,
         )
+
+    def deliver(self, key: str) -> list[UploadResult]:
+        """Handle the S3 event of an object a client already wrote (as the bucket's notification would)."""
+        head = self.s3.head_object(Bucket=self.bucket, Key=key)
+        return self.invoke(
+            s3_event(
+                key,
+                size=head["ContentLength"],
+                version_id=head.get("VersionId"),
+                etag=head["ETag"],
+                sequencer=self.next_sequencer(),
+                bucket=self.bucket,
+            )
+        )
+
+    def deliver_new(self, prefix: str = "control/") -> int:
+        """Deliver every object under `prefix` not delivered yet; how many were."""
+        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix).get("Contents", [])
+        new = sorted(obj["Key"] for obj in listed if obj["Key"] not in self.delivered)
+        for key in new:
+            self.delivered.add(key)
+            self.deliver(key)
+        return len(new)
+
+    @contextmanager
+    def delivering(self, prefix: str = "control/", *, every: float = 0.05) -> Iterator[None]:
+        """Deliver new objects under `prefix` from a thread, as S3 notifications reach the
+        trigger in a deployment, while a CLI command or client call waits for the answer."""
+        stop = threading.Event()
+        failures: list[BaseException] = []
+
+        def loop() -> None:
+            while not stop.is_set():
+                try:
+                    self.deliver_new(prefix)
+                except BaseException as error:  # noqa: BLE001 - reported by the test
+                    failures.append(error)
+                    return
+                stop.wait(every)
+
+        thread = threading.Thread(target=loop, name="deliver-controls", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        assert not failures, failures
 
     def invoke(self, event: dict[str, Any]) -> list[UploadResult]:
         service = self.wiring.service(metrics=self.metrics, logger=logging.getLogger("test"))

@@ -28,7 +28,7 @@ def build_wheel(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for folder in ("layers/shared", "local", "spark_jobs"):
+    for folder in ("layers/shared",):  # the wheel is the package alone
         shutil.copytree(REPO / folder, source / folder, ignore=ignore)
     run([str(UV), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(source)], env=clean_env())
     (wheel,) = (tmp_path / "dist").glob("backfill_orchestrator-*.whl")

@@ -10,6 +10,7 @@ import pytest
 from backfill_orchestrator.identity import (
     IamNameResolver,
     Principal,
+    caller_principal,
     principal_from_display,
     principal_from_id,
     principal_from_s3_record,
@@ -97,3 +98,26 @@ def test_eventbridge_events_name_only_the_requesting_account() -> None:
     event = {"detail-type": "Object Created", "source": "aws.s3", "detail": {"requester": "123456789012"}}
     principal = principal_from_s3_record(event)
     assert principal.display == "requester/123456789012" and principal.principal_id == "123456789012"
+
+
+def test_the_callers_principal_is_the_one_the_trigger_records_for_its_uploads(mocked_aws: None) -> None:
+    """`caller_principal` (the CLI and the client, from STS) and `principal_from_id` with IAM's
+    names (the trigger, from the S3 event's `AWS:<UserId>`) name one person the same way."""
+    iam = boto3.client("iam", region_name="us-east-1")
+    role = iam.create_role(RoleName="data-eng", AssumeRolePolicyDocument="{}")["Role"]
+    sts = boto3.client("sts", region_name="us-east-1")
+    credentials = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="jane.doe@example.com")["Credentials"]
+    caller = boto3.client(
+        "sts",
+        region_name="us-east-1",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    ).get_caller_identity()
+    mine = caller_principal(caller["Arn"], caller["UserId"])
+    recorded = principal_from_id(f"AWS:{caller['UserId']}", resolver=IamNameResolver(iam_client=iam))
+    assert mine.display == recorded.display == "role/data-eng/jane.doe@example.com"
+    assert mine.principal_id == recorded.principal_id
+    user = caller_principal("arn:aws:iam::123456789012:user/team/jane", "AIDAEXAMPLE")
+    assert (user.display, user.principal_id) == ("user/jane", "AWS:AIDAEXAMPLE")
+    assert caller_principal("not an arn", "AIDAEXAMPLE").display == "AIDAEXAMPLE"

@@ -115,7 +115,7 @@ def _cases():
     exclude_x = {"exclude": [{"namespace": "ns", "name": "x"}, {"namespace": "ns", "name": "zzz"}]}
     windows = JobCatalog.parse(
         "version: 1\njobs:\n  - {namespace: ns, name: b, window_days: 2}\n  - {namespace: ns, name: c, window_days: 3}\n"
-        "  - {namespace: ns, name: y, kind: spark, window_days: 5}\n"
+        "  - {namespace: ns, name: 'y', kind: spark, window_days: 5}\n"
     )
     chain45 = {f"j{i:02d}": [f"j{i + 1:02d}"] for i in range(44)}
     return {

@@ -259,7 +259,8 @@ def test_jobs_and_facts_of_a_plan() -> None:
         ("analytics_prod/revenue", "downstream analytics_prod/revenue", True),
     ]
     facts = PlanFacts.from_plan(plan, estimated_cost_usd=12.5)
-    assert facts.partitions == 1 * 24 + 2 * 2 and facts.downstream_jobs == 1
+    # planner/partitions.py: without a catalog, a partition per date (and selected feed) of each step
+    assert facts.partitions == 1 + 2 and facts.downstream_jobs == 1
     assert facts.namespaces == {"food_delivery", "analytics_prod"} and facts.estimated_cost_usd == 12.5
 
 

@@ -14,6 +14,7 @@ is `airflow:<Airflow user name>`."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -141,6 +142,30 @@ def principal_from_id(principal_id: str, *, resolver: IamNameResolver | None = N
     unique_id, _, session = body.partition(":")
     name = (resolver.name_of(unique_id) if resolver is not None else None) or unique_id
     return Principal(name=name, session=session or None, principal_id=raw)
+
+
+# GetCallerIdentity's Arn: `arn:aws:iam::<account>:user/<path/>name` or
+# `arn:aws:sts::<account>:assumed-role/<role>/<session>` (also `federated-user/<name>`, `root`).
+_CALLER_ARN = re.compile(r"^arn:aws[\w-]*:(?:iam|sts)::\d+:(?P<kind>[\w-]+)(?:/(?P<rest>.+))?$")
+
+
+def caller_principal(arn: str, user_id: str) -> Principal:
+    """The principal STS names for the caller (`GetCallerIdentity`'s `Arn` and `UserId`): the
+    one the trigger records for the same caller's uploads (`AWS:<UserId>` in the S3 event,
+    resolved through IAM), `role/<role>/<session>` or `user/<name>`, so the CLI, the client,
+    the status history and Slack name a person the same way. The ARN already carries the
+    names, so no IAM call is needed here."""
+    principal_id = f"AWS:{user_id}"
+    match = _CALLER_ARN.match(arn)
+    if match is None:  # not an ARN we know: the unique id stands, as in the trigger unresolved
+        return principal_from_id(principal_id)
+    kind, rest = match.group("kind"), match.group("rest") or ""
+    if kind == "assumed-role":
+        role, _, session = rest.partition("/")
+        return Principal(name=f"role/{role}", session=session or None, principal_id=principal_id)
+    if kind == "user":
+        return Principal(name=f"user/{rest.rsplit('/', 1)[-1]}", principal_id=principal_id)
+    return Principal(name=f"{kind}/{rest}" if rest else kind, principal_id=principal_id)
 
 
 def principal_from_s3_record(record: Any, *, resolver: IamNameResolver | None = None) -> Principal | None:

@@ -4,23 +4,28 @@ together as the caller's `LocatedIssuesError` (InvalidConfigError, InvalidCatalo
 
     parse_validated(data, Model, error=InvalidRulesError, source=uri, max_bytes=..., model_checks=...)
 
-The text step is `load_document`: strict YAML (one document, no duplicate keys, no
-anchors/aliases, no tags) or strict JSON (no duplicate keys, no NaN). Every failure there is
-located at `<root>`; nothing here raises anything but the caller's error class. The YAML parser
-is `_load_yaml` alone, so changing it is a change in one place."""
+The text step is `load_document`: strict YAML 1.2 (ruamel.yaml; one document, no duplicate
+keys, no anchors/aliases, no tags, dates kept as text) or strict JSON (no duplicate keys, no
+NaN). Its failures are located at `<root>`, except plain scalars that YAML 1.1 and 1.2 read
+differently (`010`, `yes`, `on`, `1:30`, `1_000`, `0o10`), each refused at its own place with the
+quoted form as the hint. Nothing here raises anything but the caller's error class. The YAML
+parser is `_load_yaml` alone, so changing it is a change in one place."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
-from yaml.error import Mark
-from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer, ComposerError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, format_location
+from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, UserError, format_location
 
 DocumentFormat = Literal["yaml", "json"]
 # The document's error class, called as error(issues, source=...): a LocatedIssuesError subclass,
@@ -34,76 +39,155 @@ def _fail(message: str, source: str | None, error: ErrorFactory) -> LocatedIssue
     return error([ConfigIssue(ROOT, message)], source=source)
 
 
-class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader minus the features that make YAML dangerous or surprising in a config."""
+# -- YAML: version 1.2 (ruamel.yaml), strict, ambiguous scalars refused ------------------------
+class _StrictComposer(Composer):
+    """ruamel's composer minus the features that make YAML dangerous or surprising in a config:
+    aliases and anchors (expansion bombs) and explicit tags (`!!python/object`, `!!binary`)."""
 
-    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
-        event = self.peek_event()
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
         if isinstance(event, AliasEvent):
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                "aliases are not allowed (they enable expansion bombs)",
-                cast(Mark, event.start_mark),
+            raise ComposerError(
+                None, None, "aliases are not allowed (they enable expansion bombs)", event.start_mark
             )
         if getattr(event, "anchor", None):
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                "anchors are not allowed (they enable expansion bombs)",
-                cast(Mark, event.start_mark),
+            raise ComposerError(
+                None, None, "anchors are not allowed (they enable expansion bombs)", event.start_mark
             )
-        if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag not in (None, "!"):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"tags are not allowed ({event.tag})", cast(Mark, event.start_mark)
-            )
+        tag = getattr(event, "tag", None)
+        if isinstance(event, ScalarEvent | CollectionStartEvent) and tag not in (None, "!"):
+            raise ComposerError(None, None, f"tags are not allowed ({tag})", event.start_mark)
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001
-        # No merge keys (`<<`): they stay ordinary keys and are rejected as unknown later.
-        mapping: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str | int | bool | float) and key is not None:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "mapping keys must be plain scalars", key_node.start_mark
-                )
-            if key in mapping:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            mapping[key] = self.construct_object(value_node, deep=deep)
-        return mapping
+
+# Plain scalars that YAML 1.1 (PyYAML, most older tools) and YAML 1.2 read differently, or
+# that look like one type and are another: each is refused where it stands, with the quoted
+# form as the hint (docs/config.md, "Parsing and errors").
+_OLD_BOOLEANS = frozenset({"y", "yes", "n", "no", "on", "off"})
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")  # 1.1: octal (010 is 8); 1.2: decimal (10)
+_PREFIXED = re.compile(r"^[-+]?0[bo][0-9a-fA-F_]+$")  # 0b1010 (1.1 only), 0o10 (1.2 only)
+_UNDERSCORED = re.compile(r"^[-+]?(?:[0-9][0-9]*_[0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?$")  # 1.1: 1_000
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")  # 1.1: 1:30 is 90
+_TEXT_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"})
 
 
-# Dates stay strings so that the model can say exactly which one is not a real date
-# (PyYAML would otherwise raise on 2021-02-30 with no location); `<<` stays a plain key.
-_DROPPED_RESOLVERS = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge"}
-_StrictYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _DROPPED_RESOLVERS]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_StrictYamlLoader.add_constructor("tag:yaml.org,2002:map", _StrictYamlLoader.construct_mapping)
+def _ambiguity(text: str, *, key: bool = False) -> str | None:
+    """Why a plain scalar is ambiguous, with the unambiguous spellings; None when it is not.
+    A key is always meant as text, so its hint is the quoted form alone."""
+    quoted = f"'{text}'"
+    if text.lower() in _OLD_BOOLEANS:
+        meaning = "true" if text.lower() in ("y", "yes", "on") else "false"
+        why = f"YAML 1.1 reads it as {meaning}, YAML 1.2 as text"
+        return f"{why}: write {quoted}" if key else f"{why}: write {meaning}, or {quoted} for text"
+    number: int | None = None
+    if _LEADING_ZERO.match(text):
+        why = "a leading zero is octal in YAML 1.1"
+        number = int(text.replace("_", ""), 10)
+    elif _SEXAGESIMAL.match(text):
+        why = "YAML 1.1 reads it as a base-60 number"
+    elif _PREFIXED.match(text):
+        why = "YAML 1.1 and 1.2 read it differently"
+        number = int(text.replace("_", ""), 0)
+    elif _UNDERSCORED.match(text):
+        why = "YAML 1.1 and 1.2 read it differently"
+        plain = text.replace("_", "")
+        number = int(plain) if plain.lstrip("+-").isdigit() else None
+    else:
+        return None
+    if key or number is None:
+        return f"{why}: write {quoted}"
+    return f"{why}: write {number} for the number, or {quoted} for text"
 
 
-def _mark(error: yaml.MarkedYAMLError) -> str:
-    mark = error.problem_mark or error.context_mark
+def _mark(problem: YAMLError) -> str:
+    mark = getattr(problem, "problem_mark", None) or getattr(problem, "context_mark", None)
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+
+class _Builder:
+    """Composed nodes to plain values: mappings with scalar keys and no duplicates, lists, and
+    scalars as YAML 1.2 reads them, except that dates stay text (the model says exactly which
+    one is not a real date) and ambiguous plain scalars are collected as located issues."""
+
+    def __init__(self, constructor: Any) -> None:
+        self.issues: list[ConfigIssue] = []
+        self._scalars = constructor  # ruamel's, for the scalars it reads as 1.2 does (ints, floats, .inf)
+
+    def value(self, node: Node, path: tuple[str | int, ...]) -> Any:
+        if isinstance(node, MappingNode):
+            mapping: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, ScalarNode):
+                    raise _YamlProblem("mapping keys must be plain scalars", key_node)
+                key = self.scalar(key_node, path, key=True)
+                if key in mapping:
+                    raise _YamlProblem(f"duplicate key {key!r}", key_node)
+                mapping[key] = self.value(value_node, (*path, str(key)))
+            return mapping
+        if isinstance(node, SequenceNode):
+            return [self.value(item, (*path, index)) for index, item in enumerate(node.value)]
+        if not isinstance(node, ScalarNode):
+            raise _YamlProblem(f"unexpected node {type(node).__name__}", node)
+        return self.scalar(node, path)
+
+    def scalar(self, node: ScalarNode, path: tuple[str | int, ...], *, key: bool = False) -> Any:
+        if node.style is not None:  # quoted, literal or folded: always text
+            return node.value
+        text = node.value
+        why = _ambiguity(text, key=key)
+        if why is not None:
+            mark = node.start_mark
+            where = (*path, text) if key else path
+            self.issues.append(
+                ConfigIssue(
+                    format_location(where) if where else ROOT,
+                    f"ambiguous YAML {'key' if key else 'value'} {text} "
+                    f"(line {mark.line + 1}, column {mark.column + 1}): {why}",
+                )
+            )
+            return text
+        if node.tag in _TEXT_TAGS:
+            return text
+        return self._scalars.construct_object(node)
+
+
+class _YamlProblem(UserError):
+    """A located YAML problem found while building values; `_load_yaml` turns it into the caller's error."""
+
+    def __init__(self, message: str, node: Node):
+        mark = node.start_mark
+        super().__init__(f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {message}")
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="safe", pure=True)  # YAML 1.2; one per call: a YAML object is not thread-safe
+    yaml.Composer = _StrictComposer
+    return yaml
 
 
 def _load_yaml(text: str, source: str | None, error: ErrorFactory) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - strict SafeLoader subclass
-    except yaml.composer.ComposerError as problem:
+        yaml = _yaml()
+        node = yaml.compose(text)
+        if node is None:
+            return None
+        builder = _Builder(yaml.constructor)
+        document = builder.value(node, ())
+    except ComposerError as problem:
         if "single document" in f"{problem.context} {problem.problem}":
             raise _fail("expected one YAML document, found several", source, error) from None
         raise _fail(f"invalid YAML{_mark(problem)}: {problem.problem}", source, error) from None
-    except yaml.MarkedYAMLError as problem:
+    except MarkedYAMLError as problem:
         raise _fail(f"invalid YAML{_mark(problem)}: {problem.problem}", source, error) from None
-    except yaml.YAMLError as problem:  # reader errors: control characters and the like
+    except YAMLError as problem:  # reader errors: control characters and the like
         raise _fail(f"invalid YAML: {problem}", source, error) from None
+    except _YamlProblem as problem:
+        raise _fail(str(problem), source, error) from None
     except RecursionError:
         raise _fail("invalid YAML: nested too deeply", source, error) from None
+    if builder.issues:
+        raise error(builder.issues, source=source)
+    return document
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -1,9 +1,14 @@
 """What the subcommands share: exit codes from the error's category, reading config files,
-printing errors."""
+printing errors, `--json`, and progress while waiting (a line rewritten in place on a terminal,
+nothing otherwise: piped output stays one line per event)."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
+from typing import Any, TextIO
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.config import MAX_CONFIG_BYTES, BackfillConfig, parse_config
@@ -44,11 +49,11 @@ def report(error: BackfillError) -> int:
     return exit_code(error)
 
 
-def read_file(path: str) -> bytes:
-    """A config by path or URI (s3://, dbfs:/, file://). Over the size limit it is read up to
+def read_file(path: str, *, max_bytes: int = MAX_CONFIG_BYTES) -> bytes:
+    """A document by path or URI (s3://, dbfs:/, file://). Over the size limit it is read up to
     one byte more and parsed anyway, so the located size error is printed like any other."""
     try:
-        return documents.read_bytes(path, max_bytes=MAX_CONFIG_BYTES, over_limit="keep")
+        return documents.read_bytes(path, max_bytes=max_bytes, over_limit="keep")
     except documents.DocumentError as error:
         raise CliError(str(error)) from None
 
@@ -65,3 +70,50 @@ def summary_line(path: str, config: BackfillConfig) -> str:
     return (
         f"{path}: ok: {config.name} ({config.mode}), {days} day{'s' if days != 1 else ''}, {hours}, {feeds}"
     )
+
+
+BUCKET_ENV = "CONFIG_BUCKET"  # the trigger's own name for the config bucket
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def add_bucket_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bucket",
+        default=os.environ.get(BUCKET_ENV) or None,
+        help=f"the config bucket (default ${BUCKET_ENV})",
+    )
+
+
+def require_bucket(bucket: str | None) -> str:
+    if not bucket:
+        raise CliError(f"no config bucket: pass --bucket or set {BUCKET_ENV}")
+    return bucket
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+class Progress:
+    """A status line while waiting: rewritten in place on a terminal (stderr), silent when
+    stderr is not one, so logs and pipes get only the lines that matter."""
+
+    def __init__(self, stream: TextIO | None = None):
+        self._stream = stream or sys.stderr
+        self._shown = False
+        self.enabled = self._stream.isatty()
+
+    def show(self, text: str) -> None:
+        if self.enabled:
+            self._stream.write("\r\x1b[2K" + text[:200])
+            self._stream.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[2K")
+            self._stream.flush()
+            self._shown = False

@@ -1,7 +1,10 @@
 """`backfill list [--state S] [--owner O] [--submitted-by P] [--name N] [--since DATE] [--limit N] [--json]`:
 the backfills newest first, read through the status table's indexes (never a scan).
 
-Exit 0 (also when nothing matches), 2 when the table cannot be read."""
+Exit 0 (also when nothing matches), 2 when the table cannot be read.
+
+The table is `render`'s few lines of our own: a table library (tabulate, rich) would replace
+them with as many lines of calls and add a dependency to the light client."""
 
 from __future__ import annotations
 

@@ -9,15 +9,14 @@ job, a preflight refusal); 2 for usage errors, unreadable files and an unreachab
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from dataclasses import replace
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, exit_code, read_file
-from backfill_orchestrator.client.plan import load_catalog, plan_backfill
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, read_file
+from backfill_orchestrator.client.plan import load_catalog
+from backfill_orchestrator.client.preflight import deployment_policy, marquez_client, preflight_checked
 from backfill_orchestrator.client.sources import prepare_bytes
-from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.planner import CATALOG_ENV
-from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
 from backfill_orchestrator.preflight.render import FORMATS, render
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLimits
@@ -46,34 +45,27 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # Everything local is read and checked before Marquez is asked anything (plan_backfill's order).
     # Errors go to `backfill`'s one report (cli.common): located issues per line, exit code by category.
-    prepared = prepare_bytes(read_file(args.file), source=args.file)
-    catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
+    prepared = prepare_bytes(read_file(args.file), source=args.file, policy=deployment_policy())
     limits = deployment_limits()
-    warehouse = args.warehouse or limits.warehouse_uri
-    catalog = load_catalog(catalog_location)
-    try:
-        view = plan_backfill(prepared, marquez_url=args.marquez_url, catalog=catalog)
-    except PolicyRefusal as error:  # the planner's refusals: a cycle, an unknown root job, ...
-        print(f"backfill: plan refused: {error}", file=sys.stderr)
-        return exit_code(error)
-    # Planning reached Marquez, so requests is installed.
-    from backfill_orchestrator.lineage.client import MarquezClient
-
-    verdict, plan = preflight_plan(
-        prepared.config,
-        view.plan,
+    if args.warehouse:
+        limits = replace(limits, warehouse_uri=args.warehouse)
+    catalog = load_catalog(args.catalog)
+    # Marquez is required here (marquez_client: a URL, and the lineage extra); a refused plan
+    # (an unknown root job, a cycle) is reported with every other problem of the file, located.
+    verdict, plan = preflight_checked(
+        prepared,
+        lineage=marquez_client(args.marquez_url),
         catalog=catalog if len(catalog) else None,
         limits=limits,
         strict=args.strict,
-        lister=warehouse_lister(warehouse) if warehouse else None,
-        history=MarquezClient.from_env(base_url=args.marquez_url),
+        lineage_errors_raise=True,
     )
     for what in verdict.unchecked:
         print(f"not checked: {what}", file=sys.stderr)
-    if not verdict.accepted:
+    if not verdict.accepted or plan is None:
         for finding in verdict.refusals:
             print(f"{args.file}: {finding.location}: {finding.message}", file=sys.stderr)
-        print(f"backfill: plan refused by preflight ({len(verdict.refusals)} refusals)", file=sys.stderr)
+        print(f"backfill: plan refused ({len(verdict.refusals)} problems)", file=sys.stderr)
         return EXIT_INVALID
 
     fmt = "json" if args.json else (args.format or "text")

@@ -12,10 +12,17 @@ what could not be checked is printed to stderr. With --wait, follows the backfil
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, read_file
+from backfill_orchestrator.cli.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    add_bucket_option,
+    add_json_option,
+    print_json,
+    read_file,
+    require_bucket,
+)
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.cli.watch import add_watch_options, watch
 from backfill_orchestrator.client import (
@@ -28,7 +35,7 @@ from backfill_orchestrator.client import (
     upload_prepared,
 )
 from backfill_orchestrator.lineage import URL_ENV
-from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
+from backfill_orchestrator.planner import CATALOG_ENV
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -37,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="validate and preflight locally, then upload to the config bucket (never uploads a refused config)",
     )
     parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--bucket", required=True, help="the config bucket")
+    add_bucket_option(parser)
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"key prefix (default {DEFAULT_PREFIX})")
     parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
     parser.add_argument(
@@ -48,10 +55,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--wait", action="store_true", help="then follow the backfill until it ends, like `watch`"
     )
     add_watch_options(parser)
+    add_json_option(parser, "the submission (with --wait: then each change, one JSON object a line)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    bucket = require_bucket(args.bucket)
     if args.wait:
         args.table = resolve_table(args.table)  # a usage error before anything is uploaded
     # Errors go to `backfill`'s one report (cli.common): located issues per line, exit code by category.
@@ -59,14 +68,9 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare_bytes(body, source=args.file, policy=deployment_policy())
     incoming = incoming_prefix()
     check_prefix(args.prefix, incoming=incoming)
-    catalog_location = args.catalog or os.environ.get(CATALOG_ENV) or None
-    catalog = JobCatalog.load(catalog_location) if catalog_location else None
-    lineage = None
-    if args.marquez_url or os.environ.get(URL_ENV):
-        from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
-
-        lineage = MarquezClient.from_env(base_url=args.marquez_url)
-    verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, strict=args.strict)
+    verdict = preflight_prepared(
+        prepared, marquez_url=args.marquez_url, catalog=args.catalog, strict=args.strict
+    )
     for what in verdict.unchecked:
         print(f"not checked: {what}", file=sys.stderr)
     for finding in verdict.warnings:
@@ -77,10 +81,21 @@ def run(args: argparse.Namespace) -> int:
         print("backfill: refused by preflight; nothing uploaded", file=sys.stderr)
         return EXIT_INVALID
     submission = upload_prepared(
-        prepared, bucket=args.bucket, prefix=args.prefix, incoming=incoming, verdict=verdict
+        prepared, bucket=bucket, prefix=args.prefix, incoming=incoming, verdict=verdict
     )
-    print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}", flush=True)
-    print(f"submitted {args.file} as {submission.backfill_id}", file=sys.stderr)
+    if args.json:
+        print_json(
+            {"backfill_id": submission.backfill_id, "uri": submission.s3_uri, "verdict": verdict.summary()}
+        )
+    else:
+        print(f"{submission.s3_uri}\nbackfill id: {submission.backfill_id}", flush=True)
+        print(f"submitted {args.file} as {submission.backfill_id}", file=sys.stderr)
     if args.wait:
-        return watch(submission.backfill_id, table=args.table, interval=args.interval, timeout=args.timeout)
+        return watch(
+            submission.backfill_id,
+            table=args.table,
+            interval=args.interval,
+            timeout=args.timeout,
+            as_json=args.json,
+        )
     return EXIT_OK

@@ -7,18 +7,22 @@ be read or the timeout passed first."""
 from __future__ import annotations
 
 import argparse
+import json
+from datetime import datetime
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, exit_code
+from backfill_orchestrator._compat import UTC
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, Progress, add_json_option, exit_code
 from backfill_orchestrator.cli.status import resolve_table
 from backfill_orchestrator.client.status import TABLE_ENV, watch_backfill
-from backfill_orchestrator.status import StatusStoreError
-from backfill_orchestrator.status.watch import WatchTimeoutError, succeeded
+from backfill_orchestrator.status import StatusRecord, StatusStoreError
+from backfill_orchestrator.status.watch import WatchTimeoutError, progress_line, succeeded
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("watch", help="follow a backfill until it ends")
     parser.add_argument("backfill_id", metavar="ID", help="backfill id")
     add_watch_options(parser)
+    add_json_option(parser, "each change (one JSON record a line)")
     parser.set_defaults(run=run)
 
 
@@ -29,16 +33,38 @@ def add_watch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return watch(args.backfill_id, table=args.table, interval=args.interval, timeout=args.timeout)
+    return watch(
+        args.backfill_id, table=args.table, interval=args.interval, timeout=args.timeout, as_json=args.json
+    )
 
 
-def watch(backfill_id: str, *, table: str | None, interval: float, timeout: float | None) -> int:
+def watch(
+    backfill_id: str, *, table: str | None, interval: float, timeout: float | None, as_json: bool = False
+) -> int:
+    """A line per change (on a terminal, a status line kept up to date between them)."""
     table = resolve_table(table)
+    progress = Progress()
+    last: list[StatusRecord] = []
+
+    def changed(record: StatusRecord) -> None:
+        progress.clear()
+        print(json.dumps(record.as_dict(), default=str) if as_json else progress_line(record), flush=True)
+        last[:] = [record]
+
+    def waiting(_: float) -> None:
+        if last:
+            progress.show(f"watching: {progress_line(last[0], now=datetime.now(UTC))}")
+
     try:
-        last = watch_backfill(backfill_id, table=table, interval=interval, timeout=timeout)
+        final = watch_backfill(
+            backfill_id, table=table, interval=interval, timeout=timeout, on_update=changed, on_wait=waiting
+        )
     except StatusStoreError as error:  # said with the table's name
         raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
     except WatchTimeoutError as error:  # the answer so far: on stdout, after the progress lines
+        progress.clear()
         print(f"backfill: {backfill_id}: {error}")
         return exit_code(error)
-    return EXIT_OK if succeeded(last) else EXIT_INVALID
+    finally:
+        progress.clear()
+    return EXIT_OK if succeeded(final) else EXIT_INVALID

@@ -6,24 +6,33 @@ with a backfill. One implementation; the CLI's subcommands call these functions.
     backfill_status(result.backfill_id, table="backfill-status")
 
 Sources are dicts, YAML/JSON text, or paths (local, `/Volumes/...`, `dbfs:/...`, `s3://...`).
-Credentials: pass `session=` (a boto3 Session) or explicit clients; otherwise boto3's default
-chain (the cluster's instance profile). This package imports nothing Lambda-, Airflow- or
-Spark-specific and runs on Python 3.10+."""
+`validate_backfill`, `plan_backfill` and `submit_backfill` take the same arguments for what
+they check against (`policy`, `marquez_url` or `lineage`, `catalog`, each defaulting to the
+environment the trigger reads). Credentials: pass `session=` (a boto3 Session) or explicit
+clients; otherwise boto3's default chain (the cluster's instance profile). This package
+imports nothing Lambda-, Airflow- or Spark-specific and runs on Python 3.10+."""
 
 from backfill_orchestrator.client.control_requests import (
-    ControlReceipt,
+    CONTROLS,
+    Control,
+    ControlOutcome,
+    ControlStatus,
     ControlWriteError,
     InvalidControlRequestError,
+    approve_backfill,
     caller_identity,
     cancel_backfill,
+    reject_backfill,
     retry_backfill,
 )
-from backfill_orchestrator.client.plan import LineageClientMissingError, PlanView, plan_backfill
+from backfill_orchestrator.client.plan import PlanView, plan_backfill
 from backfill_orchestrator.client.preflight import (
+    LineageClientMissingError,
     OutsideIncomingPrefixError,
     check_prefix,
     deployment_policy,
     incoming_prefix,
+    preflight_checked,
     preflight_prepared,
 )
 from backfill_orchestrator.client.sources import (
@@ -48,35 +57,43 @@ from backfill_orchestrator.client.submit import (
     submit_backfill,
     upload_prepared,
 )
-from backfill_orchestrator.client.validate import validate_backfill
+from backfill_orchestrator.client.validate import Checked, check_backfill, validate_backfill
 
 __all__ = [
-    "OutsideIncomingPrefixError",
-    "check_prefix",
-    "deployment_policy",
-    "incoming_prefix",
-    "preflight_prepared",
+    "CONTROLS",
     "DEFAULT_PREFIX",
     "BackfillNotFoundError",
+    "Checked",
     "ConfigFileNotFoundError",
     "ConfigSource",
-    "ControlReceipt",
+    "Control",
+    "ControlOutcome",
+    "ControlStatus",
     "ControlWriteError",
     "InvalidControlRequestError",
     "LineageClientMissingError",
     "NoStatusTableError",
+    "OutsideIncomingPrefixError",
     "PlanView",
     "PreparedConfig",
     "Submission",
     "SubmitError",
+    "approve_backfill",
     "backfill_status",
     "caller_identity",
     "cancel_backfill",
+    "check_backfill",
+    "check_prefix",
+    "deployment_policy",
+    "incoming_prefix",
     "list_backfills",
     "looks_like_path",
     "plan_backfill",
+    "preflight_checked",
+    "preflight_prepared",
     "prepare_bytes",
     "prepare_config",
+    "reject_backfill",
     "retry_backfill",
     "submit_backfill",
     "upload_prepared",

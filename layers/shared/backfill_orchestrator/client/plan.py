@@ -9,18 +9,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from backfill_orchestrator.client.preflight import catalog_for, deployment_policy, marquez_client
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
-from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
+from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.dates import compact_dates
-from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage.source import LineageSource
-from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog, build_plan, render_plan_text
-
-
-class LineageClientMissingError(ServiceError, ImportError):
-    """Planning against Marquez without the `lineage` extra (`requests`) installed: the
-    installation lacks a part, not the input (the same config plans once it is installed)."""
+from backfill_orchestrator.planner import JobCatalog, build_plan, render_plan_text
 
 
 @dataclass(frozen=True)
@@ -65,47 +60,34 @@ class PlanView:
 
 
 def load_catalog(catalog: JobCatalog | str | None, *, s3_client: Any = None) -> JobCatalog:
-    """A catalog object, a path or s3:// URI, or None ($BACKFILL_CATALOG when set, else empty)."""
-    if isinstance(catalog, JobCatalog):
-        return catalog
-    location = catalog or os.environ.get(CATALOG_ENV) or None
-    return JobCatalog.load(location, s3_client=s3_client) if location else JobCatalog.empty()
-
-
-def lineage_source(*, marquez_url: str | None, lineage: LineageSource | None) -> LineageSource:
-    if lineage is not None:
-        return lineage
-    try:
-        from backfill_orchestrator.lineage.client import MarquezClient
-    except ModuleNotFoundError as error:  # the light install has no `requests`
-        raise LineageClientMissingError(
-            f"planning against Marquez needs {error.name!r}: pip install 'backfill-orchestrator[lineage]'"
-        ) from None
-    return MarquezClient.from_env(base_url=marquez_url)
+    """A catalog object, a path or s3:// URI, or None ($BACKFILL_JOB_CATALOG when set, else empty)."""
+    return catalog_for(catalog, environ=os.environ, s3_client=s3_client) or JobCatalog.empty()
 
 
 def plan_backfill(
     source: ConfigSource | PreparedConfig,
     *,
+    policy: ConfigPolicy | None = None,
     marquez_url: str | None = None,
     lineage: LineageSource | None = None,
     catalog: JobCatalog | str | None = None,
-    policy: ConfigPolicy = DEFAULT_POLICY,
     session: Any = None,
     s3_client: Any = None,
 ) -> PlanView:
-    """Validate, load the catalog, then plan: nothing is asked of Marquez before everything
-    local is checked. Raises InvalidConfigError / InvalidCatalogError (located),
-    PlanRefusedError (a cycle, an unknown root job) or a LineageError (Marquez unreachable)."""
+    """Validate (the deployment's allowlists: `policy`, default from the environment), load the
+    catalog, then plan: nothing is asked of Marquez before everything local is checked. Raises
+    InvalidConfigError / InvalidCatalogError (located), PlanRefusedError (a cycle, an unknown
+    root job), InvalidMarquezUrlError (no lineage given), LineageClientMissingError (Marquez
+    without the `lineage` extra) or a LineageError (Marquez unreachable)."""
     if s3_client is None and session is not None:
         s3_client = session.client("s3")
     prepared = (
         source
         if isinstance(source, PreparedConfig)
-        else prepare_config(source, policy=policy, s3_client=s3_client)
+        else prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
     )
     job_catalog = load_catalog(catalog, s3_client=s3_client)
-    source_of_lineage = lineage_source(marquez_url=marquez_url, lineage=lineage)
+    source_of_lineage = lineage if lineage is not None else marquez_client(marquez_url)
     plan = build_plan(
         prepared.config, backfill_id=prepared.backfill_id, lineage=source_of_lineage, catalog=job_catalog
     )

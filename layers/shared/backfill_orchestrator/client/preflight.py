@@ -6,11 +6,14 @@ could not be reached listed in the verdict's `unchecked`."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from backfill_orchestrator.client.sources import PreparedConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
-from backfill_orchestrator.errors import PolicyRefusal
-from backfill_orchestrator.lineage import URL_ENV, LineageSource, RunHistory
+from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.errors import PolicyRefusal, ServiceError
+from backfill_orchestrator.lineage import URL_ENV, InvalidMarquezUrlError, LineageSource, RunHistory
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 from backfill_orchestrator.preflight import Verdict, preflight_config, warehouse_lister
 from backfill_orchestrator.settings.environment import EnvironmentReader
@@ -54,40 +57,109 @@ def check_prefix(prefix: str, *, incoming: str) -> str:
     return prefix
 
 
+class LineageClientMissingError(ServiceError, ImportError):
+    """Marquez asked for (a URL given or $MARQUEZ_URL set) on an install without the `lineage`
+    extra (`requests`): the installation lacks a part, not the input."""
+
+
+def marquez_client(url: str | None = None, *, environ: Mapping[str, str] | None = None) -> LineageSource:
+    """The Marquez client for `url` (else $MARQUEZ_URL); a clear error naming the extra when
+    `requests` is not installed, InvalidMarquezUrlError when there is no URL."""
+    environ = os.environ if environ is None else environ
+    if not (url or environ.get(URL_ENV)):
+        raise InvalidMarquezUrlError(f"no Marquez URL: pass one (--marquez-url) or set {URL_ENV}")
+    try:
+        from backfill_orchestrator.lineage.client import MarquezClient
+    except ModuleNotFoundError as error:  # the light install has no `requests`
+        raise LineageClientMissingError(
+            f"reading Marquez needs {error.name!r}, which this install lacks: "
+            "pip install 'backfill-orchestrator[lineage]' (or unset MARQUEZ_URL to skip the lineage checks)"
+        ) from None
+    return MarquezClient.from_env(base_url=url, environ=environ)
+
+
+def lineage_for(
+    *, marquez_url: str | None, lineage: LineageSource | None, environ: Mapping[str, str]
+) -> tuple[LineageSource | None, list[str]]:
+    """The lineage source every client function uses: `lineage`, else Marquez at `marquez_url`
+    or $MARQUEZ_URL; with neither, None (the preflight says what that leaves unchecked)."""
+    if lineage is not None:
+        return lineage, []
+    url = marquez_url or environ.get(URL_ENV)
+    if url:
+        return marquez_client(url, environ=environ), []
+    return None, []
+
+
+def catalog_for(
+    catalog: JobCatalog | str | None, *, environ: Mapping[str, str], s3_client: Any = None
+) -> JobCatalog | None:
+    """A catalog object, a path or s3:// URI, else $BACKFILL_JOB_CATALOG, else None."""
+    if isinstance(catalog, JobCatalog):
+        return catalog
+    location = catalog or environ.get(CATALOG_ENV) or None
+    return JobCatalog.load(location, s3_client=s3_client) if location else None
+
+
+def preflight_checked(
+    prepared: PreparedConfig,
+    *,
+    marquez_url: str | None = None,
+    lineage: LineageSource | None = None,
+    catalog: JobCatalog | str | None = None,
+    limits: PreflightLimits | None = None,
+    strict: bool = False,
+    environ: Mapping[str, str] | None = None,
+    s3_client: Any = None,
+    lineage_errors_raise: bool = False,
+) -> tuple[Verdict, Plan | None]:
+    """The trigger's preflight with what is reachable from here (each default from the
+    environment, as the trigger reads it): the verdict, and the plan when lineage was reached.
+    An unreachable Marquez is something not checked, or raised with `lineage_errors_raise`."""
+    environ = os.environ if environ is None else environ
+    source, unchecked = lineage_for(marquez_url=marquez_url, lineage=lineage, environ=environ)
+    job_catalog = catalog_for(catalog, environ=environ, s3_client=s3_client)
+    if job_catalog is None:
+        unchecked.append(f"the job catalog's windows and feeds (no catalog: --catalog or ${CATALOG_ENV})")
+    if limits is None:
+        env = EnvironmentReader(dict(environ))
+        limits = PreflightLimits.read(env)
+        env.check()
+    return preflight_config(
+        prepared.config,
+        backfill_id=prepared.backfill_id,
+        lineage=source,
+        catalog=job_catalog,
+        limits=limits,
+        lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
+        history=run_history_of(source),
+        strict=strict,
+        unchecked=unchecked,
+        lineage_errors_raise=lineage_errors_raise,
+    )
+
+
 def preflight_prepared(
     prepared: PreparedConfig,
     *,
+    marquez_url: str | None = None,
     lineage: LineageSource | None = None,
-    catalog: JobCatalog | None = None,
+    catalog: JobCatalog | str | None = None,
     limits: PreflightLimits | None = None,
     strict: bool = False,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    s3_client: Any = None,
 ) -> Verdict:
-    """The trigger's preflight with what is reachable from here (each default from the environment)."""
-    environ = dict(os.environ) if environ is None else environ
-    unchecked: list[str] = []
-    if lineage is None and environ.get(URL_ENV):
-        from backfill_orchestrator.lineage import MarquezClient  # requests only when Marquez is used
-
-        lineage = MarquezClient.from_env(environ=environ)
-    elif lineage is None:
-        unchecked.append(f"lineage (no Marquez URL: set {URL_ENV})")
-    if catalog is None and environ.get(CATALOG_ENV):
-        catalog = JobCatalog.load(environ[CATALOG_ENV])
-    if limits is None:
-        env = EnvironmentReader(environ)
-        limits = PreflightLimits.read(env)
-        env.check()
-    verdict, _ = preflight_config(
-        prepared.config,
-        backfill_id=prepared.backfill_id,
+    """`preflight_checked`'s verdict alone."""
+    verdict, _ = preflight_checked(
+        prepared,
+        marquez_url=marquez_url,
         lineage=lineage,
         catalog=catalog,
         limits=limits,
-        lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
-        history=run_history_of(lineage),
         strict=strict,
-        unchecked=unchecked,
+        environ=environ,
+        s3_client=s3_client,
     )
     return verdict
 

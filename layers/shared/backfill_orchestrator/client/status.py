@@ -28,11 +28,16 @@ class BackfillNotFoundError(UserError, LookupError):
     """The status table has no record for this id."""
 
 
+def optional_table(table: str | None) -> str | None:
+    """`table`, else $STATUS_TABLE, else None."""
+    return table or os.environ.get(TABLE_ENV) or None
+
+
 def status_table(table: str | None) -> str:
-    table = table or os.environ.get(TABLE_ENV)
-    if not table:
+    found = optional_table(table)
+    if not found:
         raise NoStatusTableError(f"no status table: pass table= (--table) or set {TABLE_ENV}")
-    return table
+    return found
 
 
 def _store(table: str | None, session: Any, dynamodb_client: Any) -> StatusStore:
@@ -89,19 +94,27 @@ def watch_backfill(
     interval: float = 5.0,
     timeout: float | None = None,
     on_update: Callable[[StatusRecord], None] | None = None,
+    on_wait: Callable[[float], None] | None = None,
     session: Any = None,
     dynamodb_client: Any = None,
     sleep: Callable[[float], None] | None = None,
 ) -> StatusRecord:
     """Follow the backfill until it ends (status/watch.py says when) and return its last
-    record; `on_update` (default: print a progress line) sees every change. Raises
-    WatchTimeoutError when `timeout` seconds pass first."""
+    record; `on_update` (default: print a progress line) sees every change, `on_wait` is
+    called before each pause with the seconds waited so far. Raises WatchTimeoutError when
+    `timeout` seconds pass first."""
     store = _store(table, session, dynamodb_client)
     report = on_update or print_progress
+    pause = sleep or time.sleep
+    began = time.monotonic()
+
+    def wait(seconds: float) -> None:
+        if on_wait is not None:
+            on_wait(time.monotonic() - began)
+        pause(seconds)
+
     last: StatusRecord | None = None
-    changes = follow(
-        lambda: store.get(backfill_id), interval=interval, timeout=timeout, sleep=sleep or time.sleep
-    )
+    changes = follow(lambda: store.get(backfill_id), interval=interval, timeout=timeout, sleep=wait)
     for record in changes:
         last = record
         report(record)

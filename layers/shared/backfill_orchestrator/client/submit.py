@@ -73,8 +73,9 @@ def submit_backfill(
     bucket: str,
     prefix: str = DEFAULT_PREFIX,
     policy: ConfigPolicy | None = None,
+    marquez_url: str | None = None,
     lineage: LineageSource | None = None,
-    catalog: JobCatalog | None = None,
+    catalog: JobCatalog | str | None = None,
     limits: PreflightLimits | None = None,
     strict: bool = False,
     wait: bool = False,
@@ -87,7 +88,8 @@ def submit_backfill(
     dynamodb_client: Any = None,
 ) -> Submission:
     """Validate (the deployment's allowlists: `policy`, default from the environment), run the
-    trigger's preflight, then upload to `s3://bucket/prefix<backfill_id>.<yaml|json>`.
+    trigger's preflight (lineage: `lineage`, else Marquez at `marquez_url` or $MARQUEZ_URL; the
+    catalog: `catalog` or $BACKFILL_JOB_CATALOG), then upload to `s3://bucket/prefix<backfill_id>.<yaml|json>`.
     A refusal raises PreflightRefusedError and a prefix the trigger never sees
     OutsideIncomingPrefixError; nothing is uploaded then.
 
@@ -100,7 +102,15 @@ def submit_backfill(
         source, policy=policy or deployment_policy(), s3_client=s3_client, session=session
     )
     check_prefix(prefix, incoming=incoming_prefix())
-    verdict = preflight_prepared(prepared, lineage=lineage, catalog=catalog, limits=limits, strict=strict)
+    verdict = preflight_prepared(
+        prepared,
+        marquez_url=marquez_url,
+        lineage=lineage,
+        catalog=catalog,
+        limits=limits,
+        strict=strict,
+        s3_client=s3_client,
+    )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)
     submission = upload_prepared(

@@ -1,41 +1,92 @@
 """Validate as the trigger will: the config checks (`parse_config` with the deployment's
-`ConfigPolicy`), and, where lineage is reachable from here (a Marquez URL or a lineage source
-given), the plan as well, so an unknown job or a lineage cycle shows before uploading."""
+`ConfigPolicy`) and the trigger's preflight with whatever lineage and catalog are reachable
+from here (the plan: unknown jobs, exclusions that match nothing, feeds, limits), every
+problem at once. What could not be checked is said, never passed over."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from backfill_orchestrator.client.plan import plan_backfill
+from backfill_orchestrator.client.preflight import deployment_policy, preflight_checked
 from backfill_orchestrator.client.sources import ConfigSource, prepare_config
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.config.validate import DEFAULT_POLICY, ConfigPolicy
+from backfill_orchestrator.config.validate import ConfigPolicy
+from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner import JobCatalog
+from backfill_orchestrator.preflight import PreflightRefusedError, Verdict
+from backfill_orchestrator.settings.preflight import PreflightLimits
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A config and what was (and was not) checked about it: `verdict.unchecked` says what."""
+
+    config: BackfillConfig
+    backfill_id: str
+    verdict: Verdict
+    plan: Plan | None  # None when lineage was not reached (or the plan was refused)
+
+
+def check_backfill(
+    source: ConfigSource,
+    *,
+    policy: ConfigPolicy | None = None,
+    marquez_url: str | None = None,
+    lineage: LineageSource | None = None,
+    catalog: JobCatalog | str | None = None,
+    limits: PreflightLimits | None = None,
+    strict: bool = False,
+    session: Any = None,
+    s3_client: Any = None,
+) -> Checked:
+    """Every check reachable from here, and the verdict (refusals are in it, not raised).
+    Raises InvalidConfigError (located) for an invalid config and a DocumentError for a path
+    that cannot be read. Nothing is uploaded."""
+    if s3_client is None and session is not None:
+        s3_client = session.client("s3")
+    prepared = prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
+    verdict, plan = preflight_checked(
+        prepared,
+        marquez_url=marquez_url,
+        lineage=lineage,
+        catalog=catalog,
+        limits=limits,
+        strict=strict,
+        s3_client=s3_client,
+    )
+    return Checked(prepared.config, prepared.backfill_id, verdict, plan)
 
 
 def validate_backfill(
     source: ConfigSource,
     *,
-    policy: ConfigPolicy = DEFAULT_POLICY,
+    policy: ConfigPolicy | None = None,
     marquez_url: str | None = None,
     lineage: LineageSource | None = None,
     catalog: JobCatalog | str | None = None,
+    limits: PreflightLimits | None = None,
+    strict: bool = False,
     session: Any = None,
     s3_client: Any = None,
 ) -> BackfillConfig:
     """The validated config. Raises InvalidConfigError with every located issue (pass the
-    deployment's allowed namespaces and replay targets in `policy` to check those too), a
-    DocumentError for a path that cannot be read, and with lineage PlanRefusedError or a
-    LineageError. Nothing is uploaded."""
-    prepared = prepare_config(source, policy=policy, s3_client=s3_client, session=session)
-    if marquez_url is not None or lineage is not None:
-        plan_backfill(
-            prepared,
-            marquez_url=marquez_url,
-            lineage=lineage,
-            catalog=catalog,
-            session=session,
-            s3_client=s3_client,
-        )
-    return prepared.config
+    deployment's allowlists in `policy`, default from the environment), PreflightRefusedError
+    with every refusal of the plan and the preflight (an unknown job, an exclusion that
+    matches nothing, a feed no job writes) when lineage is given (`marquez_url`, `lineage`,
+    $MARQUEZ_URL), and a DocumentError for a path that cannot be read. Nothing is uploaded."""
+    checked = check_backfill(
+        source,
+        policy=policy,
+        marquez_url=marquez_url,
+        lineage=lineage,
+        catalog=catalog,
+        limits=limits,
+        strict=strict,
+        session=session,
+        s3_client=s3_client,
+    )
+    if not checked.verdict.accepted:
+        raise PreflightRefusedError(checked.verdict)
+    return checked.config

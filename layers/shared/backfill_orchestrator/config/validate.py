@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -41,10 +41,18 @@ class ConfigPolicy:
 DEFAULT_POLICY = ConfigPolicy()
 
 
-def suggestion(value: str, known: list[str] | set[str] | frozenset[str]) -> str:
-    """ "; did you mean 'x'?" for the closest known value, else the list of known values."""
-    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.5)
-    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known)) or 'none'}"
+MAX_LISTED_KNOWN = 10  # a suggestion lists at most this many known values
+
+
+def suggestion(value: str, known: Iterable[str]) -> str:
+    """ "; did you mean 'x'?" for the closest known value, else the known values (the first few)."""
+    ordered = sorted(set(known))
+    close = difflib.get_close_matches(value, ordered, n=1, cutoff=0.5)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    shown = ", ".join(ordered[:MAX_LISTED_KNOWN]) or "none"
+    more = len(ordered) - MAX_LISTED_KNOWN
+    return f"; known: {shown}{f' and {more} more' if more > 0 else ''}"
 
 
 def _suggest(path: tuple[str, ...], key: str) -> str:

@@ -1,5 +1,6 @@
-"""Marquez lineage client: `GET {base}/api/v1/lineage?nodeId=job:<ns>:<name>&depth=<n>`, and a
-job's runs, `GET {base}/api/v1/namespaces/<ns>/jobs/<name>/runs?limit=&offset=` (lineage/runs.py).
+"""Marquez lineage client: `GET {base}/api/v1/lineage?nodeId=job:<ns>:<name>&depth=<n>`, a
+job's runs, `GET {base}/api/v1/namespaces/<ns>/jobs/<name>/runs?limit=&offset=` (lineage/runs.py),
+and a namespace's job names, `GET {base}/api/v1/namespaces/<ns>/jobs` (for "did you mean").
 
 Retries (connection errors, 429, 5xx, honouring Retry-After) and timeouts come from the
 shared `retrying_session`; this module turns each outcome into a lineage graph or one named
@@ -42,6 +43,8 @@ from backfill_orchestrator.lineage.source import API_KEY_ENV, URL_ENV, lookup_no
 log = logging.getLogger(__name__)
 
 LINEAGE_PATH = "/api/v1/lineage"
+JOBS_PAGE = 100  # Marquez's default page of `GET /namespaces/<ns>/jobs`
+MAX_LISTED_JOBS = 1000  # names read for a suggestion: enough for a namespace people type by hand
 NAMESPACES_PATH = "/api/v1/namespaces/"
 # Marquez (Dropwizard) answers an unknown *path* with this message; an unknown node has another.
 _PATH_NOT_FOUND = "HTTP 404 Not Found"
@@ -92,6 +95,28 @@ class MarquezClient:
             return parse_runs_response(payload)
         except MalformedRunsError as error:
             raise MarquezResponseError(self.base_url, f"malformed run list: {error}") from None
+
+    def job_names(self, namespace: str, *, limit: int = MAX_LISTED_JOBS) -> list[str]:
+        """The names of up to `limit` jobs of `namespace` (`GET /api/v1/namespaces/<ns>/jobs`,
+        a page of 100 at a time), for "did you mean" (`JobDirectory`); none for an unknown one."""
+        path = f"{NAMESPACES_PATH}{quote(namespace, safe='')}/jobs"
+        asking = JobRef(namespace=namespace, name="*")
+        names: list[str] = []
+        while len(names) < limit:
+            params = {"limit": str(min(JOBS_PAGE, limit - len(names))), "offset": str(len(names))}
+            try:
+                payload = self._get_json(path, params, job=asking, what="job list")
+            except UnknownJobError:  # no such namespace
+                return names
+            jobs = payload.get("jobs") if isinstance(payload, dict) else None
+            if not isinstance(jobs, list):
+                raise MarquezResponseError(self.base_url, "malformed job list: no `jobs` list")
+            names += [
+                job["name"] for job in jobs if isinstance(job, dict) and isinstance(job.get("name"), str)
+            ]
+            if len(jobs) < int(params["limit"]):
+                return names
+        return names
 
     def producers(self, job: JobRef) -> list[JobRef]:
         """The jobs writing what `job` reads: its lineage one hop deep (`RunHistory`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.lineage.errors import UnaddressableJobError, UnknownJobError
+from backfill_orchestrator.lineage.errors import LineageError, UnaddressableJobError, UnknownJobError
 from backfill_orchestrator.lineage.graph import JobKey, LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
 from backfill_orchestrator.lineage.runs import RunHistory
@@ -25,6 +25,24 @@ class LineageSource(Protocol):
         Raises UnknownJobError when the job does not exist, UnaddressableJobError when a source
         that asks by node id (Marquez) cannot name it."""
         ...
+
+
+class JobDirectory(Protocol):
+    def job_names(self, namespace: str) -> list[str]:
+        """Names of the namespace's jobs (bounded), for "did you mean"; none for an unknown one."""
+        ...
+
+
+def job_names_of(source: object, namespace: str) -> list[str]:
+    """The namespace's job names when the source can list them (`JobDirectory`), else none.
+    Only for suggestions: a source that fails to list them suggests nothing."""
+    listing = getattr(source, "job_names", None)
+    if not callable(listing):
+        return []
+    try:
+        return list(listing(namespace))
+    except LineageError:
+        return []
 
 
 class LineageWithHistory(LineageSource, RunHistory, Protocol):
@@ -59,6 +77,9 @@ class InMemoryLineage:
             raise UnknownJobError([job])
         return self._graph
 
+    def job_names(self, namespace: str) -> list[str]:
+        return sorted(name for ns, name in self._graph.jobs if ns == namespace)
+
 
 class ProducersSeen:
     """A LineageSource that passes every answer through and keeps the producers it names (the
@@ -74,3 +95,6 @@ class ProducersSeen:
         for key, found in graph.producers.items():
             self.producers.setdefault(key, found)
         return graph
+
+    def job_names(self, namespace: str) -> list[str]:
+        return job_names_of(self._source, namespace)

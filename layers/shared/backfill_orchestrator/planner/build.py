@@ -31,7 +31,7 @@ from backfill_orchestrator.lineage.errors import (
 )
 from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
-from backfill_orchestrator.lineage.source import LineageSource
+from backfill_orchestrator.lineage.source import LineageSource, job_names_of
 from backfill_orchestrator.lineage.walk import fetch_downstream
 from backfill_orchestrator.planner.cascade import cascade_dates
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
@@ -43,6 +43,7 @@ from backfill_orchestrator.planner.errors import (
     UnaddressableRootJobError,
     UnknownRootJobError,
     UnreadableDownstreamError,
+    closest_job,
 )
 from backfill_orchestrator.planner.order import CycleFoundError, waves
 from backfill_orchestrator.planner.reach import Reach
@@ -93,7 +94,7 @@ def _build_plan(
     try:
         graph = fetch_downstream(lineage, config.jobs, max_depth=max_depth)
     except UnknownJobError as error:
-        raise UnknownRootJobError(error.jobs) from None
+        raise UnknownRootJobError(error.jobs, suggestions=_suggestions(lineage, error.jobs)) from None
     except UnaddressableJobError as error:
         raise UnaddressableRootJobError(
             error.jobs,
@@ -307,6 +308,19 @@ class _DateLists:
         if found is None:
             found = self._days[ordinal] = date.fromordinal(ordinal)
         return found
+
+
+def _suggestions(lineage: LineageSource, jobs: Sequence[JobRef]) -> dict[JobKey, str]:
+    """For each unknown job, the nearest name its namespace has, when the source can list them."""
+    names_of: dict[str, list[str]] = {}
+    found: dict[JobKey, str] = {}
+    for job in jobs:
+        if job.namespace not in names_of:
+            names_of[job.namespace] = job_names_of(lineage, job.namespace)
+        close = closest_job(job, names_of[job.namespace])
+        if close is not None:
+            found[job.key] = close
+    return found
 
 
 def _job(key: JobKey) -> dict[str, str]:

@@ -2,24 +2,57 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Mapping, Sequence
 
-from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.errors import PolicyRefusal
+from backfill_orchestrator.config.model import BackfillConfig, JobRef
+from backfill_orchestrator.errors import ConfigIssue, PolicyRefusal
 
 
 class PlanRefusedError(PolicyRefusal):
     """Base of every refusal. The message says why, naming the jobs."""
 
+    def issues(self, config: BackfillConfig) -> list[ConfigIssue]:
+        """The refusal as located issues: `jobs[i]` for the named root jobs when there are
+        some (the trigger's result file and the CLI say the same), else `jobs`."""
+        jobs = getattr(self, "jobs", None) or []
+        keys = [job.key for job in (config.jobs or [])]
+        located = [f"jobs[{keys.index(job.key)}]" for job in jobs if job.key in keys]
+        return [ConfigIssue(", ".join(dict.fromkeys(located)) or "jobs", str(self))]
+
+
+def closest_job(job: JobRef, names: Sequence[str]) -> str | None:
+    """The known job name (of the same namespace) nearest to `job`'s, if one is near enough."""
+    close = difflib.get_close_matches(job.name, list(names), n=1, cutoff=0.6)
+    return close[0] if close else None
+
 
 class UnknownRootJobError(PlanRefusedError):
-    def __init__(self, jobs: Sequence[JobRef]):
+    """Root jobs Marquez does not know; `suggestions` maps a job's key to the nearest name
+    Marquez knows in its namespace (when the lineage source can list them)."""
+
+    def __init__(self, jobs: Sequence[JobRef], *, suggestions: Mapping[tuple[str, str], str] | None = None):
         self.jobs = list(jobs)
+        self.suggestions = dict(suggestions or {})
         names = ", ".join(str(job) for job in self.jobs)
         plural = "s" if len(self.jobs) > 1 else ""
+        hints = "".join(f"; {self._hint(job)}" for job in self.jobs if job.key in self.suggestions)
         super().__init__(
-            f"unknown root job{plural}: Marquez has no job {names} (namespace/name); check jobs in the config"
+            f"unknown root job{plural}: Marquez has no job {names} (namespace/name){hints}; check jobs in the config"
         )
+
+    def _hint(self, job: JobRef) -> str:
+        return f"did you mean {job.namespace + '/' + self.suggestions[job.key]!r}?"
+
+    def issues(self, config: BackfillConfig) -> list[ConfigIssue]:
+        """One issue per unknown root, at its own `jobs[i]`, with its suggestion."""
+        keys = [job.key for job in (config.jobs or [])]
+        out = []
+        for job in self.jobs:
+            where = f"jobs[{keys.index(job.key)}]" if job.key in keys else "jobs"
+            hint = f"; {self._hint(job)}" if job.key in self.suggestions else ""
+            out.append(ConfigIssue(where, f"unknown root job: Marquez has no job {job}{hint}"))
+        return out
 
 
 class UnaddressableRootJobError(PlanRefusedError):

@@ -7,16 +7,18 @@ that refused and, where there is one, the place (`jobs[0]`, a downstream job).""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 
-from backfill_orchestrator._compat import StrEnum
+from backfill_orchestrator._compat import UTC, StrEnum
 from backfill_orchestrator.contracts.control_request import PersonAction
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
+from backfill_orchestrator.planner.catalog import CatalogEntry
+from backfill_orchestrator.planner.partitions import plan_partitions
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy
 
@@ -38,7 +40,6 @@ ACTION_STATES: dict[str, frozenset[str]] = {
     ),
     "retry": frozenset({"FAILED", "CANCELLED"}),
 }
-HOURS_PER_DAY = 24
 
 
 class Verdict(StrEnum):
@@ -120,11 +121,19 @@ class PlanFacts:
 
     @classmethod
     def from_plan(
-        cls, plan: Plan, *, estimated_cost_usd: float | None = None, estimated_bytes: int | None = None
+        cls,
+        plan: Plan,
+        *,
+        estimated_cost_usd: float | None = None,
+        estimated_bytes: int | None = None,
+        entries: Mapping[str, CatalogEntry | None] | None = None,
     ) -> PlanFacts:
-        """Partitions: per step, its days times its hours (24 for a whole day)."""
-        partitions = sum(
-            len(step.dates) * (len(step.hours) if step.hours else HOURS_PER_DAY) for step in plan.steps
+        """Partitions: what the plan rewrites (planner/partitions.py, the count its estimate,
+        its text and page show): the estimate's, made with the catalog, when the plan carries
+        one, else counted from the plan alone."""
+        estimate = plan.estimate or {}
+        partitions = (
+            int(estimate["partitions"]) if "partitions" in estimate else plan_partitions(plan, entries)
         )
         namespaces = {root.namespace for root in plan.roots} | {step.job.namespace for step in plan.steps}
         return cls(

@@ -17,7 +17,7 @@ backfills, and which backfills need a second person's approval before they run.
         jobs: ["food_delivery/*"]         # namespace/name globs: the jobs this grant covers
     downstream_outside_scope: approve     # approve (its owners approve) | refuse
     approval:
-      max_partitions: 2000                # step-days x hours over this needs approval
+      max_partitions: 2000                # partitions the plan rewrites (planner/partitions.py) over this needs approval
       max_estimated_cost_usd: 200
       max_bytes: 5000000000000
       max_downstream_jobs: 20

@@ -10,6 +10,7 @@ from backfill_orchestrator.config.validate import suggestion
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.planner.catalog import CatalogEntry, JobCatalog
+from backfill_orchestrator.planner.partitions import catalog_entries
 from backfill_orchestrator.planner.rounds import plan_rounds
 from backfill_orchestrator.preflight.model import Finding
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -18,12 +19,7 @@ NO_EFFECT = "no effect"
 
 
 def entries_of(plan: Plan, catalog: JobCatalog) -> dict[str, CatalogEntry | None]:
-    return {
-        step.id: catalog.entry_for_step(
-            namespace=step.job.namespace, name=step.job.name, kind=step.kind, step_id=step.id
-        )
-        for step in plan.steps
-    }
+    return catalog_entries(plan, catalog)
 
 
 def catalog_findings(
@@ -109,16 +105,45 @@ def catalog_findings(
     return findings
 
 
+def catalog_feed_findings(config: BackfillConfig, catalog: JobCatalog | None) -> list[Finding]:
+    """Without a plan (no root job is known): the config's feeds against every feed the catalog
+    declares, so a feed typo shows beside the job typo."""
+    known = {feed for entry in (catalog.entries if catalog is not None else ()) for feed in entry.feeds or ()}
+    if config.feeds is None or not known:
+        return []
+    return [
+        Finding(
+            "unknown_feed",
+            f"feeds[{index}]",
+            f"unknown feed {feed!r}{suggestion(feed, known)} (no job in the catalog declares it)",
+            "refusal",
+        )
+        for index, feed in enumerate(config.feeds)
+        if feed not in known
+    ]
+
+
 def plan_findings(config: BackfillConfig, plan: Plan) -> list[Finding]:
     """Exclusions that match nothing and the planner's own warnings, located in the config."""
     findings: list[Finding] = []
     exclude = config.effective_downstream.exclude
+    # What an exclusion could have meant: the jobs lineage reached (planned, or dropped behind an exclusion).
+    reached = sorted(
+        {str(step.job) for step in plan.steps}
+        | {str(e.job) for e in plan.exclusions if NO_EFFECT not in e.reason}
+    )
     for exclusion in plan.exclusions:
         if NO_EFFECT in exclusion.reason:
             index = next((i for i, job in enumerate(exclude) if job.key == exclusion.job.key), None)
             where = f"downstream.exclude[{index}]" if index is not None else "downstream.exclude"
+            # A typo here reruns the job its author meant to skip: a refusal, never a warning.
             findings.append(
-                Finding("exclusion_matches_nothing", where, f"{exclusion.job}: {exclusion.reason}")
+                Finding(
+                    "exclusion_matches_nothing",
+                    where,
+                    f"{exclusion.job} matches no job of the plan, so it excludes nothing{suggestion(str(exclusion.job), reached)}",
+                    "refusal",
+                )
             )
     for warning in plan.warnings:
         findings.append(

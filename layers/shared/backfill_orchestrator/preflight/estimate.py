@@ -10,6 +10,7 @@ from datetime import date, timedelta
 from backfill_orchestrator.config.model import BackfillConfig
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
 from backfill_orchestrator.planner.catalog import CatalogEntry
+from backfill_orchestrator.planner.partitions import step_partitions
 from backfill_orchestrator.planner.rounds import plan_rounds
 from backfill_orchestrator.preflight.checks import missing_dates_message
 from backfill_orchestrator.preflight.model import (
@@ -23,17 +24,10 @@ from backfill_orchestrator.preflight.warehouse import Lister, StoredFile
 from backfill_orchestrator.settings.preflight import PreflightLimits
 
 
-def step_partitions(step: PlanStep, entry: CatalogEntry | None) -> Figure:
-    """Dates x hours (hour grain) x feeds: measured when the catalog declares grain and feeds."""
-    feeds = step.feeds if step.feeds is not None else (entry.feeds if entry is not None else None)
-    hourly = entry is not None and entry.grain == "hour"
-    hours = (len(step.hours) if step.hours is not None else 24) if hourly else 1
-    known = entry is not None and feeds is not None
-    return Figure(
-        len(step.dates) * hours * (len(feeds) if feeds else 1),
-        "measured" if known else "assumed",
-        "partitions",
-    )
+def partitions_figure(step: PlanStep, entry: CatalogEntry | None) -> Figure:
+    """The step's partitions (planner/partitions.py, the one count), measured or assumed."""
+    count, measured = step_partitions(step, entry)
+    return Figure(count, "measured" if measured else "assumed", "partitions")
 
 
 def _wanted(step: PlanStep, lookback_days: int) -> set[str]:
@@ -102,7 +96,7 @@ def estimate_plan(
     spark_seconds = 0.0
     for step in plan.steps:
         entry = entries.get(step.id)
-        partitions = step_partitions(step, entry)
+        partitions = partitions_figure(step, entry)
         read = None
         if lister is not None and entry is not None and entry.inputs:
             read, found = read_inputs(step, entry, lister, root=step.id in root_ids)

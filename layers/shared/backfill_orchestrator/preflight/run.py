@@ -16,8 +16,9 @@ from backfill_orchestrator.lineage.runs import KnownProducers, RunHistory
 from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner.build import build_plan
 from backfill_orchestrator.planner.catalog import JobCatalog
-from backfill_orchestrator.planner.errors import PlanRefusedError
+from backfill_orchestrator.planner.errors import PlanRefusedError, UnknownRootJobError
 from backfill_orchestrator.preflight.checks import (
+    catalog_feed_findings,
     catalog_findings,
     entries_of,
     plan_findings,
@@ -57,7 +58,9 @@ def run_preflight(
     findings: list[Finding] = []
     strict = strict or config.strict or limits.strict
     if plan is None:
-        not_checked.append("the plan, limits and estimate (no lineage)")
+        not_checked.append(
+            "the jobs in Marquez, the plan, its limits and estimate (no lineage: --marquez-url or $MARQUEZ_URL)"
+        )
         return _verdict(findings, not_checked, None, strict)
     catalog = catalog if catalog is not None else JobCatalog.empty()
     entries = entries_of(plan, catalog)
@@ -193,6 +196,50 @@ def estimate_totals(estimate: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in estimate.items() if key != "steps"}
 
 
+def plan_despite_unknown_roots(
+    config: BackfillConfig, *, backfill_id: str, lineage: LineageSource, catalog: JobCatalog | None
+) -> tuple[Plan | None, BackfillConfig, list[Finding]]:
+    """build_plan, each refusal a finding located in the config (`jobs[0]`, as the trigger
+    locates it). Unknown root jobs do not hide the config's other problems: the roots Marquez
+    knows are planned too, and that plan (with the config it was made from) is returned for
+    the remaining checks. Lineage errors pass through."""
+    try:
+        return build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog), config, []
+    except UnknownRootJobError as error:
+        refusals = _refusals(config, error)
+        unknown = {job.key for job in error.jobs}
+        known = [job for job in config.jobs or [] if job.key not in unknown]
+        if not known:
+            return None, config, refusals
+        partial = config.model_copy(update={"jobs": known})
+    except PlanRefusedError as error:
+        return None, config, _refusals(config, error)
+    try:
+        plan = build_plan(partial, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
+    except PlanRefusedError as error:
+        return None, config, refusals + _refusals(config, error)
+    return plan, partial, refusals
+
+
+def _refusals(config: BackfillConfig, error: PlanRefusedError) -> list[Finding]:
+    code = "unknown_root_job" if isinstance(error, UnknownRootJobError) else "plan_refused"
+    return [Finding(code, issue.location, issue.message, "refusal") for issue in error.issues(config)]
+
+
+def _relocated(findings: list[Finding], planned: BackfillConfig, config: BackfillConfig) -> list[Finding]:
+    """Findings about `planned` (the config without its unknown roots) located in `config`."""
+    if planned is config:
+        return findings
+    keys = [job.key for job in config.jobs or []]
+    index = {f"jobs[{i}]": f"jobs[{keys.index(job.key)}]" for i, job in enumerate(planned.jobs or [])}
+
+    def where(location: str) -> str:
+        head, dot, rest = location.partition(".")
+        return index.get(head, head) + dot + rest
+
+    return [replace(finding, location=where(finding.location)) for finding in findings]
+
+
 def preflight_config(
     config: BackfillConfig,
     *,
@@ -204,10 +251,12 @@ def preflight_config(
     history: RunHistory | None = None,
     strict: bool = False,
     unchecked: list[str] | None = None,
+    lineage_errors_raise: bool = False,
 ) -> tuple[Verdict, Plan | None]:
     """Plan (when lineage is reachable) and preflight, for callers outside the trigger (the CLI's
-    submit, the Python client): a refused plan is a refusal finding, an unreachable Marquez is
-    something not checked."""
+    validate, plan and submit, the Python client): every refusal of the plan and of the checks
+    at once, each located; an unreachable Marquez is something not checked (raised with
+    `lineage_errors_raise`: `backfill plan`, which is nothing without the plan)."""
     not_checked = list(unchecked or [])
     if config.mode != "batch":
         return Verdict(unchecked=[*not_checked, f"nothing to plan for mode {config.mode}"]), None
@@ -216,19 +265,22 @@ def preflight_config(
             config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
         ), None
     try:
-        plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
-    except PlanRefusedError as error:
-        location = getattr(error, "location", None) or "jobs"
-        return Verdict(
-            findings=[Finding("plan_refused", location, str(error), "refusal")], unchecked=not_checked
-        ), None
+        plan, planned, refusals = plan_despite_unknown_roots(
+            config, backfill_id=backfill_id, lineage=lineage, catalog=catalog
+        )
     except LineageError as error:
+        if lineage_errors_raise:
+            raise
         not_checked.append(f"lineage ({error})")
         return run_preflight(
             config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
         ), None
-    return preflight_plan(
-        config,
+    if plan is None:
+        verdict = run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict)
+        findings = refusals + catalog_feed_findings(config, catalog) + verdict.findings
+        return replace(verdict, findings=findings, unchecked=not_checked), None
+    verdict, plan = preflight_plan(
+        planned,
         plan,
         catalog=catalog,
         limits=limits,
@@ -237,3 +289,4 @@ def preflight_config(
         strict=strict,
         unchecked=not_checked,
     )
+    return replace(verdict, findings=refusals + _relocated(verdict.findings, planned, config)), plan

@@ -34,11 +34,8 @@ REPLAY_NOT_ENABLED = "replay mode is not enabled in this deployment"
 
 
 def refusal_issues(config: BackfillConfig, error: PlanRefusedError) -> list[ConfigIssue]:
-    """A refused plan as located issues: `jobs[i]` for each named root job when possible."""
-    jobs = getattr(error, "jobs", None) or []
-    keys = [job.key for job in (config.jobs or [])]
-    located = [f"jobs[{keys.index(job.key)}]" for job in jobs if job.key in keys]
-    return [ConfigIssue(", ".join(dict.fromkeys(located)) or "jobs", str(error))]
+    """A refused plan as located issues (`PlanRefusedError.issues`: `jobs[i]` for named root jobs)."""
+    return error.issues(config)
 
 
 def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:

@@ -81,6 +81,9 @@ class ActionDesk:
             requested_by=principal.display,
             now=now,
             s3_client=self.s3_client,
+            wait=False,  # the page polls the trigger's answer itself
         )
+        if receipt.key is None:  # refused before anything was written
+            return refused(receipt.reason, "state")
         name = receipt.key.rsplit("/", 1)[-1]
         return Press("requested", f"{ACTIONS[action].label}: the orchestrator is acting on it", control=name)
