@@ -159,3 +159,21 @@ def test_the_lambda_handler_answers_the_sweep_with_what_it_finished_and_started(
     harness = control_harness
     answer = harness.invoke_lambda({"source": "backfill.sweep"}, request_id="sweep-request")
     assert json.loads(json.dumps(answer)) == {"sweep": {"finished": [], "started": []}}
+
+
+def test_the_template_lets_the_trigger_read_live_records_and_expires_remembered_uploads() -> None:
+    from tests.support.aws import template
+
+    resources = template()["Resources"]
+    statements = [
+        statement
+        for policy in resources["TriggerFunction"]["Properties"]["Policies"]
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+    ]
+    (query,) = [s for s in statements if s.get("Sid") == "StatusTableLiveRecords"]
+    assert query["Action"] == "dynamodb:Query" and query["Resource"] == {
+        "Sub": "${StatusTable.Arn}/index/by_state"
+    }
+    ttl = resources["StatusTable"]["Properties"]["TimeToLiveSpecification"]
+    assert ttl == {"AttributeName": "expires_at", "Enabled": True}

@@ -56,8 +56,9 @@ def move_items(
                 "Update": {
                     "TableName": table,
                     "Key": {"backfill_id": {"S": chunk_key(backfill_id, archived // HISTORY_CHUNK + chunk)}},
-                    "UpdateExpression": "SET history_of = :of, entries = :entries",
+                    "UpdateExpression": "SET #of = :of, #entries = :entries",
                     "ConditionExpression": "attribute_not_exists(backfill_id)",
+                    "ExpressionAttributeNames": {"#of": "history_of", "#entries": "entries"},
                     "ExpressionAttributeValues": {":of": {"S": backfill_id}, ":entries": {"L": entries}},
                 }
             }
