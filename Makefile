@@ -50,6 +50,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # Every benchmark, or one (`make bench BENCH=trigger`); each rewrites its row of the table in
 # docs/performance.md with its last BENCH line, the load average and the date.

@@ -215,6 +215,7 @@ def start() -> None:
         spark_profile = _resolve_spark_profile(plan.spark_profile, problems)
     if problems:
         raise refuse(problems, run_conf.backfill_id, run_conf.result_uri)
+    assert plan is not None and config is not None  # each is None only with a problem recorded
 
     this_run = rounds_of_run(first_round=run_conf.first_round or 0, slots=SHAPE.max_rounds, total=rounds)
     ledger = Ledger(carried.ledger) if carried else Ledger.for_plan(plan, done=done)
@@ -575,9 +576,9 @@ def spark(slot: int) -> dict[str, Any]:
     ti = get_current_context()["ti"]
     state = _pull_state(ti, _ids(slot)["prepare"])
     launch = state.launched if state is not None else None
-    if launch is None or launch.spark is None or state.spark_profile is None:
+    submission = launch.spark if launch is not None else None
+    if state is None or launch is None or submission is None or state.spark_profile is None:
         raise AirflowSkipException("no spark steps in this round")
-    submission = launch.spark
     try:
         warehouse = warehouse_uri()
         profile = profile_from(state.spark_profile)

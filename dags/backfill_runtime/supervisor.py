@@ -56,7 +56,7 @@ class SupervisorClient:
         """Mark tasks of this run skipped from now on: no process is started for them."""
         from airflow.sdk.execution_time.comms import SkipDownstreamTasks
 
-        tasks = list(task_ids)
+        tasks: list[str | tuple[str, int]] = list(task_ids)
         if tasks:
             self.comms.send(SkipDownstreamTasks(tasks=tasks))
 

@@ -4,12 +4,10 @@ upload in has what the service needs to finish it (a metric and a message)."""
 
 from __future__ import annotations
 
-from typing import get_args
-
 import pytest
 
 from backfill_orchestrator.config import ConfigIssue, parse_config
-from backfill_orchestrator.contracts.result_file import Outcome as ResultOutcome
+from backfill_orchestrator.contracts.result_file import ResultOutcome
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.trigger.events import Upload
@@ -41,7 +39,7 @@ def test_every_state_has_one_row() -> None:
 
 
 def test_every_outcome_written_is_one_the_result_file_knows() -> None:
-    known = set(get_args(ResultOutcome))
+    known = {outcome.value for outcome in ResultOutcome}
     assert {str(d) for d in Disposition if d not in NEVER_WRITTEN} <= known
     assert {
         str(r) for r in ControlResult if r not in (ControlResult.DUPLICATE, ControlResult.IGNORED)

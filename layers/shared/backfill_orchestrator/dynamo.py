@@ -39,7 +39,7 @@ def plain(value: Any) -> Any:
 
 def attribute(value: Any) -> dict[str, Any]:
     """One plain value as a DynamoDB attribute value (`{"S": ...}`, `{"N": ...}`, ...)."""
-    return _serializer.serialize(_to_dynamo(value))
+    return dict(_serializer.serialize(_to_dynamo(value)))
 
 
 def item_from_plain(data: dict[str, Any]) -> dict[str, Any]:

@@ -83,7 +83,7 @@ class _TimeoutAdapter(HTTPAdapter):
         self._timeout = timeout
         super().__init__(*args, **kwargs)
 
-    def send(self, request, **kwargs):  # noqa: ANN001 - requests' signature
+    def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # requests' own signature, passed on whole
         if kwargs.get("timeout") is None:
             kwargs["timeout"] = self._timeout
         deadline = current_deadline()

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.error import Mark
 from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 
 from backfill_orchestrator.errors import ROOT, ConfigIssue, LocatedIssuesError, format_location
@@ -40,15 +41,21 @@ class _StrictYamlLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, AliasEvent):
             raise yaml.constructor.ConstructorError(
-                None, None, "aliases are not allowed (they enable expansion bombs)", event.start_mark
+                None,
+                None,
+                "aliases are not allowed (they enable expansion bombs)",
+                cast(Mark, event.start_mark),
             )
         if getattr(event, "anchor", None):
             raise yaml.constructor.ConstructorError(
-                None, None, "anchors are not allowed (they enable expansion bombs)", event.start_mark
+                None,
+                None,
+                "anchors are not allowed (they enable expansion bombs)",
+                cast(Mark, event.start_mark),
             )
         if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag not in (None, "!"):
             raise yaml.constructor.ConstructorError(
-                None, None, f"tags are not allowed ({event.tag})", event.start_mark
+                None, None, f"tags are not allowed ({event.tag})", cast(Mark, event.start_mark)
             )
         return super().compose_node(parent, index)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -82,7 +82,7 @@ class MwaaAirflowClient(AirflowClient):
                 status = error.response.get("RestApiStatusCode")
                 answer = error.response.get("RestApiResponse")
                 if code == "RestApiClientException" and status is not None:
-                    return int(status), answer
+                    return int(cast(int, status)), answer
                 if code in _TRANSIENT_CODES:
                     last_problem = f"{code} ({status or error.response['Error'].get('Message', '')})"
                     continue

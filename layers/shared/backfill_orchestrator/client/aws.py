@@ -4,10 +4,12 @@ is read from notebook globals."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+Service = Literal["dynamodb", "s3", "sts"]  # what the client functions use
 
 
-def aws_client(service: str, *, client: Any = None, session: Any = None) -> Any:
+def aws_client(service: Service, *, client: Any = None, session: Any = None) -> Any:
     if client is not None:
         return client
     if session is not None:

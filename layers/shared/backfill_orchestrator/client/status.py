@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -98,9 +99,11 @@ def watch_backfill(
     WatchTimeoutError when `timeout` seconds pass first."""
     store = _store(table, session, dynamodb_client)
     report = on_update or print_progress
-    extra = {"sleep": sleep} if sleep is not None else {}
     last: StatusRecord | None = None
-    for record in follow(lambda: store.get(backfill_id), interval=interval, timeout=timeout, **extra):
+    changes = follow(
+        lambda: store.get(backfill_id), interval=interval, timeout=timeout, sleep=sleep or time.sleep
+    )
+    for record in changes:
         last = record
         report(record)
     assert last is not None  # follow yields at least the final record before returning

@@ -3,7 +3,7 @@ reported alongside shape errors (all errors of a file at once), each with its lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from backfill_orchestrator.errors import ConfigIssue, format_location
@@ -45,7 +45,7 @@ def _scalar_key(item: Any) -> Any:
     return None if isinstance(item, bool) else item
 
 
-def cross_field_issues(document: dict[str, Any]) -> list[ConfigIssue]:
+def cross_field_issues(document: Mapping[str, Any]) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     mode = document.get("mode")
     if mode == "batch":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -54,7 +55,7 @@ def _suggest(path: tuple[str, ...], key: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(model.model_fields)}"
 
 
-def _issue_from_pydantic(error: dict[str, Any]) -> ConfigIssue:
+def _issue_from_pydantic(error: Mapping[str, Any]) -> ConfigIssue:
     loc = tuple(part for part in error["loc"] if part not in (DAY_TAG, RANGE_TAG))
     parent = tuple(p for p in loc[:-1] if isinstance(p, str))
     return issue_from_pydantic(

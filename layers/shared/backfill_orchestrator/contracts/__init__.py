@@ -20,7 +20,7 @@ from backfill_orchestrator.contracts.backfill_report import BackfillFigures, Bac
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
 from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
 from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
-from backfill_orchestrator.contracts.result_file import PlanSummary, ResultFile
+from backfill_orchestrator.contracts.result_file import LocatedError, PlanSummary, ResultFile, ResultOutcome
 from backfill_orchestrator.contracts.run_conf import RunConf
 from backfill_orchestrator.contracts.run_report import RunReport, StepResult
 from backfill_orchestrator.contracts.run_state import RerunChunk, RoundLaunch, RunState, SparkSubmission
@@ -53,7 +53,9 @@ __all__ = [
     "PlanStep",
     "PlanSummary",
     "RerunChunk",
+    "LocatedError",
     "ResultFile",
+    "ResultOutcome",
     "RoundLaunch",
     "RunConf",
     "RunReport",

@@ -4,14 +4,24 @@ location, like a config."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import AwareDatetime, Field, field_validator
 
 from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.fields import BackfillId
 
-ControlAction = Literal["cancel", "retry", "approve", "reject", "start"]
+# What a person may ask (the policy checks it; Slack and the CLI offer it), and the
+# orchestrator's own `start`.
+PersonAction = Literal["cancel", "retry", "approve", "reject"]
+ControlAction = Literal[PersonAction, "start"]
+PERSON_ACTIONS: tuple[PersonAction, ...] = get_args(PersonAction)
+
+
+def is_person_action(action: str) -> TypeGuard[PersonAction]:
+    return action in PERSON_ACTIONS
+
+
 # Who asked: an email, a Slack handle (@name) or user (slack:U0123), an AWS principal as the
 # trigger records it (role/<name>/<session>), or the orchestrator itself (system:<component>).
 REQUESTER_PATTERN = r"^[^\s\x00-\x1f]{1,200}$"

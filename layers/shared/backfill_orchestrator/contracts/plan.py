@@ -8,14 +8,14 @@ and write it for every component (trigger Lambda, Spark job, DAG)."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, model_validator
 
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.contracts.base import Contract
 
-PLAN_VERSION = 1
+PLAN_VERSION: Final = 1
 StepKind = Literal["spark", "airflow_dag"]
 
 

@@ -10,24 +10,30 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.contracts.backfill_report import BackfillFigures
 from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.states import BackfillState
 from backfill_orchestrator.contracts.steps import StepProblem
 
+
 # queued: waiting for an overlapping backfill; awaiting_approval: for a second person (policy);
 # done/refused: what became of a control document
-Outcome = Literal[
-    "accepted",
-    "dry_run",
-    "rejected",
-    "already_known",
-    "failed",
-    "queued",
-    "awaiting_approval",
-    "done",
-    "refused",
-]
+class ResultOutcome(StrEnum):
+    """What became of the upload: the trigger's `Disposition`s that write a result file, and
+    the `ControlResult`s of a control document."""
+
+    ACCEPTED = "accepted"
+    DRY_RUN = "dry_run"
+    REJECTED = "rejected"
+    ALREADY_KNOWN = "already_known"
+    FAILED = "failed"
+    QUEUED = "queued"
+    AWAITING_APPROVAL = "awaiting_approval"
+    DONE = "done"
+    REFUSED = "refused"
+
+
 # Shown even when empty: a reader tells "no backfill id" (an invalid config) from a missing key.
 _ALWAYS = frozenset({"source", "outcome", "backfill_id", "state", "status_id"})
 
@@ -55,7 +61,7 @@ class ResultFile(Contract):
 
     result_version: Literal[1] = 1
     source: str = Field(description="The uploaded config, s3://bucket/incoming/...")
-    outcome: Outcome = Field(description="What became of the upload")
+    outcome: ResultOutcome = Field(description="What became of the upload")
     backfill_id: str | None = Field(description="None for an invalid config (it has no identity)")
     state: BackfillState | None = Field(
         description="The backfill's state when this file was written; None if the upload failed before it was recorded"

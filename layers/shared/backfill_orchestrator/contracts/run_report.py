@@ -7,7 +7,7 @@ report is refused as another format."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,7 +15,7 @@ from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.fields import BackfillId
 from backfill_orchestrator.contracts.steps import StepFigures, StepStatus
 
-RUN_REPORT_VERSION = 2
+RUN_REPORT_VERSION: Final = 2
 RunStatus = Literal["succeeded", "failed"]
 
 

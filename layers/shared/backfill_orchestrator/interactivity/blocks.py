@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from backfill_orchestrator.interactivity.payload import ACTION_PREFIX, ControlAction
+from backfill_orchestrator.contracts.control_request import PersonAction
+from backfill_orchestrator.interactivity.payload import ACTION_PREFIX
 
 _LABELS: dict[str, tuple[str, str | None]] = {
     "approve": ("Approve", "primary"),
@@ -16,7 +17,7 @@ _LABELS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def control_buttons(backfill_id: str, actions: Sequence[ControlAction]) -> dict[str, Any]:
+def control_buttons(backfill_id: str, actions: Sequence[PersonAction]) -> dict[str, Any]:
     """An `actions` block with one button per action (post it in the backfill's thread)."""
     elements = []
     for action in actions:

@@ -7,14 +7,13 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any
 from urllib.parse import parse_qs
 
+from backfill_orchestrator.contracts.control_request import PersonAction, is_person_action
 from backfill_orchestrator.interactivity.errors import MalformedInteractionError
 
-ControlAction = Literal["approve", "reject", "cancel", "retry"]
 ACTION_PREFIX = "backfill_"
-ACTIONS: tuple[ControlAction, ...] = ("approve", "reject", "cancel", "retry")
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -28,7 +27,7 @@ class SlackRequest:
 class Interaction:
     """One button press: who pressed which of our buttons for which backfill."""
 
-    action: ControlAction
+    action: PersonAction
     backfill_id: str
     user_id: str
     user_name: str | None = None
@@ -72,16 +71,16 @@ def parse_interaction(body: str) -> Interaction:
         raise MalformedInteractionError("expected exactly one action in payload.actions")
     action_id = str(actions[0].get("action_id", ""))
     action = action_id.removeprefix(ACTION_PREFIX)
-    if not action_id.startswith(ACTION_PREFIX) or action not in ACTIONS:
+    if not action_id.startswith(ACTION_PREFIX) or not is_person_action(action):
         raise MalformedInteractionError(f"unknown action_id {action_id!r}")
     backfill_id = actions[0].get("value")
     if not isinstance(backfill_id, str) or not backfill_id:
         raise MalformedInteractionError("payload.actions[0].value (the backfill id) is missing")
-    message = payload.get("message") if isinstance(payload.get("message"), dict) else {}
-    channel = payload.get("channel") if isinstance(payload.get("channel"), dict) else {}
-    blocks = message.get("blocks") if isinstance(message.get("blocks"), list) else []
+    message: dict[str, Any] = payload["message"] if isinstance(payload.get("message"), dict) else {}
+    channel: dict[str, Any] = payload["channel"] if isinstance(payload.get("channel"), dict) else {}
+    blocks: list[Any] = message["blocks"] if isinstance(message.get("blocks"), list) else []
     return Interaction(
-        action=cast(ControlAction, action),
+        action=action,
         backfill_id=backfill_id,
         user_id=user["id"],
         user_name=user.get("username") or user.get("name"),

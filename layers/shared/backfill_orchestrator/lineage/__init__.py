@@ -31,6 +31,7 @@ from backfill_orchestrator.lineage.source import (
     URL_ENV,
     InMemoryLineage,
     LineageSource,
+    LineageWithHistory,
     ProducersSeen,
     lookup_node_id,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "LineageError",
     "LineageGraph",
     "LineageSource",
+    "LineageWithHistory",
     "MalformedLineageError",
     "MalformedRunsError",
     "MarquezClient",

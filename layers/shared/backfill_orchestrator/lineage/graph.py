@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage.gcpause import paused_gc
@@ -87,13 +87,12 @@ def _require(condition: bool, message: str) -> None:
 
 def _job_info(node: Mapping[str, Any], index: int) -> JobInfo:
     data = node.get("data")
-    _require(isinstance(data, dict), f"graph[{index}] (a job) has no data")
-    ident = data.get("id") if isinstance(data.get("id"), dict) else data
+    if not isinstance(data, dict):
+        raise MalformedLineageError(f"graph[{index}] (a job) has no data")
+    ident = data["id"] if isinstance(data.get("id"), dict) else data
     namespace, name = ident.get("namespace"), ident.get("name")
-    _require(
-        isinstance(namespace, str) and isinstance(name, str) and namespace != "" and name != "",
-        f"graph[{index}] (a job) has no data.id namespace and name",
-    )
+    if not (isinstance(namespace, str) and isinstance(name, str) and namespace and name):
+        raise MalformedLineageError(f"graph[{index}] (a job) has no data.id namespace and name")
     parent = data.get("parentJobName")
     return JobInfo(
         namespace, name, parent if isinstance(parent, str) and parent else None, _airflow_dag_id(data)
@@ -251,11 +250,12 @@ def _ids_and_kinds(nodes: list[Any]) -> tuple[list[str], list[Any]]:
 
 def _job_infos(nodes: list[Any], job_nodes: list[Any]) -> list[JobInfo]:
     infos = list(map(_plain_job_info, map(dict.get, job_nodes, repeat("data"))))
-    if None in infos:
-        for position, info in enumerate(infos):
-            if info is None:
-                infos[position] = _job_info(job_nodes[position], _index(nodes, job_nodes[position]))
-    return infos
+    if None not in infos:
+        return cast(list[JobInfo], infos)  # the common case: no per-node checks
+    return [
+        info if info is not None else _job_info(node, _index(nodes, node))
+        for info, node in zip(infos, job_nodes, strict=True)
+    ]
 
 
 def _index(nodes: list[Any], node: Any) -> int:

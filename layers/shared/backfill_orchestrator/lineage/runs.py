@@ -165,11 +165,11 @@ def upstream_producers(payload: Any, job: JobRef) -> list[JobRef]:
         return []
     found: dict[tuple[str, str], None] = {}
     for edge in _edges(start, "inEdges"):
-        dataset = nodes.get(edge.get("origin"))
+        dataset = nodes.get(str(edge.get("origin")))
         if dataset is None or dataset.get("type") != "DATASET":
             continue
         for writer_edge in _edges(dataset, "inEdges"):
-            writer = nodes.get(writer_edge.get("origin"))
+            writer = nodes.get(str(writer_edge.get("origin")))
             key = _job_key(writer) if writer is not None and writer.get("type") == "JOB" else None
             if key is not None and key != job.key:
                 found[key] = None

@@ -11,6 +11,7 @@ from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage.errors import UnaddressableJobError, UnknownJobError
 from backfill_orchestrator.lineage.graph import JobKey, LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
+from backfill_orchestrator.lineage.runs import RunHistory
 
 URL_ENV = "MARQUEZ_URL"
 API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
@@ -24,6 +25,11 @@ class LineageSource(Protocol):
         Raises UnknownJobError when the job does not exist, UnaddressableJobError when a source
         that asks by node id (Marquez) cannot name it."""
         ...
+
+
+class LineageWithHistory(LineageSource, RunHistory, Protocol):
+    """A lineage source that also has the jobs' run history (Marquez): what the trigger plans
+    and runs its preflight against."""
 
 
 def lookup_node_id(job: JobRef) -> str:

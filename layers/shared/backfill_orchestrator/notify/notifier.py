@@ -28,7 +28,7 @@ MAX_REMEMBERED_THREADS = 1000
 class MetricsSink(Protocol):
     """What we need of powertools `Metrics`."""
 
-    def add_metric(self, name: str, unit: Any, value: float, **kwargs: Any) -> None: ...
+    def add_metric(self, name: str, unit: Any, value: float) -> None: ...
 
 
 class Notifier:

@@ -11,16 +11,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import Literal
 
 from backfill_orchestrator._compat import StrEnum
+from backfill_orchestrator.contracts.control_request import PersonAction
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy
 
-ControlAction = Literal["approve", "reject", "cancel", "retry"]
+# The grant each action needs: rejecting is deciding an approval.
+PERMISSION_FOR: dict[PersonAction, Permission] = {
+    "approve": "approve",
+    "reject": "approve",
+    "cancel": "cancel",
+    "retry": "retry",
+}
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
 # The states each control action makes sense in (the lifecycle's state machine, docs/lifecycle.md,
 # not policy): cancelling a CANCELLED backfill is a no-op, a CANCELLED one may be retried.
@@ -307,7 +313,7 @@ def check_action(
     policy: Policy | None,
     *,
     principal: Principal,
-    action: ControlAction,
+    action: PersonAction,
     backfill: BackfillFacts,
     now: datetime | None = None,
     granted: bool = False,
@@ -330,7 +336,7 @@ def check_action(
         )
     if policy is None:
         return ALLOWED
-    permission: Permission = "approve" if action in ("approve", "reject") else action
+    permission = PERMISSION_FOR[action]
     grants = _with(grants_of(policy, principal), permission)
     if action in ("approve", "reject") and backfill.approvers:
         grants = [g for g in grants if g.name in backfill.approvers or "admin" in g.permissions]

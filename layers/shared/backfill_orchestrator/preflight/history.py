@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from statistics import median
 from typing import Protocol
 
+from backfill_orchestrator.config import JobRef
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage.errors import UnknownJobError
 from backfill_orchestrator.lineage.runs import JobRun, RunHistory
@@ -50,7 +51,7 @@ def measured_seconds_per_date(
     most of the trigger's Marquez wait. With a `cache`, a job's figure kept there is used and
     not read again (it is still a measured one); what is read is stored. Marquez errors pass
     through to the caller (and nothing of that read is stored)."""
-    jobs = {}
+    jobs: dict[tuple[str, str], JobRef] = {}
     for step in plan.steps:
         if step.job.key not in jobs and len(jobs) < max_jobs:
             jobs[step.job.key] = step.job
@@ -82,4 +83,4 @@ def measured_seconds_per_date(
             for key, seconds in read.items():
                 cache.store(key, seconds)
         asked.update(read)
-    return {step.id: asked[step.job.key] for step in plan.steps if asked.get(step.job.key) is not None}
+    return {step.id: seconds for step in plan.steps if (seconds := asked.get(step.job.key)) is not None}

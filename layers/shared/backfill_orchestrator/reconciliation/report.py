@@ -7,13 +7,14 @@ MAX_LISTED_MISMATCHES mismatches are listed (the counts stay exact)."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from backfill_orchestrator.reconciliation.findings import Mismatch
 
-REPORT_VERSION = 1
+REPORT_VERSION: Final = 1
+Role = Literal["root", "explained", "in_flight"]  # why a mismatch is listed
 MAX_LISTED_MISMATCHES = 2000
 
 
@@ -34,7 +35,7 @@ class ReportedMismatch(_Model):
     hour: int | None
     feed: str | None
     diffs: list[ReportedDiff]
-    role: Literal["root", "explained", "in_flight"]
+    role: Role
     explained_by: str | None = Field(default=None, description="explained: the root table upstream")
     in_flight: str | None = Field(default=None, description="in_flight: the backfill already repairing it")
 
@@ -79,7 +80,7 @@ class ReconciliationReport(_Model):
 def reported(
     mismatch: Mismatch, *, job: str, explained_by: str | None, in_flight: str | None
 ) -> ReportedMismatch:
-    role = "in_flight" if in_flight else "explained" if explained_by else "root"
+    role: Role = "in_flight" if in_flight else "explained" if explained_by else "root"
     return ReportedMismatch(
         table=mismatch.table,
         job=job,

@@ -14,7 +14,7 @@ Secrets are redacted from every log line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ def is_sqs_event(event: Any) -> bool:
 
 
 @powertools.entry
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> Mapping[str, Any]:
     worker = _container.wiring().worker(metrics=metrics)
     remaining: Callable[[], float] = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
     if not is_sqs_event(event):

@@ -159,7 +159,7 @@ class _Run:
             sqs=ctx.sqs,
             queue_url=queue_url,
             limiter=self.limiter,
-            **({"sleep": ctx.sleep} if ctx.sleep else {}),
+            sleep=ctx.sleep or time.sleep,
             **ctx.sender_options,
         )
         self.max_entries = MAX_BATCH_ENTRIES

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
@@ -23,7 +23,7 @@ from backfill_orchestrator.config import BackfillConfig, backfill_id
 from backfill_orchestrator.config.model import FEED_PATTERN, NAME_PATTERN, TARGET_PATTERN
 from backfill_orchestrator.errors import ConfigIssue, LocatedIssuesError, UserError, format_location
 
-TASK_VERSION = 1
+TASK_VERSION: Final = 1
 BACKFILL_ID_PATTERN = NAME_PATTERN[:-1] + r"-[0-9a-f]{8}$"
 ALL_HOURS = tuple(range(24))
 

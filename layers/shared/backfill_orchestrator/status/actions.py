@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -157,7 +157,9 @@ class ActionLedger:
         except ClientError as error:
             if not _condition_failed(error):
                 raise StatusStoreError(f"recording a {action} of {record.backfill_id}: {error}") from error
-            existing = error.response.get("Item") or self._read(record.backfill_id, upload_id)
+            existing = cast(dict[str, Any], error.response.get("Item")) or self._read(
+                record.backfill_id, upload_id
+            )
             return self._take_over(ActionRecord.from_item(existing), now, lease_seconds, holder)
         except BotoCoreError as error:
             raise StatusStoreError(f"recording a {action} of {record.backfill_id}: {error}") from error
@@ -196,7 +198,9 @@ class ActionLedger:
             )
         except ClientError as error:
             if _condition_failed(error):  # another delivery took it over or finished it meanwhile
-                now_item = error.response.get("Item") or self._read(action.backfill_id, action.upload_id)
+                now_item = cast(dict[str, Any], error.response.get("Item")) or self._read(
+                    action.backfill_id, action.upload_id
+                )
                 changed = ActionRecord.from_item(now_item)
                 return Finished(changed) if changed.phase is Phase.DONE else Held(changed)
             raise StatusStoreError(f"resuming a {action.action} of {action.backfill_id}: {error}") from error
@@ -259,7 +263,7 @@ class ActionLedger:
             raise StatusStoreError(f"reading an action of {backfill_id}: {error}") from error
         if "Item" not in response:  # created, then gone: expired between two reads
             raise StatusStoreError(f"the action item of {backfill_id} for upload {upload_id} vanished")
-        return response["Item"]  # type: ignore[no-any-return]
+        return cast(dict[str, Any], response["Item"])
 
 
 def _names(*expressions: str) -> dict[str, str]:

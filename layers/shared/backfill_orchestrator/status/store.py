@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -156,7 +156,7 @@ def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
 
 def is_record(item: Mapping[str, Any] | None) -> bool:
     """A backfill's record, not one of the other items the status table holds."""
-    return bool(item) and "state" in item and SEPARATOR not in item["backfill_id"]["S"]  # type: ignore[index]
+    return item is not None and "state" in item and SEPARATOR not in item["backfill_id"]["S"]
 
 
 class StatusStore:
@@ -310,7 +310,7 @@ class StatusStore:
         except ClientError as error:
             if self._is_condition_failure(error):
                 existing = error.response.get("Item") or self._get_item_or_fail(backfill_id)
-                raise RecordExistsError(record_from_item(existing)) from None
+                raise RecordExistsError(record_from_item(cast(Mapping[str, Any], existing))) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
@@ -611,13 +611,15 @@ class StatusStore:
         target: BackfillState,
     ) -> dict[str, Any]:
         try:
-            return self._client.update_item(**request)  # type: ignore[no-any-return]
+            return cast(dict[str, Any], self._client.update_item(**request))
         except ClientError as error:
             if self._is_condition_failure(error):
                 old = error.response.get("Item")
                 if old is None and self.get(backfill_id) is None:
                     raise RecordNotFoundError(backfill_id) from None
-                raise on_conflict(record_from_item(old) if old else self.get(backfill_id)) from None
+                raise on_conflict(
+                    record_from_item(cast(Mapping[str, Any], old)) if old else self.get(backfill_id)
+                ) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error

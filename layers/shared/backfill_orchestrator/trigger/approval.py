@@ -16,7 +16,8 @@ from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.contracts import ControlRequest, ResultFile
+from backfill_orchestrator.contracts import ControlRequest, ResultFile, ResultOutcome
+from backfill_orchestrator.contracts.control_request import is_person_action
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.identity import (
     Principal,
@@ -45,7 +46,6 @@ from backfill_orchestrator.trigger.runs import (
 from backfill_orchestrator.trigger.storage import StoredBackfill
 
 log = logging.getLogger(__name__)
-GATED_ACTIONS = frozenset({"approve", "reject", "cancel", "retry"})  # `start` is the orchestrator's own
 
 
 # -- identity of an upload ----------------------------------------------------------------------
@@ -146,7 +146,8 @@ def authorize(
     basis state, `now` its start), so it is judged as its first delivery was."""
     principal, granted = control_actor(services, upload, request)
     actor = principal.display if principal is not None else None
-    if request.action not in GATED_ACTIONS:
+    action = request.action
+    if not is_person_action(action):  # `start` is the orchestrator's own
         return actor
     gate = services.approval
     policy = gate.policy() if gate is not None else None
@@ -160,10 +161,10 @@ def authorize(
     decision = check_action(
         policy,
         principal=principal or principal_from_display(request.requested_by),
-        action=request.action,
+        action=action,
         backfill=facts,
         now=now,
-        granted=granted,  # type: ignore[arg-type]
+        granted=granted,
     )
     if not decision.refused:
         return actor
@@ -367,7 +368,7 @@ def _report(
             upload,
             ResultFile(
                 source=upload.uri,
-                outcome=OUTCOME_OF[state].disposition,
+                outcome=ResultOutcome(OUTCOME_OF[state].disposition),
                 backfill_id=record.backfill_id,
                 state=state,
                 status_id=record.backfill_id,

@@ -32,7 +32,13 @@ from datetime import UTC, datetime
 from time import sleep as wait_seconds
 
 from backfill_orchestrator.config.errors import InvalidConfigError
-from backfill_orchestrator.contracts import ControlRequest, InvalidDocumentError, ResultFile
+from backfill_orchestrator.contracts import (
+    ControlRequest,
+    InvalidDocumentError,
+    LocatedError,
+    ResultFile,
+    ResultOutcome,
+)
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.notify.notifier import MetricsSink
@@ -198,11 +204,11 @@ class ControlService:
             upload,
             ResultFile(
                 source=upload.uri,
-                outcome=ControlResult.REJECTED,
+                outcome=ResultOutcome.REJECTED,
                 backfill_id=None,
                 state=None,
                 status_id=None,
-                errors=[issue.as_dict() for issue in issues[:100]],
+                errors=[LocatedError(location=i.location, message=i.message) for i in issues[:100]],
                 written_at=self.clock(),
             ),
         )
@@ -219,7 +225,7 @@ class ControlService:
             upload,
             ResultFile(
                 source=upload.uri,
-                outcome=acted.result,
+                outcome=ResultOutcome(acted.result),
                 backfill_id=request.backfill_id,
                 state=record.state if record else None,
                 status_id=request.backfill_id if record else None,

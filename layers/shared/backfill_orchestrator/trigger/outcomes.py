@@ -16,6 +16,7 @@ from slack_sdk.models.blocks import Block
 
 from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.contracts.control_request import PersonAction
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.notify import backfill_message, rejection_message
@@ -24,7 +25,11 @@ from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.runs import ModeOutcome
 
-AWAITING_BUTTONS = ("approve", "reject", "cancel")  # the approval request's buttons (interactivity.blocks)
+AWAITING_BUTTONS: tuple[PersonAction, ...] = (
+    "approve",
+    "reject",
+    "cancel",
+)  # the approval request's buttons (interactivity.blocks)
 
 
 class Disposition(StrEnum):

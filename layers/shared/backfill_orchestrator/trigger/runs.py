@@ -16,7 +16,7 @@ from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
 from backfill_orchestrator.contracts import AttemptDone, RunConf
 from backfill_orchestrator.contracts.plan import Plan
-from backfill_orchestrator.lineage import LineageSource
+from backfill_orchestrator.lineage import LineageWithHistory
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.preflight import estimate_totals
@@ -47,7 +47,7 @@ class ModeServices:
     storage: TriggerStorage
     status: StatusStore
     airflow: Callable[[], AirflowClient]
-    lineage: Callable[[], LineageSource]
+    lineage: Callable[[], LineageWithHistory]
     catalog: Callable[[], JobCatalog]
     sqs: Callable[[], Any] | None = None  # replay mode: the client that queues replay tasks
     claims: Callable[[], ClaimRegistry] | None = None  # overlap protection; None: not held back

@@ -37,7 +37,7 @@ from backfill_orchestrator.config import (
 from backfill_orchestrator.config import (
     backfill_id as compute_backfill_id,
 )
-from backfill_orchestrator.contracts import ResultFile
+from backfill_orchestrator.contracts import LocatedError, ResultFile, ResultOutcome
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.deadline import Deadline, deadline_scope
 from backfill_orchestrator.errors import ROOT, BackfillError, PolicyRefusal, ServiceError, UserError
@@ -351,7 +351,7 @@ class TriggerService:
                 upload,
                 ending.disposition,
                 backfill_id,
-                str(state),
+                state,
                 **self._result_fields(ending, outcome),
             ),
         )
@@ -458,7 +458,7 @@ class TriggerService:
         self._write_result(
             upload,
             self._result_document(
-                upload, Disposition.FAILED, backfill_id, "FAILED", reason=reason, retrying=True
+                upload, Disposition.FAILED, backfill_id, BackfillState.FAILED, reason=reason, retrying=True
             ),
         )
         details = {"source": upload.uri, "owner": config.owner, "reason": reason}
@@ -515,7 +515,7 @@ class TriggerService:
                 upload,
                 disposition,
                 backfill_id,
-                str(record.state),
+                record.state,
                 errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors]
                 or None,
                 config_uri=record.config_uri,
@@ -545,7 +545,7 @@ class TriggerService:
             run = first_run(self.services, record.backfill_id)
         if run is None:
             return record
-        attributes = {
+        attributes: dict[str, Any] = {
             "dag_id": dag_id,
             "dag_run_id": run.run_id,
             "dag_run_url": airflow.run_url(dag_id, run.run_id),
@@ -574,7 +574,7 @@ class TriggerService:
         with self._log_context(record_id):
             status = self.services.status
             document = self._result_document(
-                upload, Disposition.REJECTED, None, "REJECTED", errors=issues, status_id=record_id
+                upload, Disposition.REJECTED, None, BackfillState.REJECTED, errors=issues, status_id=record_id
             )
             try:
                 status.create(
@@ -642,7 +642,7 @@ class TriggerService:
                 upload,
                 Disposition.ALREADY_KNOWN,
                 existing.backfill_id,
-                str(existing.state),
+                existing.state,
                 config_uri=existing.config_uri,
                 plan_uri=existing.plan_uri,
                 plan=existing.plan_summary,
@@ -669,7 +669,7 @@ class TriggerService:
         upload: Upload,
         disposition: Disposition,
         backfill_id: str | None,
-        state: str | None,  # None: the failure came before any state was recorded
+        state: BackfillState | None,  # None: the failure came before any state was recorded
         *,
         errors: list[ConfigIssue] | None = None,
         status_id: str | None = None,
@@ -680,11 +680,11 @@ class TriggerService:
         record_id = status_id or backfill_id
         return ResultFile(
             source=upload.uri,
-            outcome=str(disposition),
+            outcome=ResultOutcome(disposition),
             backfill_id=backfill_id,
             state=state,
             status_id=record_id,
-            errors=[issue.as_dict() for issue in errors] if errors else None,
+            errors=[LocatedError(location=i.location, message=i.message) for i in errors] if errors else None,
             retrying="a system failure; the trigger retries automatically and on-call is paged"
             if retrying
             else None,

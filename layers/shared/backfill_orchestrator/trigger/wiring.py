@@ -23,7 +23,7 @@ from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queu
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
-from backfill_orchestrator.lineage import LineageSource, MarquezClient
+from backfill_orchestrator.lineage import LineageWithHistory, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
@@ -197,7 +197,7 @@ class TriggerWiring:
             if self._airflow is None:
                 if self._mwaa_factory is None:
                     raise RuntimeError("MWAA_ENVIRONMENT is set but no MWAA client factory was given")
-                client = MwaaAirflowClient(
+                client: AirflowClient = MwaaAirflowClient(
                     settings.mwaa_environment,
                     mwaa_client=self._mwaa_factory(),
                     api_version=settings.airflow_api_version,
@@ -230,7 +230,7 @@ class TriggerWiring:
             self._sqs = self._sqs_factory()
         return self._sqs
 
-    def lineage(self) -> LineageSource:
+    def lineage(self) -> LineageWithHistory:
         api_key = None
         if self.settings.marquez_api_key_secret_id:
             api_key = self._secrets.marquez_api_key(
