@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 HISTORY_CHUNK = 10  # entries per chunk item (each entry at most ~1.3 KB: detail 1,000, by 200)
-HISTORY_KEPT = 10  # the record keeps at least its latest 10 entries, at most 19 between moves
+HISTORY_KEPT = 10  # the record keeps its latest 10 to 20 entries (20: the write that starts a move)
 MAX_CHUNKS_PER_MOVE = 10  # one transaction moves at most 100 entries (its REMOVE list stays short)
 SEPARATOR = "#"  # never in a backfill id (contracts.fields.BACKFILL_ID_PATTERN)
 
