@@ -50,3 +50,29 @@ def trigger_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[Any]:
 
     with ExitStack() as stack:
         yield FaultHarness(stack)
+
+
+@pytest.fixture
+def control_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[Any]:
+    """The trigger's fault harness with overlap protection (the template's claims table), the
+    DAGs the sample plan reruns, and HTTP sessions with a short backoff: Airflow's faults are
+    injected by the proxy's rules, which stay until the test clears them."""
+    import boto3
+
+    from backfill_orchestrator.trigger.wiring import TriggerWiring
+    from tests.faults.harness import FaultHarness
+    from tests.support.aws import create_table
+    from tests.support.trigger import CLAIMS, fast_session
+
+    with ExitStack() as stack:
+        create_table(boto3.client("dynamodb", region_name="us-east-1"), "ClaimsTable", table_name=CLAIMS)
+        harness = FaultHarness(stack, env={"CLAIMS_TABLE": CLAIMS})
+        harness.airflow.dag_ids |= {"email_discounts", "orders_popular_day_of_week"}
+        harness.wiring = TriggerWiring(
+            harness.settings,
+            s3_client=harness.s3,
+            dynamodb_client=harness.dynamodb,
+            secrets_client=harness.secrets,
+            session_factory=fast_session,
+        )
+        yield harness

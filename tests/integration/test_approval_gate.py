@@ -354,7 +354,7 @@ def test_a_duplicate_approve_delivery_acts_once(stack: ExitStack) -> None:
         (again,) = gate.h.invoke(event)
         assert again.disposition == "duplicate"
     assert len(gate.triggered_runs()) == 1
-    assert len(gate.h.status.get(backfill_id).controls) == 1
+    assert gate.h.action_item(backfill_id, event)["phase"] == "done"
 
 
 def test_an_approval_that_failed_half_way_is_finished_by_lambdas_retry(stack: ExitStack) -> None:
@@ -382,6 +382,47 @@ def test_an_approval_that_failed_half_way_is_finished_by_lambdas_retry(stack: Ex
     assert gate.control_result(key)["outcome"] == "done"
     (again,) = gate.h.invoke(event)  # and once done, a further delivery is only a duplicate
     assert again.disposition == "duplicate"
+
+
+class Killed(BaseException):
+    """The process dies here (no `except Exception` of the code under test catches it)."""
+
+
+def test_an_approval_killed_after_its_run_was_recorded_is_finished_by_lambdas_retry(
+    stack: ExitStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backfill_orchestrator.trigger import approval
+
+    gate = Gate(stack, policy=THRESHOLD)
+    backfill_id = gate.submit().backfill_id
+    document = {
+        "control_version": 1,
+        "action": "approve",
+        "backfill_id": backfill_id,
+        "reason": "ok",
+        "requested_by": "@bob",
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
+    key = f"control/{backfill_id}/approve-1.json"
+    event = gate.upload(json.dumps(document).encode(), key=key, by=BOB)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise Killed("out of memory after the run was recorded")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(approval, "started", killed)  # the lineage START, after TRIGGERED
+        with pytest.raises(Killed):
+            gate.h.invoke_lambda(event, request_id="approve-request")
+    assert gate.h.status.get(backfill_id).state is BackfillState.TRIGGERED
+    assert gate.h.action_item(backfill_id, event)["phase"] == "started"
+
+    answer = gate.h.invoke_lambda(event, request_id="approve-request")  # Lambda's retry
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    assert len(gate.triggered_runs()) == 1
+    assert gate.control_result(key)["outcome"] == "done"
+    assert "triggered" in gate.control_result(key)["reason"]
+    assert gate.h.result_file()["state"] == "TRIGGERED"  # the submitter's result file says so
 
 
 def test_without_a_policy_nothing_is_gated_and_the_uploader_is_still_recorded(stack: ExitStack) -> None:

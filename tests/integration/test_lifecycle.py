@@ -94,7 +94,9 @@ def test_duplicate_delivery_of_a_control_document_acts_once(lifecycle: TriggerHa
         assert again.disposition == "duplicate"
     assert [r for r in lifecycle.airflow.requests if r["method"] == "PATCH"] == patches
     record = lifecycle.status.get(backfill_id)
-    assert record.state is BackfillState.CANCELLED and len(record.controls) == 1
+    assert record.state is BackfillState.CANCELLED and record.controls == frozenset()
+    action = lifecycle.action_item(backfill_id, event)  # remembered in an item of its own
+    assert (action["phase"], action["outcome"], action["attempts"]) == ("done", "done", 1)
 
 
 def test_cancel_of_a_triggered_backfill_fails_its_dag_run_and_running_reruns(

@@ -1,6 +1,7 @@
 """The periodic sweep (a schedule invokes the trigger with `{"source": "backfill.sweep"}`): a
 backfill that ended without releasing its claims (its DAG crashed before `finish`) no longer
-holds back the queued one behind it; on moto and the Airflow double."""
+holds back the queued one behind it; on moto and the Airflow double. (A live record whose run
+ended in Airflow: tests/faults/test_sweep_reconciles_ended_runs.py.)"""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
     second = lifecycle.submit(second_config(), key="incoming/second.yaml").backfill_id
     assert lifecycle.status.get(second).state is BackfillState.QUEUED
     # nothing to start while the first is live: the sweep writes nothing
-    assert lifecycle.wiring.sweep() == []
+    assert lifecycle.wiring.sweep().started == []
     assert start_documents(lifecycle, second) == []
     # the first ends without releasing (its DAG's finish never ran): its claim is still stored
     lifecycle.status.transition(
@@ -56,7 +57,7 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
         answer: dict[str, Any] = trigger_handler.handler(
             {"source": "backfill.sweep"}, FakeLambdaContext(request_id="sweep-request")
         )
-    assert answer == {"sweep": {"started": [second]}}
+    assert answer == {"sweep": {"finished": [], "started": [second]}}
     assert raw_claims(lifecycle) == {"active": [], "queued": [second]}  # the stale claim is gone
     (key,) = start_documents(lifecycle, second)
     document = json.loads(lifecycle.s3.get_object(Bucket=lifecycle.bucket, Key=key)["Body"].read())
@@ -70,7 +71,7 @@ def test_the_sweep_starts_a_queued_backfill_whose_blocker_crashed_without_releas
     assert ("backfill", second) in lifecycle.airflow.runs
     assert raw_claims(lifecycle) == {"active": [second], "queued": []}
     # a later sweep finds nothing more to start
-    assert lifecycle.wiring.sweep() == []
+    assert lifecycle.wiring.sweep().started == []
 
 
 def test_without_a_claims_table_the_sweep_does_nothing(mocked_aws: None) -> None:
@@ -78,7 +79,7 @@ def test_without_a_claims_table_the_sweep_does_nothing(mocked_aws: None) -> None
 
     with ExitStack() as stack:
         harness = TriggerHarness(stack)
-        assert harness.wiring.sweep() == []
+        assert harness.wiring.sweep().started == []
 
 
 def test_a_sweep_event_is_not_mistaken_for_an_upload() -> None:

@@ -286,3 +286,62 @@ class TriggerHarness:
 
     def counted(self, name: str) -> int:
         return int(sum(self.metrics.metric_set.get(name, {}).get("Value", [0])))
+
+    def upload_control(
+        self,
+        backfill_id: str,
+        action: str,
+        *,
+        reason: str = "because",
+        requested_by: str = "@oncall",
+        requested_at: datetime | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """Put a control document under `control/<backfill id>/`: its key and the S3 event
+        that announces it (deliver it with `invoke` or `invoke_lambda`, as often as needed)."""
+        document = {
+            "control_version": 1,
+            "action": action,
+            "backfill_id": backfill_id,
+            "reason": reason,
+            "requested_by": requested_by,
+            "requested_at": (requested_at or datetime.now(UTC)).isoformat(),
+        }
+        key = f"control/{backfill_id}/{action}-{self.next_sequencer()}.json"
+        return key, self.upload(json.dumps(document).encode(), key=key)
+
+    def claims_held(self) -> dict[str, list[str]]:
+        """What the claims table (CLAIMS) holds, live or not: {"active": [...], "queued": [...]}."""
+        found: dict[str, list[str]] = {}
+        for kind in ("active", "queued"):
+            page = self.dynamodb.query(
+                TableName=CLAIMS,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": kind}},
+                ConsistentRead=True,
+            )
+            found[kind] = sorted(item["backfill_id"]["S"] for item in page["Items"])
+        return found
+
+    def start_documents(self, backfill_id: str) -> list[str]:
+        """The keys of the `start` documents written for a queued backfill."""
+        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=f"control/{backfill_id}/start-")
+        return [item["Key"] for item in listed.get("Contents", [])]
+
+    def action_item(self, backfill_id: str, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The action item (status/actions.py) of the control document an event announces."""
+        from backfill_orchestrator.dynamo import plain_from_item
+        from backfill_orchestrator.status.actions import action_key
+        from backfill_orchestrator.trigger.events import upload_from_record
+
+        upload_id = upload_from_record(event["Records"][0]).upload_id
+        key = {"backfill_id": {"S": action_key(backfill_id, upload_id)}}
+        item = self.dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True).get("Item")
+        return plain_from_item(item) if item else None
+
+    def control_result(self, key: str) -> dict[str, Any] | None:
+        """The result file of the control document at `key`, or None before there is one."""
+        try:
+            body = self.s3.get_object(Bucket=self.bucket, Key=f"results/{key}.result.json")["Body"].read()
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        return json.loads(body)

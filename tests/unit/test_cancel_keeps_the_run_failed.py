@@ -5,7 +5,7 @@ test Airflow, SQLite), and such a run is failed again."""
 from __future__ import annotations
 
 from backfill_orchestrator.airflow_api import DagRun
-from backfill_orchestrator.trigger.control_documents import keep_failed
+from backfill_orchestrator.trigger.control_actions import keep_failed
 
 
 class RacingAirflow:

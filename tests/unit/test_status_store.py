@@ -128,7 +128,8 @@ def test_uploads_are_remembered_once(store: StatusStore) -> None:
     store.create("b-1", upload_id="u1")
     assert store.add_upload("b-1", "u2") is True
     assert store.add_upload("b-1", "u2") is False
-    assert store.get("b-1").uploads == {"u1", "u2"}
+    assert store.get("b-1").uploads == {"u1"}  # further uploads are items of their own
+    assert store.get("b-1#upload#u2") is None  # which are not records
 
 
 def test_the_first_slack_thread_wins(store: StatusStore) -> None:
@@ -297,3 +298,75 @@ def test_only_from_narrows_the_states_a_transition_may_follow(store: StatusStore
     assert store.transition("b-2", S.TRIGGERED).state is S.TRIGGERED  # a retry attempt, unrestricted
     with pytest.raises(ValueError, match="not a target"):
         store.transition("b-2", S.TRIGGERED, only_from=[S.SUCCEEDED])
+
+
+# -- the history's bound (status/history.py) ------------------------------------------------------
+def cycle(store: StatusStore, backfill_id: str, count: int) -> None:
+    for turn in range(count):
+        target = S.CANCELLED if turn % 2 == 0 else S.TRIGGERED
+        store.transition(backfill_id, target, detail=f"turn {turn}", by="@oncall")
+
+
+def test_the_history_moves_out_in_chunks_and_reads_back_whole(store: StatusStore) -> None:
+    from backfill_orchestrator.status.history import HISTORY_CHUNK, HISTORY_KEPT
+    from backfill_orchestrator.status.listing import ListFilter, list_backfills
+
+    store.create("b-1", detail="created")
+    store.transition("b-1", S.TRIGGERED, detail="triggered")
+    cycle(store, "b-1", 45)
+
+    record = store.get("b-1")
+    assert record.history_archived % HISTORY_CHUNK == 0 and record.history_archived == 30
+    assert HISTORY_KEPT <= len(record.history) < HISTORY_KEPT + HISTORY_CHUNK
+    whole = store.get("b-1", full_history=True)
+    assert len(whole.history) == 47 == record.history_archived + len(record.history)
+    assert [entry.get("detail") for entry in whole.history] == [
+        "created",
+        "triggered",
+        *(f"turn {turn}" for turn in range(45)),
+    ]
+    assert whole.history[-len(record.history) :] == record.history
+    assert store.get("b-1#history#0") is None  # a chunk is not a record
+    listed = list_backfills(
+        dynamodb_client=store.client,
+        table_name="status",
+        where=ListFilter(),
+        today=datetime(2021, 6, 14).date(),
+    )
+    assert [r.backfill_id for r in listed] == ["b-1"]
+
+
+def test_a_move_another_writer_made_first_changes_nothing(store: StatusStore) -> None:
+    store.create("b-1", detail="created")
+    cycle(store, "b-1", 25)
+    before = store.get("b-1")
+    assert before.history_archived == 10
+    raw = store.client.get_item(TableName="status", Key={"backfill_id": {"S": "b-1"}})["Item"]["history"]["L"]
+    # A writer that read the record before the move repeats it: its conditions fail, nothing moves.
+    assert store._move_history("b-1", raw, 0, 1) is False
+    assert store.get("b-1") == before
+    assert len(store.get("b-1", full_history=True).history) == 26
+
+
+def test_a_move_that_fails_leaves_the_transition_done_and_the_next_write_moves(
+    store: StatusStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    store.create("b-1", detail="created")
+    cycle(store, "b-1", 18)
+    client = store.client
+    real = client.transact_write_items
+
+    def throttled(**kwargs):  # noqa: ANN003, ANN202 - botocore's shape
+        error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+        raise ClientError(error, "TransactWriteItems")
+
+    monkeypatch.setattr(client, "transact_write_items", throttled)
+    moved_later = store.transition("b-1", S.CANCELLED, detail="turn 18")
+    assert moved_later.state is S.CANCELLED and moved_later.history_archived == 0
+    assert len(store.get("b-1").history) == 20
+    monkeypatch.setattr(client, "transact_write_items", real)
+    store.transition("b-1", S.TRIGGERED, detail="turn 19")
+    assert store.get("b-1").history_archived == 10
+    assert len(store.get("b-1", full_history=True).history) == 21

@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEFERRED = [
     "aws_xray_sdk",
     "backfill_orchestrator.trigger.control_documents",
+    "backfill_orchestrator.trigger.control_actions",
+    "backfill_orchestrator.trigger.reconcile",
     "backfill_orchestrator.replay.dispatch",
 ]
 

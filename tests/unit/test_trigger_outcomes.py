@@ -10,9 +10,15 @@ from backfill_orchestrator.config import ConfigIssue, parse_config
 from backfill_orchestrator.contracts.result_file import ResultOutcome
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.status import BackfillState, StatusRecord
-from backfill_orchestrator.trigger.control_documents import DISPOSITION_OF, ControlOutcome, ControlResult
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition, Finished
+from backfill_orchestrator.trigger.outcomes import (
+    DISPOSITION_OF,
+    OUTCOME_OF,
+    ControlOutcome,
+    ControlResult,
+    Disposition,
+    Finished,
+)
 from backfill_orchestrator.trigger.runs import ModeOutcome
 from tests.support.configs import EXAMPLES
 

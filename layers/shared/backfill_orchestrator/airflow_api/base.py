@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
+from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.errors import ServiceError
 
 ApiVersion = Literal["v2", "v1"]
@@ -66,6 +67,7 @@ class DagRun:
     run_id: str
     state: str | None
     conf: dict[str, Any] = field(default_factory=dict)
+    end_date: datetime | None = None  # when it ended (success, failed); None while it runs
 
     @classmethod
     def from_api(cls, body: dict[str, Any], *, dag_id: str, run_id: str) -> DagRun:
@@ -74,6 +76,7 @@ class DagRun:
             run_id=body.get("dag_run_id") or run_id,
             state=body.get("state"),
             conf=body.get("conf") or {},
+            end_date=_moment(body.get("end_date")),
         )
 
 
@@ -99,6 +102,17 @@ LIST_PAGE_SIZE = 100
 def dag_run_path(dag_id: str, run_id: str | None = None) -> str:
     path = f"/dags/{quote(dag_id, safe='')}/dagRuns"
     return path if run_id is None else f"{path}/{quote(run_id, safe='')}"
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 time as Airflow writes it (with an offset or `Z`); None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _detail(body: Any) -> str:

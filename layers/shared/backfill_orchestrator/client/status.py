@@ -48,10 +48,11 @@ def _store(table: str | None, session: Any, dynamodb_client: Any) -> StatusStore
 def backfill_status(
     backfill_id: str, *, table: str | None = None, session: Any = None, dynamodb_client: Any = None
 ) -> StatusRecord:
-    """The backfill's status record; BackfillNotFoundError when there is none, StatusStoreError
-    when the table cannot be read."""
+    """The backfill's status record with its whole history (the entries moved out of the record
+    too: status/history.py); BackfillNotFoundError when there is none, StatusStoreError when the
+    table cannot be read."""
     table = status_table(table)
-    record = _store(table, session, dynamodb_client).get(backfill_id)
+    record = _store(table, session, dynamodb_client).get(backfill_id, full_history=True)
     if record is None:
         raise BackfillNotFoundError(f"no status record for {backfill_id!r} in {table}")
     return record

@@ -13,6 +13,7 @@ from backfill_orchestrator.contracts.fields import BackfillId, DocumentUri, is_b
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 
 TRACE_ID_PATTERN = r"^[A-Za-z0-9._:=/+-]{1,128}$"
+MAX_ATTEMPTS = 1000  # DAG run attempts of one backfill: the first, then its retries
 
 
 class RunConf(Contract):
@@ -29,7 +30,7 @@ class RunConf(Contract):
         default=None, description="The result file beside the dropped config; the DAG keeps it up to date"
     )
     attempt: int = Field(
-        default=1, ge=1, le=1000, description="1 for the first run of this backfill, then 2, 3, ..."
+        default=1, ge=1, le=MAX_ATTEMPTS, description="1 for the first run of this backfill, then 2, 3, ..."
     )
     done_uri: DocumentUri | None = Field(
         default=None,

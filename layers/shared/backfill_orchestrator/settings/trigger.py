@@ -71,6 +71,11 @@ class DeploymentSettings(CommonSettings):
     # scheduler that had loaded the run before the PATCH may still mark it successful.
     cancel_confirm_seconds: int = 3
     control_delegates: frozenset[str] = frozenset()
+    # The sweep (trigger/reconcile.py): a live record whose DAG run ended in Airflow this long
+    # ago without its `finish` recording it is finished from the run; at most this many live
+    # records are checked per sweep (the least recently updated first).
+    sweep_grace_seconds: int = 900
+    sweep_max_records: int = 200
     # The backfills' OpenLineage events (OPENLINEAGE_TRANSPORT, OPENLINEAGE_NAMESPACE; no transport: off).
     lineage_events: LineageSettings = field(default_factory=LineageSettings)
 
@@ -106,7 +111,8 @@ class DeploymentSettings(CommonSettings):
         AIRFLOW_UI_URL, AIRFLOW_API_VERSION (v2|v1), BACKFILL_DAG_ID, SLACK_API_URL,
         SLACK_SECRET_ID, SLACK_CHANNEL, PAGERDUTY_EVENTS_URL, PAGERDUTY_SECRET_ID,
         CONTROL_PREFIX (control documents, default control/), CLAIMS_TABLE (overlap
-        protection), ON_OVERLAP (wait|refuse, default wait),
+        protection), ON_OVERLAP (wait|refuse, default wait), SWEEP_GRACE_SECONDS (900),
+        SWEEP_MAX_RECORDS (200),
         JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), SPARK_PROFILES (comma-separated),
         SPARK_PROFILES_URI (the DAG's profiles file: its names replace SPARK_PROFILES),
         the preflight's (PreflightLimits.read), OPENLINEAGE_TRANSPORT and OPENLINEAGE_NAMESPACE
@@ -179,6 +185,8 @@ class DeploymentSettings(CommonSettings):
             ),
             cancel_confirm_seconds=env.whole("CANCEL_CONFIRM_SECONDS", 3, low=0, high=60, unit=" of seconds"),
             control_delegates=comma_set(env.get("CONTROL_DELEGATES")) or frozenset(),
+            sweep_grace_seconds=env.whole("SWEEP_GRACE_SECONDS", 900, low=0, high=86_400, unit=" of seconds"),
+            sweep_max_records=env.whole("SWEEP_MAX_RECORDS", 200, low=1, high=5_000, unit=" of records"),
             lineage_events=LineageSettings.parse(env.get(TRANSPORT_VARIABLE), env.get(NAMESPACE_VARIABLE)),
         )
         prefixes = (

@@ -67,7 +67,7 @@ class StatusRecord:
     mode: str | None = None
     dry_run: bool = False
     source_uri: str | None = None
-    uploads: frozenset[str] = frozenset()
+    uploads: frozenset[str] = frozenset()  # the first upload (further ones: StatusStore.add_upload)
     lease_until: int = 0
     lease_holder: str | None = None  # the Lambda request id of the attempt holding the lease
     attempts: int = 0
@@ -84,7 +84,11 @@ class StatusRecord:
     slack_channel: str | None = None
     slack_thread_ts: str | None = None
     pagerduty_open: bool = False
+    # The latest entries ({state, at, detail, by}); older ones are in chunk items of their own
+    # (status/history.py): `history_archived` of them. `StatusStore.get(id, full_history=True)`
+    # reads them all.
     history: list[dict[str, Any]] = field(default_factory=list)
+    history_archived: int = 0
     # Replay progress (mode replay): set by the trigger, counted by the replay function.
     tasks_total: int | None = None
     tasks_done: int = 0
@@ -95,7 +99,9 @@ class StatusRecord:
     # Batch progress, kept by the DAG: steps/dates done of total, current wave (status/watch.py).
     progress: dict[str, Any] | None = None
     run_attempt: int = 1  # the DAG run attempt: 1, then 2, 3, ... for each retry of failed work
-    controls: frozenset[str] = frozenset()  # control documents acted on (duplicate deliveries act once)
+    # Control documents acted on, as records created before control actions had items of their
+    # own (status/actions.py) kept them: still answered as duplicates, never added to.
+    controls: frozenset[str] = frozenset()
     # The approval gate (trigger/approval.py): when it was asked for, which policy grants may
     # approve (empty: any grant with `approve` over the root jobs), the root jobs, why, and
     # the decision ({outcome: approved|rejected|expired, by, at, reason}).
@@ -110,4 +116,5 @@ class StatusRecord:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["state"] = str(self.state)
         data["uploads"] = sorted(self.uploads)
+        data["controls"] = sorted(self.controls)
         return data

@@ -6,14 +6,18 @@ backfill go backwards or be processed twice.
     store.transition("daily-fix-1a2b3c4d", BackfillState.RUNNING, detail="wave 1 of 3")
     record = store.get("daily-fix-1a2b3c4d")
 
-Table: partition key `backfill_id` (string), nothing else required.
+Table: partition key `backfill_id` (string), nothing else required. Besides the records it holds
+the chunks of their older history (`status/history.py`) and the items that remember uploads
+and control actions (`status/actions.py`), under keys no backfill id can take (`<id>#...`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Mapping
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,8 +25,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
 from backfill_orchestrator.errors import PolicyRefusal, ServiceError
+from backfill_orchestrator.status.history import (
+    HISTORY_CHUNK,
+    SEPARATOR,
+    chunk_keys,
+    chunks_due,
+    move_items,
+)
 from backfill_orchestrator.status.limits import bounded
 from backfill_orchestrator.status.model import ALLOWED_FROM, BackfillState, StatusRecord
+
+log = logging.getLogger(__name__)
 
 # Attributes a caller may set along with a transition (the rest are managed here).
 SETTABLE = frozenset(
@@ -54,6 +67,14 @@ SETTABLE = frozenset(
     }
 )
 STATES_ROUNDS = 8  # BatchGetItem rounds for keys DynamoDB leaves unprocessed (throttling)
+# How long an item remembering an upload (or a control action, status/actions.py) is kept: an
+# upload's event is redelivered at most 15 days after it (Lambda's 6 hours, EventBridge's 24,
+# then the on-failure queue's 14 days), so a redelivery always finds it. DynamoDB's time to
+# live deletes items only after this (`expires_at`, template.yaml), never before.
+REMEMBERED_FOR = timedelta(days=30)
+# A history move whose conditions failed (another writer moved those entries) or that met a
+# concurrent write of the record: nothing was moved; the next write moves what is still due.
+MOVE_LOST = ("TransactionCanceledException", "TransactionConflictException")
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
 PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
 
@@ -122,6 +143,7 @@ def _utc_now() -> datetime:
 
 
 def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
+    """A status record from its item (not from a chunk or a remembered upload: `is_record`)."""
     data = plain_from_item(dict(item))
     known = {name: data[name] for name in StatusRecord.__dataclass_fields__ if name in data}
     known["state"] = BackfillState(known["state"])
@@ -130,6 +152,11 @@ def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
     known["uploads"] = frozenset(known.get("uploads") or ())
     known["controls"] = frozenset(known.get("controls") or ())
     return StatusRecord(**known)
+
+
+def is_record(item: Mapping[str, Any] | None) -> bool:
+    """A backfill's record, not one of the other items the status table holds."""
+    return item is not None and "state" in item and SEPARATOR not in item["backfill_id"]["S"]
 
 
 class StatusStore:
@@ -147,9 +174,24 @@ class StatusStore:
         self._client = dynamodb_client
         self._clock = clock
 
+    @property
+    def table_name(self) -> str:
+        return self._table
+
+    @property
+    def client(self) -> Any:
+        """The DynamoDB client (the action ledger, status/actions.py, writes the same table)."""
+        return self._client
+
+    def now(self) -> datetime:
+        return self._clock()
+
     # -- reads -------------------------------------------------------------------------
-    def get(self, backfill_id: str) -> StatusRecord | None:
-        """The record (strongly consistent read), or None."""
+    def get(self, backfill_id: str, *, full_history: bool = False) -> StatusRecord | None:
+        """The record (strongly consistent read), or None. Its `history` holds the latest entries;
+        with `full_history`, every entry from the first (the chunks moved out of the record are
+        read too: one BatchGetItem per 100 chunks, only when there are any). The CLI's and the
+        client's status read it so; what polls (`watch`) reads the record alone."""
         try:
             response = self._client.get_item(
                 TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True
@@ -157,7 +199,26 @@ class StatusStore:
         except (ClientError, BotoCoreError) as error:
             raise StatusStoreError(f"reading status of {backfill_id} from {self._table}: {error}") from error
         item = response.get("Item")
-        return record_from_item(item) if item else None
+        if not is_record(item):
+            return None
+        record = record_from_item(item)
+        if full_history and record.history_archived:
+            record = replace(record, history=[*self._archived(record), *record.history])
+        return record
+
+    def _archived(self, record: StatusRecord) -> list[dict[str, Any]]:
+        """The entries moved out of the record, oldest first (chunks never change once written)."""
+        keys = chunk_keys(record.backfill_id, record.history_archived)
+        chunks = {
+            item["backfill_id"]["S"]: plain_from_item(item).get("entries") or []
+            for item in self._batch_get(keys, doing=f"reading the history of {record.backfill_id}")
+        }
+        missing = [key for key in keys if key not in chunks]
+        if missing:
+            raise StatusStoreError(
+                f"the history of {record.backfill_id} is incomplete: {len(missing)} chunks missing ({missing[0]}, ...)"
+            )
+        return [entry for key in keys for entry in chunks[key]]
 
     def states(
         self, backfill_ids: Collection[str], *, sleep: Callable[[float], None] = time.sleep
@@ -166,35 +227,45 @@ class StatusStore:
         BatchGetItem, 100 keys a request, keys DynamoDB left unprocessed asked again with
         backoff, at most STATES_ROUNDS times). One round trip where `get` per id costs one each."""
         wanted = sorted(set(backfill_ids))
-        found: dict[str, BackfillState] = {}
-        for start in range(0, len(wanted), 100):
-            keys: list[dict[str, Any]] = [
-                self._key(backfill_id) for backfill_id in wanted[start : start + 100]
-            ]
+        items = self._batch_get(
+            wanted,
+            doing=f"reading the states of {len(wanted)} backfills",
+            projection=("backfill_id", "state"),
+            sleep=sleep,
+        )
+        return {item["backfill_id"]["S"]: BackfillState(item["state"]["S"]) for item in items}
+
+    def _batch_get(
+        self,
+        keys: list[str],
+        *,
+        doing: str,
+        projection: tuple[str, ...] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> list[dict[str, Any]]:
+        """Consistent BatchGetItem of these keys, 100 a request, unprocessed keys asked again
+        with backoff (at most STATES_ROUNDS times); the items found."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            pending: list[dict[str, Any]] = [self._key(key) for key in keys[start : start + 100]]
             for round_ in range(STATES_ROUNDS):
-                request = {
-                    self._table: {
-                        "Keys": keys,
-                        "ConsistentRead": True,
-                        "ProjectionExpression": "backfill_id, #state",
-                        "ExpressionAttributeNames": {"#state": "state"},
-                    }
-                }
+                request: dict[str, Any] = {"Keys": pending, "ConsistentRead": True}
+                if projection:
+                    names = {f"#p{i}": name for i, name in enumerate(projection)}
+                    request["ProjectionExpression"] = ", ".join(names)
+                    request["ExpressionAttributeNames"] = names
                 try:
-                    response = self._client.batch_get_item(RequestItems=request)
+                    response = self._client.batch_get_item(RequestItems={self._table: request})
                 except (ClientError, BotoCoreError) as error:
-                    raise StatusStoreError(
-                        f"reading the states of {len(keys)} backfills from {self._table}: {error}"
-                    ) from error
-                for item in response.get("Responses", {}).get(self._table, []):
-                    found[item["backfill_id"]["S"]] = BackfillState(item["state"]["S"])
-                keys = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
-                if not keys:
+                    raise StatusStoreError(f"{doing} from {self._table}: {error}") from error
+                found += response.get("Responses", {}).get(self._table, [])
+                pending = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+                if not pending:
                     break
                 sleep(min(0.05 * 2**round_, 1.0))
             else:
                 raise StatusStoreError(
-                    f"reading the states of {len(keys)} backfills from {self._table}: still unprocessed after {STATES_ROUNDS} rounds"
+                    f"{doing} from {self._table}: {len(pending)} keys still unprocessed after {STATES_ROUNDS} rounds"
                 )
         return found
 
@@ -363,24 +434,21 @@ class StatusStore:
         except TransitionRejectedError:
             return None
 
-    def add_upload(self, backfill_id: str, upload_id: str, *, attribute: str = "uploads") -> bool:
-        """Remember another upload of the same config (or, with `attribute="controls"`, a
-        control document acted on); False if it was already known (a duplicate delivery of
-        the same S3 event)."""
-        if attribute not in ("uploads", "controls"):
-            raise ValueError(f"not a set of uploads: {attribute}")
+    def add_upload(self, backfill_id: str, upload_id: str) -> bool:
+        """Remember another upload of the same config (the record's `uploads` holds its first);
+        False when it is remembered already (the same S3 event delivered again). Each is an
+        item of its own (`<id>#upload#<upload id>`, kept REMEMBERED_FOR), so the record does
+        not grow with them however many there are."""
+        now = self._clock()
+        item = {
+            "backfill_id": {"S": f"{backfill_id}{SEPARATOR}upload{SEPARATOR}{upload_id}"},
+            "upload_of": {"S": backfill_id},
+            "seen_at": {"S": now.isoformat()},
+            "expires_at": {"N": str(int((now + REMEMBERED_FOR).timestamp()))},
+        }
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._key(backfill_id),
-                UpdateExpression=f"ADD {attribute} :set, #version :one",
-                ConditionExpression=f"attribute_exists(backfill_id) AND NOT contains({attribute}, :upload)",
-                ExpressionAttributeNames={"#version": "version"},
-                ExpressionAttributeValues={
-                    ":set": {"SS": [upload_id]},
-                    ":upload": {"S": upload_id},
-                    ":one": {"N": "1"},
-                },
+            self._client.put_item(
+                TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(backfill_id)"
             )
         except ClientError as error:
             if self._is_condition_failure(error):
@@ -514,17 +582,36 @@ class StatusStore:
         condition = f"attribute_exists(backfill_id) AND ({condition})"
         # DynamoDB refuses placeholders that the expressions do not use.
         used = {k: v for k, v in _MANAGED_NAMES.items() if k in update or k in condition}
+        request = {
+            "TableName": self._table,
+            "Key": self._key(backfill_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {**attr_names, **used},
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
         try:
-            response = self._client.update_item(
-                TableName=self._table,
-                Key=self._key(backfill_id),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={**attr_names, **used},
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            response = self._send_update(backfill_id, request, on_conflict, target=target)
+        except StatusItemTooLargeError:
+            # A record written before its history was bounded, or one at the edge: move its
+            # older history out and write again, once.
+            if not self._move_history_now(backfill_id):
+                raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
+            response = self._send_update(backfill_id, request, on_conflict, target=target)
+        return self._bounded(response["Attributes"])
+
+    def _send_update(
+        self,
+        backfill_id: str,
+        request: dict[str, Any],
+        on_conflict: Callable[[StatusRecord | None], Exception],
+        *,
+        target: BackfillState,
+    ) -> dict[str, Any]:
+        try:
+            return cast(dict[str, Any], self._client.update_item(**request))
         except ClientError as error:
             if self._is_condition_failure(error):
                 old = error.response.get("Item")
@@ -538,7 +625,67 @@ class StatusStore:
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
         except BotoCoreError as error:
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
-        return record_from_item(response["Attributes"])
+
+    # -- the history's bound (status/history.py) -------------------------------------------
+    def _bounded(self, item: dict[str, Any]) -> StatusRecord:
+        """The record just written, with its older history moved out when it has grown enough
+        (one transaction, every HISTORY_CHUNK transitions). A move that fails leaves the entries
+        where they are, for the next write to move: the transition itself has happened."""
+        record = record_from_item(item)
+        chunks = chunks_due(len(record.history))
+        if not chunks:
+            return record
+        raw = item["history"]["L"]
+        try:
+            moved = self._move_history(record.backfill_id, raw, record.history_archived, chunks)
+        except StatusStoreError as error:
+            log.warning("older history of %s not moved out yet: %s", record.backfill_id, str(error)[:300])
+            return record
+        if not moved:
+            return record
+        count = chunks * HISTORY_CHUNK
+        return replace(
+            record, history=record.history[count:], history_archived=record.history_archived + count
+        )
+
+    def _move_history(self, backfill_id: str, raw: list[Any], archived: int, chunks: int) -> bool:
+        """Move the first `chunks` chunks of the in-item history (`raw`, as stored) out; False
+        when another writer moved them first (the transaction's conditions failed)."""
+        try:
+            self._client.transact_write_items(
+                TransactItems=move_items(self._table, backfill_id, raw, archived, chunks)
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in MOVE_LOST:
+                return False
+            raise StatusStoreError(f"moving the older history of {backfill_id}: {error}") from error
+        except BotoCoreError as error:
+            raise StatusStoreError(f"moving the older history of {backfill_id}: {error}") from error
+        return True
+
+    def _move_history_now(self, backfill_id: str) -> bool:
+        """Before writing again a record DynamoDB refused as too large: move out every chunk
+        its history allows. True when anything was moved."""
+        moved_any = False
+        while True:
+            try:
+                item = self._client.get_item(
+                    TableName=self._table, Key=self._key(backfill_id), ConsistentRead=True
+                ).get("Item")
+            except (ClientError, BotoCoreError) as error:
+                raise StatusStoreError(
+                    f"reading status of {backfill_id} from {self._table}: {error}"
+                ) from error
+            if not is_record(item):
+                return moved_any
+            assert item is not None
+            record = record_from_item(item)
+            chunks = chunks_due(len(record.history))
+            if not chunks or not self._move_history(
+                backfill_id, item["history"]["L"], record.history_archived, chunks
+            ):
+                return moved_any
+            moved_any = True
 
     @staticmethod
     def _checked(attributes: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -45,14 +46,14 @@ def follow(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[StatusRecord]:
-    """Yield the record each time it changes (any attribute: progress is annotated without a
-    new version), ending with the final one.
+    """Yield the record each time it changes (any attribute but where its history is kept:
+    progress is annotated without a new version), ending with the final one.
     `read` returns None while the record does not exist yet (an upload not yet picked up)."""
     deadline = None if timeout is None else clock() + timeout
     last: StatusRecord | None = None
     while True:
         record = read()
-        if record is not None and record != last:
+        if record is not None and (last is None or _seen_as(record) != _seen_as(last)):
             last = record
             yield record
             if has_ended(record):
@@ -60,6 +61,12 @@ def follow(
         if deadline is not None and clock() >= deadline:
             raise WatchTimeoutError(f"not ended after {timeout:.0f} s")
         sleep(interval)
+
+
+def _seen_as(record: StatusRecord) -> StatusRecord:
+    """The record but for where its history is kept: moving older entries out of it
+    (status/history.py) is no change to report."""
+    return replace(record, history=record.history[-1:], history_archived=0)
 
 
 def progress_line(record: StatusRecord, *, now: datetime | None = None) -> str:

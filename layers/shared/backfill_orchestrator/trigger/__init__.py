@@ -1,7 +1,8 @@
 """The trigger: S3 config uploads to running backfills (see service.py for the flow,
 outcomes.py for how an upload ends, handler.py and wiring.py for the Lambda around it,
-modes.py for per-mode runners and runs.py for what they share with approval.py and
-control_documents.py)."""
+modes.py for per-mode runners and runs.py for what they share with approval.py and the
+control documents: control_documents.py reads and resumes them, control_actions.py acts;
+reconcile.py is the sweep's reconciliation with Airflow)."""
 
 from backfill_orchestrator.trigger.events import (
     MalformedEventError,

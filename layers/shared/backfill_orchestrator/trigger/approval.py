@@ -34,7 +34,7 @@ from backfill_orchestrator.policy import (
 )
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition
+from backfill_orchestrator.trigger.outcomes import OUTCOME_OF
 from backfill_orchestrator.trigger.runs import (
     ModeOutcome,
     ModeRequest,
@@ -145,7 +145,9 @@ def authorize(
     """Check a control document against the policy; returns who acts (Principal.display), or
     None when the event names nobody and no policy asks. Raises ApprovalRefusedError; an
     approval that arrives after its request expired moves the backfill to REJECTED first
-    (nobody can approve it any more) and raises ApprovalExpiredError."""
+    (nobody can approve it any more) and raises ApprovalExpiredError. A resumed action is
+    checked against the record as it was when the action began, as of then (`record` with its
+    basis state, `now` its start), so it is judged as its first delivery was."""
     principal, granted = control_actor(services, upload, request)
     actor = principal.display if principal is not None else None
     action = request.action
@@ -173,37 +175,41 @@ def authorize(
     message = "; ".join(decision.reasons)
     if decision.rule == ApprovalExpiredError.RULE:
         by = actor or request.requested_by
-        services.status.transition(
-            record.backfill_id,
-            BackfillState.REJECTED,
-            detail=f"approval by {by} refused: {message}",
-            by=by,
-            attributes={
-                "reason": f"approval expired: {message}"[:2000],
-                "approval": {"outcome": "expired", "by": by, "at": now.isoformat()},
-            },
-        )
+        try:
+            services.status.transition(
+                record.backfill_id,
+                BackfillState.REJECTED,
+                detail=f"approval by {by} refused: {message}",
+                by=by,
+                attributes={
+                    "reason": f"approval expired: {message}"[:2000],
+                    "approval": {"outcome": "expired", "by": by, "at": now.isoformat()},
+                },
+            )
+        except TransitionRejectedError as error:  # recorded by an earlier delivery of this document
+            if error.current is None or error.current.state is not BackfillState.REJECTED:
+                raise
         _report(services, record, BackfillState.REJECTED, f"approval expired: {message}", now=now)
         raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED")
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
 
-def resumable(services: ModeServices, upload: Upload, request: ControlRequest, record: StatusRecord) -> bool:
-    """A redelivered `approve` whose first delivery failed half-way: the approval was recorded,
-    then admission or the DAG run failed (Airflow down) and the document's result file says
-    `failed`. Acting again finishes it (admission and the trigger are idempotent). A duplicate
-    of an approval that is still under way or done is not resumable."""
-    if request.action != "approve" or record.state is not BackfillState.AWAITING_APPROVAL:
-        return False
-    if (record.approval or {}).get("outcome") != "approved":
-        return False
-    reported = services.storage.read_result(upload)
-    return reported is not None and reported.outcome == Disposition.FAILED
-
-
-def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
+def approve(
+    services: ModeServices,
+    record: StatusRecord,
+    *,
+    by: str,
+    reason: str,
+    now: datetime,
+    resumed: bool = False,
+) -> str:
     """Approved: the history says who and when, then the backfill is admitted (its claims) and
-    its DAG run triggered; an overlap makes it wait (QUEUED) or refuses it (ON_OVERLAP)."""
+    its DAG run triggered; an overlap makes it wait (QUEUED) or refuses it (ON_OVERLAP).
+    `resumed`: an earlier delivery of this approval recorded it and failed or died after; it is
+    finished from where that one stopped (admission and the trigger are idempotent)."""
+    recorded = resumed and (record.approval or {}).get("outcome") == "approved"
+    if recorded and record.state is not BackfillState.AWAITING_APPROVAL:
+        return _approved_earlier(services, record, by=by, now=now)
     _require_awaiting(record, "approve")
     if not (record.plan_uri and record.config_uri):
         raise ApprovalRefusedError(f"backfill {record.backfill_id} has no stored plan", rule="state")
@@ -212,15 +218,16 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
         raise ApprovalRefusedError(
             f"backfill {record.backfill_id}: its plan {record.plan_uri} is gone", rule="state"
         )
-    decision = {"outcome": "approved", "by": by, "at": now.isoformat(), "reason": reason[:500]}
-    _move(
-        services,
-        record,
-        BackfillState.AWAITING_APPROVAL,
-        f"approved by {by}: {reason}",
-        by=by,
-        attributes={"approval": decision},
-    )
+    if not recorded:
+        decision = {"outcome": "approved", "by": by, "at": now.isoformat(), "reason": reason[:500]}
+        _move(
+            services,
+            record,
+            BackfillState.AWAITING_APPROVAL,
+            f"approved by {by}: {reason}",
+            by=by,
+            attributes={"approval": decision},
+        )
     admission = admit(services, backfill_id=record.backfill_id, plan=plan, submitted_at=record.created_at)
     if isinstance(admission, Queued):
         why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
@@ -261,11 +268,62 @@ def approve(services: ModeServices, record: StatusRecord, *, by: str, reason: st
     return f"approved by {by}: DAG run {run.run.run_id} triggered"
 
 
-def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str, now: datetime) -> str:
+def _approved_earlier(services: ModeServices, record: StatusRecord, *, by: str, now: datetime) -> str:
+    """An approval an earlier delivery carried past AWAITING_APPROVAL: where it stands. The
+    submitter's result file is written again (it may not have been) and a run it triggered
+    gets its lineage START (at least once: the backfill's run id makes a second one harmless)."""
+    state = record.state
+    if state is BackfillState.QUEUED or state is BackfillState.REJECTED:
+        why = record.reason or f"approved by {by}; {state}"
+        _report(services, record, state, why, now=now)
+        return why
+    if not record.dag_run_id:
+        raise ApprovalRefusedError(
+            f"cannot approve {record.backfill_id}: it is {record.state}, and nothing awaits approval",
+            rule="state",
+        )
+    _report(
+        services,
+        record,
+        BackfillState.TRIGGERED,
+        f"approved by {by}",
+        now=now,
+        dag_id=record.dag_id,
+        dag_run_id=record.dag_run_id,
+    )
+    plan = services.storage.load_plan(record.plan_uri) if record.plan_uri else None
+    if plan is not None and record.config_uri:
+        started(
+            services,
+            backfill_id=record.backfill_id,
+            plan=plan,
+            config_uri=record.config_uri,
+            submitter=record.submitted_by or record.owner,
+        )
+    return f"approved by {by}: DAG run {record.dag_run_id} triggered"
+
+
+def reject(
+    services: ModeServices,
+    record: StatusRecord,
+    *,
+    by: str,
+    reason: str,
+    now: datetime,
+    resumed: bool = False,
+) -> str:
     """Rejected by an approver: REJECTED (terminal; the identical config uploaded again is
-    evaluated again), with who and why. Nothing was admitted, so no claim is held."""
-    _require_awaiting(record, "reject")
+    evaluated again), with who and why. Nothing was admitted, so no claim is held.
+    `resumed`: an earlier delivery recorded it; the submitter's result file is written again."""
     why = f"rejected by {by}: {reason}"
+    if (
+        resumed
+        and record.state is BackfillState.REJECTED
+        and (record.approval or {}).get("outcome") == "rejected"
+    ):
+        _report(services, record, BackfillState.REJECTED, record.reason or why, now=now)
+        return record.reason or why
+    _require_awaiting(record, "reject")
     _move(
         services,
         record,
@@ -283,11 +341,11 @@ def reject(services: ModeServices, record: StatusRecord, *, by: str, reason: str
 
 def original_result_uri(services: ModeServices, record: StatusRecord) -> str | None:
     """The result file of the upload that submitted the backfill (the DAG keeps it current)."""
-    upload = _original_upload(services, record)
+    upload = original_upload(services, record)
     return services.storage.result_uri(upload) if upload is not None else None
 
 
-def _original_upload(services: ModeServices, record: StatusRecord) -> Upload | None:
+def original_upload(services: ModeServices, record: StatusRecord) -> Upload | None:
     storage = services.storage
     prefix = f"s3://{storage.bucket}/"
     if not record.source_uri or not record.source_uri.startswith(prefix):
@@ -306,7 +364,7 @@ def _report(
 ) -> None:
     """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
     with only S3 access sees the decision. Best effort: the decision is on the record already."""
-    upload = _original_upload(services, record)
+    upload = original_upload(services, record)
     if upload is None:
         return
     try:

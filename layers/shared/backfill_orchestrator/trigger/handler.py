@@ -7,7 +7,7 @@ Powertools: Logger (JSON; `backfill_id` on every line while an upload is handled
 the package's own loggers), Tracer (X-Ray, only when tracing is on), Metrics (EMF; namespace
 from POWERTOOLS_METRICS_NAMESPACE): Received, Rejected, Triggered, DryRuns, Failed, Duplicates,
 AlreadyKnown, AwaitingApproval, Queued, ControlPolicyRefused, SlackFailures, PagerDutyFailures,
-ResultWriteFailures, MalformedEvents, SweepStarted. Secrets are redacted from every log line.
+ResultWriteFailures, MalformedEvents, ControlResumed, SweepFinished, SweepStarted. Secrets are redacted from every log line.
 
 What every valid config needs is imported here, in Lambda's init phase; what only some uploads
 need (control documents, replay dispatch, the X-Ray SDK with tracing off) where it is used."""
@@ -46,13 +46,22 @@ def trigger_wiring(wiring: TriggerWiring | None = None) -> AbstractContextManage
 @powertools.entry
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     wiring = _container.wiring()
-    if is_sweep(event):  # the schedule: start queued backfills whose blocker ended without releasing
-        started = wiring.sweep()
-        metrics.add_metric(name="SweepStarted", unit="Count", value=len(started))
-        logger.info("sweep: %d queued backfills can start", len(started), extra={"started": started})
-        return {"sweep": {"started": started}}
-    service = wiring.service(metrics=metrics, logger=logger)
     remaining = context.get_remaining_time_in_millis() / 1000
+    if is_sweep(event):  # the schedule: finish live records whose run ended; start what waited
+        with deadline_scope(Deadline.after(remaining - END_MARGIN_SECONDS)):
+            swept = wiring.sweep(
+                deadline=Deadline.after(remaining - FINISH_RESERVE_SECONDS), metrics=metrics, logger=logger
+            )
+        metrics.add_metric(name="SweepFinished", unit="Count", value=len(swept.finished))
+        metrics.add_metric(name="SweepStarted", unit="Count", value=len(swept.started))
+        logger.info(
+            "sweep: %d records finished from their ended run, %d queued backfills started",
+            len(swept.finished),
+            len(swept.started),
+            extra={"finished": swept.finished, "started": swept.started},
+        )
+        return {"sweep": {"finished": swept.finished, "started": swept.started}}
+    service = wiring.service(metrics=metrics, logger=logger)
     # The lease covers the whole invocation, so a duplicate delivery (another request id) never
     # overlaps it; Lambda's own retries (same request id) take a dead attempt over at once.
     with deadline_scope(Deadline.after(remaining - END_MARGIN_SECONDS)):  # Slack/PagerDuty too

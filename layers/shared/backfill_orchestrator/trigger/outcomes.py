@@ -1,6 +1,7 @@
 """What becomes of an upload: the enum of its outcomes and one table from the state its
 backfill ends in to what the trigger writes, posts and returns (`TriggerService._finish`,
-a retry reporting a recorded state, the approval gate rewriting a result file).
+a retry reporting a recorded state, the approval gate rewriting a result file); and, for a
+control document, the enum of what became of it and its upload's outcome (`DISPOSITION_OF`).
 
 A new state is one row of `OUTCOME_OF` (a test checks every `BackfillState` has one), plus its
 message when a mode can end an upload in it."""
@@ -43,6 +44,38 @@ class Disposition(StrEnum):
     AWAITING_APPROVAL = "awaiting_approval"  # waits for a second person's approval (trigger/approval.py)
     FAILED = "failed"
     IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
+
+
+class ControlResult(StrEnum):
+    """What became of one control document (its result file's `outcome`, but for duplicate and ignored)."""
+
+    DONE = "done"  # acted on
+    REFUSED = "refused"  # not allowed for this backfill now (its state, the policy)
+    REJECTED = "rejected"  # not a valid control document
+    DUPLICATE = "duplicate"  # acted on already, or being acted on by another delivery: nothing done
+    IGNORED = "ignored"  # deleted before it was read
+
+
+# The upload's outcome (the handler's answer) for each control result.
+DISPOSITION_OF: dict[ControlResult, Disposition] = {
+    ControlResult.DONE: Disposition.ACCEPTED,
+    ControlResult.REFUSED: Disposition.REJECTED,
+    ControlResult.REJECTED: Disposition.REJECTED,
+    ControlResult.DUPLICATE: Disposition.DUPLICATE,
+    ControlResult.IGNORED: Disposition.IGNORED,
+}
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    result: ControlResult
+    backfill_id: str | None
+    state: str | None
+    detail: str
+
+    @property
+    def disposition(self) -> Disposition:
+        return DISPOSITION_OF[self.result]
 
 
 @dataclass(frozen=True)

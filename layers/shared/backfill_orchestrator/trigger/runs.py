@@ -232,7 +232,7 @@ def record_triggered(
     trigger left before it (TRIGGER_FROM): when the DAG already moved the record on (RUNNING,
     SUCCEEDED, FAILED; a run accepted while no TRIGGERED was recorded yet) its state stands
     and only the run's id and link (and `attributes`) are added. A retry attempt (attempt > 1)
-    follows FAILED or CANCELLED."""
+    follows FAILED or CANCELLED; its run may get ahead the same way (RUNNING from FAILED)."""
     run_attributes = {
         "dag_id": dag_id,
         "dag_run_id": run.run.run_id,
@@ -252,7 +252,7 @@ def record_triggered(
         )
     except TransitionRejectedError as error:
         current = error.current
-        if attempt > 1 or current is None or current.state not in DAG_AHEAD:
+        if current is None or current.state not in DAG_AHEAD:
             raise
         services.status.annotate(
             backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread

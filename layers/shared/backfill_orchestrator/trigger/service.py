@@ -201,7 +201,7 @@ class TriggerService:
             services=self.services, notifier=self.notifier, metrics=self.metrics, clock=self.clock
         )
         with deadline_scope(attempt.deadline):
-            outcome = control.handle(upload)
+            outcome = control.handle(upload, lease_seconds=attempt.lease_seconds, holder=attempt.request_id)
         self.logger.info("control document %s: %s (%s)", upload.uri, outcome.result, outcome.detail[:500])
         return UploadResult(
             upload.uri, outcome.disposition, outcome.backfill_id, outcome.state, outcome.detail[:2000]
@@ -255,7 +255,12 @@ class TriggerService:
                 },
             )
         except RecordExistsError as exists:
-            if upload.upload_id in exists.existing.uploads:
+            # This very upload again (its record's first, or one remembered by add_upload: a
+            # re-upload that reopened a rejected backfill and died), or another upload of it.
+            again = upload.upload_id in exists.existing.uploads or not status.add_upload(
+                backfill_id, upload.upload_id
+            )
+            if again:
                 reclaimed = status.reclaim(
                     backfill_id,
                     lease_seconds=attempt.lease_seconds,
@@ -281,7 +286,7 @@ class TriggerService:
                     "taking over %s (attempt %d, %s)", backfill_id, reclaimed.attempts, reclaimed.state
                 )
                 record = reclaimed
-            elif status.add_upload(backfill_id, upload.upload_id):
+            else:  # another upload of the identical config: remembered now
                 reopened = None
                 if exists.existing.state is BackfillState.REJECTED:  # its cause may have been fixed since
                     reopened = status.reclaim(
@@ -296,11 +301,6 @@ class TriggerService:
                     return self._already_known(upload, exists.existing)
                 self.logger.info("re-evaluating %s after its rejection", backfill_id)
                 record = reopened
-            else:
-                self._count("Duplicates")
-                return UploadResult(
-                    upload.uri, Disposition.DUPLICATE, backfill_id, str(exists.existing.state)
-                )
 
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
         request = ModeRequest(

@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
 from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
+from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
 from backfill_orchestrator.lineage import LineageWithHistory, MarquezClient
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from mypy_boto3_secretsmanager.client import SecretsManagerClient
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_ssm.client import SSMClient
+
+    from backfill_orchestrator.trigger.reconcile import Swept
 
 CATALOG_MAX_AGE_SECONDS = 60
 
@@ -105,6 +108,13 @@ class TriggerWiring:
         )
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
+        services, notifier = self.mode_services(metrics=metrics, logger=logger)
+        return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+
+    def mode_services(
+        self, *, metrics: MetricsSink | None, logger: Logger | logging.Logger
+    ) -> tuple[ModeServices, Notifier]:
+        """What the service (and the sweep) act through, for one invocation, and its notifier."""
         settings = self.settings
         status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
         storage = TriggerStorage(
@@ -130,7 +140,7 @@ class TriggerWiring:
             approval=self.approval,
             durations=self.durations,
         )
-        return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+        return services, notifier
 
     def _approval_gate(
         self, ssm_factory: Callable[[], Any] | None, iam_factory: Callable[[], Any] | None
@@ -146,16 +156,30 @@ class TriggerWiring:
         identities = IamNameResolver(iam_client=iam_factory()) if uri and iam_factory is not None else None
         return ApprovalGate(policy_source=source, identities=identities, delegates=settings.control_delegates)
 
-    def sweep(self, *, now: datetime | None = None) -> list[str]:
-        """The periodic sweep of queued backfills (`claims.sweep_queued`): the ids it starts."""
+    def sweep(
+        self,
+        *,
+        now: datetime | None = None,
+        deadline: Deadline | None = None,
+        metrics: MetricsSink | None = None,
+        logger: Logger | logging.Logger | None = None,
+    ) -> Swept:
+        """The periodic sweep: live records whose DAG run ended are finished from it
+        (`trigger.reconcile`, which releases their claims and so starts what waited); when
+        none was, the queued backfills whose blockers ended without releasing are started
+        (`claims.sweep_queued`; after a release that would only write their `start` twice)."""
+        from backfill_orchestrator.trigger.reconcile import Swept, finish_ended_runs  # the sweep's only
+
         settings = self.settings
-        if not settings.claims_table:
-            return []
-        status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
+        now = now or datetime.now(UTC)
+        services, notifier = self.mode_services(metrics=metrics, logger=logger or logging.getLogger(__name__))
+        swept = finish_ended_runs(services, notifier, now=now, deadline=deadline)
+        if swept.finished or not settings.claims_table:
+            return swept
+        status = services.status
         control_uri = f"s3://{settings.config_bucket}/{settings.control_prefix}"
-        return sweep_queued(
-            self.claims(status), control_uri=control_uri, now=now or datetime.now(UTC), s3_client=self._s3
-        )
+        started = sweep_queued(self.claims(status), control_uri=control_uri, now=now, s3_client=self._s3)
+        return Swept(finished=[], started=started)
 
     # -- factories (called only when a config needs them) --------------------------------
     def claims(self, status: StatusStore) -> ClaimRegistry:
@@ -224,7 +248,7 @@ class TriggerWiring:
             self._catalog = (now, JobCatalog.load(self.settings.job_catalog_uri, s3_client=self._s3))
         return self._catalog[1]
 
-    def notifier(self, *, status: StatusStore, metrics: MetricsSink) -> Notifier:
+    def notifier(self, *, status: StatusStore, metrics: MetricsSink | None) -> Notifier:
         """Slack and PagerDuty as this deployment configures them (`notify.build_notifier`)."""
         return build_notifier(
             settings=self.settings.notify,

@@ -1,0 +1,179 @@
+"""The sweep reconciles the status table with Airflow: a record still live (TRIGGERED,
+RUNNING) whose DAG run ended in Airflow more than the grace period ago (its `finish` never
+recorded it: a lost worker, a run failed by hand, a cancel whose retries ran out) is finished
+from the run's state, its claims are released and what waited behind it starts. Each sweep
+checks a bounded number of records, oldest first."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from backfill_orchestrator.contracts import BackfillReport
+from backfill_orchestrator.status import BackfillState
+from backfill_orchestrator.trigger.wiring import TriggerWiring
+from tests.faults.harness import FaultHarness
+from tests.support.trigger import fast_session, second_config
+
+GRACE = timedelta(seconds=900)  # SWEEP_GRACE_SECONDS' default
+
+
+def later(after: timedelta) -> datetime:
+    return datetime.now(UTC) + after
+
+
+def run_gets(harness: FaultHarness) -> int:
+    return len(harness.airflow_proxy.requests("GET", r"/dags/backfill/dagRuns/"))
+
+
+def test_a_live_record_whose_run_failed_is_finished_after_the_grace_period_and_what_waited_starts(
+    control_harness: FaultHarness,
+) -> None:
+    harness = control_harness
+    first = harness.submit().backfill_id
+    second = harness.submit(second_config(), key="incoming/second.yaml").backfill_id
+    harness.airflow.set_state("backfill", first, "running")
+    harness.status.transition(first, BackfillState.RUNNING, detail="1 of 6 steps")
+    # The run fails in Airflow and its `finish` never records it (the worker was lost).
+    harness.airflow.set_state("backfill", first, "failed")
+
+    early = harness.wiring.sweep(now=later(GRACE / 3))  # within the grace period: left alone
+
+    assert early.finished == [] and early.started == []
+    assert harness.status.get(first).state is BackfillState.RUNNING
+
+    swept = harness.wiring.sweep(now=later(GRACE + timedelta(minutes=1)))
+
+    assert swept.finished == [first] and swept.started == [second]
+    record = harness.status.get(first)
+    assert record.state is BackfillState.FAILED and not record.retryable
+    assert "ended failed in Airflow" in record.reason and "found by the sweep" in record.reason
+    assert harness.claims_held() == {"active": [], "queued": [second]}
+    (start,) = harness.start_documents(second)
+    assert any(f"{first}" in m["text"] and "FAILED" in m["text"] for m in harness.slack.messages)
+    body = harness.s3.get_object(Bucket=harness.bucket, Key=start)["Body"].read()
+    (started,) = harness.invoke(harness.upload(body, key=start))
+    assert started.disposition == "accepted" and harness.status.get(second).state is BackfillState.TRIGGERED
+    # Done once: the next sweep finds nothing to finish.
+    assert harness.wiring.sweep(now=later(GRACE * 2)).finished == []
+
+
+def test_a_run_that_succeeded_is_finished_from_its_backfill_report(control_harness: FaultHarness) -> None:
+    harness = control_harness
+    backfill_id = harness.submit().backfill_id
+    record = harness.status.get(backfill_id)
+    steps = [step for wave in record.plan_summary["waves"] for step in wave]
+    report = BackfillReport.model_validate(
+        {
+            "backfill_id": backfill_id,
+            "dag_run_id": backfill_id,
+            "status": "succeeded",
+            "counts": {"pending": 0, "succeeded": len(steps), "failed": 0, "blocked": 0},
+            "figures": {},
+            "steps": {
+                step: {"status": "succeeded", "kind": "spark", "round": 0, "dag_id": "etl"} for step in steps
+            },
+            "written_at": datetime.now(UTC).isoformat(),
+        }
+    )
+    harness.s3.put_object(
+        Bucket=harness.bucket,
+        Key=f"backfills/{backfill_id}/backfill_report.json",
+        Body=report.to_json().encode(),
+    )
+    harness.airflow.set_state("backfill", backfill_id, "success")
+
+    swept = harness.wiring.sweep(now=later(GRACE + timedelta(minutes=1)))
+
+    assert swept.finished == [backfill_id]
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.SUCCEEDED
+    assert (
+        f"report s3://{harness.bucket}/backfills/{backfill_id}/backfill_report.json"
+        in record.history[-1]["detail"]
+    )
+    assert harness.claims_held()["active"] == []
+
+
+def test_records_whose_run_is_still_going_or_unknown_are_left_alone(control_harness: FaultHarness) -> None:
+    harness = control_harness
+    running = harness.submit().backfill_id
+    harness.airflow.set_state("backfill", running, "running")
+    harness.status.create("replay-orders-0a0b0c0d", detail="test", attributes={"mode": "replay"})
+    harness.status.transition(
+        "replay-orders-0a0b0c0d", BackfillState.TRIGGERED, detail="12 replay tasks queued"
+    )
+    harness.status.create("gone-run-0a0b0c0d", detail="test", attributes={"mode": "batch"})
+    harness.status.transition(
+        "gone-run-0a0b0c0d",
+        BackfillState.TRIGGERED,
+        detail="DAG run backfill/gone-run-0a0b0c0d",
+        attributes={"dag_id": "backfill", "dag_run_id": "gone-run-0a0b0c0d"},
+    )
+
+    swept = harness.wiring.sweep(now=later(GRACE * 4))
+
+    assert swept.finished == []
+    assert harness.status.get(running).state is BackfillState.TRIGGERED
+    assert harness.status.get("replay-orders-0a0b0c0d").state is BackfillState.TRIGGERED
+    assert harness.status.get("gone-run-0a0b0c0d").state is BackfillState.TRIGGERED
+    assert harness.claims_held()["active"] == [running]
+
+
+def test_each_sweep_checks_a_bounded_number_of_records_oldest_first(control_harness: FaultHarness) -> None:
+    harness = control_harness
+    harness.rewire(SWEEP_MAX_RECORDS="3")
+    harness.wiring = TriggerWiring(
+        harness.settings,
+        s3_client=harness.s3,
+        dynamodb_client=harness.dynamodb,
+        secrets_client=harness.secrets,
+        session_factory=fast_session,
+    )
+    airflow = harness.wiring.airflow()
+    ids = [f"ended-{index}-0a0b0c0d" for index in range(7)]
+    for backfill_id in ids:  # created (and so updated) in this order
+        airflow.trigger_dag_run("backfill", run_id=backfill_id, conf={"backfill_id": backfill_id})
+        harness.airflow.set_state("backfill", backfill_id, "failed")
+        harness.status.create(backfill_id, detail="test", attributes={"mode": "batch"})
+        harness.status.transition(
+            backfill_id,
+            BackfillState.TRIGGERED,
+            detail=f"DAG run backfill/{backfill_id}",
+            attributes={"dag_id": "backfill", "dag_run_id": backfill_id},
+        )
+    moment = later(GRACE + timedelta(minutes=1))
+
+    first = harness.wiring.sweep(now=moment)
+    assert first.finished == ids[:3] and run_gets(harness) == 3
+    second = harness.wiring.sweep(now=moment)
+    assert second.finished == ids[3:6] and run_gets(harness) == 6
+    third = harness.wiring.sweep(now=moment)
+    assert third.finished == ids[6:] and run_gets(harness) == 7
+    assert {harness.status.get(backfill_id).state for backfill_id in ids} == {BackfillState.FAILED}
+
+
+def test_the_lambda_handler_answers_the_sweep_with_what_it_finished_and_started(
+    control_harness: FaultHarness,
+) -> None:
+    harness = control_harness
+    answer = harness.invoke_lambda({"source": "backfill.sweep"}, request_id="sweep-request")
+    assert json.loads(json.dumps(answer)) == {"sweep": {"finished": [], "started": []}}
+
+
+def test_the_template_lets_the_trigger_read_live_records_and_expires_remembered_uploads() -> None:
+    from tests.support.aws import template
+
+    resources = template()["Resources"]
+    statements = [
+        statement
+        for policy in resources["TriggerFunction"]["Properties"]["Policies"]
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+    ]
+    (query,) = [s for s in statements if s.get("Sid") == "StatusTableLiveRecords"]
+    assert query["Action"] == "dynamodb:Query" and query["Resource"] == {
+        "Sub": "${StatusTable.Arn}/index/by_state"
+    }
+    ttl = resources["StatusTable"]["Properties"]["TimeToLiveSpecification"]
+    assert ttl == {"AttributeName": "expires_at", "Enabled": True}
