@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import boto3
 import pytest
@@ -53,7 +55,7 @@ class World:
         )
 
     def admit(self, backfill_id: str, claim_set: ClaimSet, *, at: str, on_overlap="wait", registry=None):
-        uri = f"s3://b/backfills/{backfill_id}/claims.json"
+        uri = f"s3://b/backfills/{backfill_id}/claims.json?versionId={len(self.documents)}"
         self.documents[uri] = claim_set.to_json()
         self.live.add(backfill_id)
         return (registry or self.registry).admit(
@@ -125,14 +127,31 @@ def test_waiting_backfills_start_in_submission_order(world):
     assert world.admit("c-1", claims(s=days(1, 5)), at="t3") == Admitted("c-1")
 
 
+def key_item(world: World, step: str, month: str) -> dict[str, Any]:
+    return world.ddb.get_item(TableName="claims", Key={"pk": {"S": f"key#{step}"}, "sk": {"S": month}}).get(
+        "Item", {}
+    )
+
+
+def entries(world: World, step: str, month: str) -> list[str]:
+    return sorted(json.loads(key_item(world, step, month).get("entries", {}).get("S", "{}")))
+
+
 def test_a_claim_cannot_outlive_its_backfill(world):
-    """A backfill that ended without releasing (a crash) blocks nobody: its claim is dropped."""
-    world.admit("a-1", claims(s=days(0)), at="t1")
+    """A backfill that ended without releasing (a crash) blocks nobody: an admission it blocks
+    drops its entries from the keys it writes; the sweep drops the rest and its holder item."""
+    world.admit("a-1", claims(s=days(0), t=days(40)), at="t1")
     world.live.discard("a-1")  # e.g. FAILED, CANCELLED or the record is gone
     assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
     assert world.registry.holders()["active"] == ["b-1"]
-    items = world.ddb.scan(TableName="claims")["Items"]
-    assert sorted(i["sk"]["S"] for i in items) == ["b-1"]  # a-1's item deleted, lock released
+    assert entries(world, "s", "2021-06") == ["b-1"]  # a-1's entry dropped where b-1 wrote
+    assert entries(world, "t", "2021-07") == ["a-1"]  # a key b-1 never touched: left to the sweep
+    assert world.registry.startable() == []
+    assert entries(world, "t", "2021-07") == []
+    holders = world.ddb.query(
+        TableName="claims", KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": "holder"}}
+    )["Items"]
+    assert [item["sk"]["S"] for item in holders] == ["b-1"]
 
 
 def test_a_cancelled_queued_backfill_leaves_the_queue(world):
@@ -143,32 +162,147 @@ def test_a_cancelled_queued_backfill_leaves_the_queue(world):
     assert world.registry.release("a-1") == []
 
 
-def test_a_crashed_lock_holder_blocks_for_at_most_the_lease(world):
+def test_an_admitted_backfill_admitted_again_stays_admitted_even_behind_an_earlier_submission(world):
+    """A redelivery of an admitted backfill is Admitted again, although a backfill submitted
+    earlier but admitted later now waits for it (it must not be demoted to the queue)."""
+    assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
+    assert world.admit("a-1", claims(s=days(0)), at="t1") == Queued("a-1", ["b-1"], {"s": days(0)})
+    assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
+    assert world.registry.holders() == {"active": ["b-1"], "queued": ["a-1"]}
+
+
+def test_a_retry_claiming_less_drops_the_entries_of_its_earlier_admission(world):
+    world.admit("a-1", claims(s=days(0), t=days(40)), at="t1")
+    world.live.discard("a-1")  # FAILED; its release never ran
+    world.live.add("a-1")  # retried: it claims only what did not succeed
+    assert world.admit("a-1", claims(s=days(0)), at="t9") == Admitted("a-1")
+    assert entries(world, "s", "2021-06") == ["a-1"] and entries(world, "t", "2021-07") == []
+    assert world.admit("b-1", claims(t=days(40)), at="t10") == Admitted("b-1")
+
+
+def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight(world):
+    """120 backfills in flight on other steps and months: admitting one more touches only its
+    own (step, month) keys (a lease that returns each, then its entry) and its holder item. No
+    listing of the holders, no other backfill's claim set, no status read."""
+    for n in range(120):
+        world.admit(f"x-{n}", claims(**{f"step{n % 10}": days(60 + n)}), at=f"t{n:04d}")
+    calls: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        key = params.get("Key") or params.get("Item") or {}
+        calls.append((model.name, f"{key.get('pk', {}).get('S')} {key.get('sk', {}).get('S')}"))
+
+    world.ddb.meta.events.register("before-parameter-build.dynamodb.*", record)
+    loaded: list[str] = []
+    states: list[list[str]] = []
+    registry = ClaimRegistry(
+        dynamodb_client=world.ddb,
+        table_name="claims",
+        load_claims=lambda uri: loaded.append(uri) or ClaimSet.from_json(world.documents[uri]),  # type: ignore[func-returns-value]
+        live_holders=lambda ids: states.append(ids) or set(ids),  # type: ignore[func-returns-value]
+    )
+    steps = ("s", "t", "u", "v", "w", "x")
+    plan = claims(**{name: days(0, 1, 2, 3, 4, 5, 6) for name in steps})
+    assert world.admit("new-1", plan, at="t9999", registry=registry) == Admitted("new-1")
+    keys = [f"key#{step} 2021-06" for step in steps]
+    assert calls == [
+        ("BatchGetItem", "None None"),  # its holder item (none yet) and its keys
+        *(("PutItem", key) for key in keys),  # leased in key order
+        ("PutItem", "holder new-1"),
+        *(("PutItem", key) for key in keys),  # its entry, each lease handed back
+    ]
+    assert loaded == [] and states == []
+
+
+def test_admissions_on_different_keys_never_wait_for_each_other(world):
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem", "PutItem"]:  # a-1 holds the lease of its key: b-1 admits elsewhere
+            started = world.now[0]
+            assert world.admit("b-1", claims(s=days(40)), at="t2") == Admitted("b-1")
+            assert world.now[0] == started  # it never waited
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register("after-call.dynamodb.*", interleave)
+    world.ddb = client
+    racing = world.make_registry()
+    world.ddb = world.registry._ddb
+    assert world.admit("a-1", claims(s=days(0)), at="t1", registry=racing) == Admitted("a-1")
+    assert calls == ["BatchGetItem", "PutItem", "PutItem", "PutItem"]
+
+
+def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world):
+    """c-1 has leased its key and read a-1's active entry there (it would queue); a-1 ends and
+    releases meanwhile: c-1's write finds the key changed, so it reads again and is admitted,
+    rather than queue behind a backfill that has gone (and wait for the sweep)."""
+    world.admit("a-1", claims(s=days(10)), at="t1")
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem", "PutItem"]:
+            world.live.discard("a-1")
+            assert world.registry.release("a-1") == []  # c-1 has not written anything yet
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register("after-call.dynamodb.*", interleave)
+    world.ddb = client
+    racing = world.make_registry()
+    world.ddb = world.registry._ddb
+    assert world.admit("c-1", claims(s=days(10, 11)), at="t3", registry=racing) == Admitted("c-1")
+    assert calls.count("BatchGetItem") == 2  # a second attempt
+    assert world.registry.holders() == {"active": ["c-1"], "queued": []}
+
+
+def wide_plan(steps: int, *, first: int = 0) -> ClaimSet:
+    """Two months of `steps` steps: 2 x steps (step, month) keys."""
+    return claims(**{f"w{n:03d}": days(first, first + 31) for n in range(steps)})
+
+
+def test_a_plan_over_more_keys_than_a_dynamodb_transaction_takes_is_admitted(world):
+    wide = wide_plan(51)
+    assert len(wide.buckets()) == 102  # TransactWriteItems takes 100 items
+    assert world.admit("wide-1", wide, at="t1") == Admitted("wide-1")
+    assert world.admit("small-1", claims(w050=days(31)), at="t2") == Queued(
+        "small-1", ["wide-1"], {"w050": days(31)}
+    )
+    assert world.admit("wide-2", wide_plan(51, first=1), at="t3") == Admitted("wide-2")  # other days
+    assert world.admit("wide-3", wide_plan(51), at="t4") == Queued("wide-3", ["wide-1", "small-1"], wide.steps)
+    leases = [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item]
+    assert leases == []  # every lease handed back by the write
+    world.live.discard("wide-1")
+    assert world.registry.release("wide-1") == ["small-1"]  # wide-3 still waits for small-1
+
+
+def lease(world: World, step: str, month: str, *, seconds: int) -> None:
     world.ddb.put_item(
         TableName="claims",
         Item={
-            "pk": {"S": "lock"},
-            "sk": {"S": "admission"},
-            "token": {"S": "dead"},
-            "lease_until": {"N": str(int(world.now[0]) + 30)},
+            "pk": {"S": f"key#{step}"},
+            "sk": {"S": month},
+            "ver": {"N": "1"},
+            "lease": {"S": "dead"},
+            "lease_until": {"N": str(int(world.now[0]) + seconds)},
         },
     )
+
+
+def test_a_crashed_lease_holder_blocks_its_keys_for_at_most_the_lease(world):
+    lease(world, "s", "2021-06", seconds=30)
     # waits (on the fake clock) until the dead holder's lease is over, then admits
     assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
     assert world.now[0] >= 1_000_030
+    # a key nobody leased is admitted at once
+    before = world.now[0]
+    assert world.admit("b-1", claims(t=days(0)), at="t2") == Admitted("b-1")
+    assert world.now[0] == before
 
 
-def test_a_lock_that_stays_taken_is_a_service_error(world):
-    world.ddb.put_item(
-        TableName="claims",
-        Item={
-            "pk": {"S": "lock"},
-            "sk": {"S": "admission"},
-            "token": {"S": "busy"},
-            "lease_until": {"N": str(int(world.now[0]) + 3600)},
-        },
-    )
-    with pytest.raises(ClaimsUnavailableError, match="stayed taken"):
+def test_a_lease_that_stays_taken_is_a_service_error(world):
+    lease(world, "s", "2021-06", seconds=3600)
+    with pytest.raises(ClaimsUnavailableError, match="stayed leased for 35 s"):
         world.admit("a-1", claims(s=days(0)), at="t1")
 
 

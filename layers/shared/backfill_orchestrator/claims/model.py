@@ -9,10 +9,15 @@ meet.
 
 A claim set is stored as a small JSON document, `{"claims_version": 1, "steps": {step id:
 [[first, last], ...]}}` with inclusive ISO date ranges, so a 10,000-step plan over a year
-stays small."""
+stays small.
+
+For admission a claim set is cut into keys, one per (step, month) it touches, each with the
+days of that month as a 31-bit mask (`buckets`): two claim sets overlap exactly when they
+share a key whose masks meet (registry.py indexes claims that way)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,6 +32,23 @@ CLAIMS_VERSION = 1
 
 class InvalidClaimsDocumentError(ServiceError, ValueError):
     """A stored claim set is not a claims document we wrote."""
+
+
+@dataclass(frozen=True, order=True)
+class ClaimKey:
+    """One (step, month) of the claims index: `month` is `YYYY-MM`."""
+
+    step_id: str
+    month: str
+
+    def days(self, mask: int) -> frozenset[date]:
+        """The days of this month a mask names (bit d-1 for day d)."""
+        year, month = int(self.month[:4]), int(self.month[5:7])
+        return frozenset(date(year, month, bit + 1) for bit in range(31) if mask >> bit & 1)
+
+
+def month_key(day: date) -> str:
+    return f"{day.year:04d}-{day.month:02d}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +80,19 @@ class ClaimSet:
             if theirs and (both := days & theirs):
                 shared[step_id] = both
         return shared
+
+    def buckets(self) -> dict[ClaimKey, int]:
+        """(step, month) -> the days claimed in it as a mask, in key order."""
+        masks: dict[ClaimKey, int] = {}
+        for step_id, days in self.steps.items():
+            for day in days:
+                key = ClaimKey(step_id, month_key(day))
+                masks[key] = masks.get(key, 0) | 1 << (day.day - 1)
+        return dict(sorted(masks.items()))
+
+    def digest(self) -> str:
+        """Names the content: an admission again with the same claims keeps its place."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:32]
 
     def to_json(self) -> str:
         steps = {
