@@ -149,7 +149,9 @@ def test_a_claim_cannot_outlive_its_backfill(world):
     assert world.registry.startable() == []
     assert entries(world, "t", "2021-07") == []
     holders = world.ddb.query(
-        TableName="claims", KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": "holder"}}
+        TableName="claims",
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "holder"}},
     )["Items"]
     assert [item["sk"]["S"] for item in holders] == ["b-1"]
 
@@ -269,7 +271,9 @@ def test_a_plan_over_more_keys_than_a_dynamodb_transaction_takes_is_admitted(wor
         "small-1", ["wide-1"], {"w050": days(31)}
     )
     assert world.admit("wide-2", wide_plan(51, first=1), at="t3") == Admitted("wide-2")  # other days
-    assert world.admit("wide-3", wide_plan(51), at="t4") == Queued("wide-3", ["wide-1", "small-1"], wide.steps)
+    assert world.admit("wide-3", wide_plan(51), at="t4") == Queued(
+        "wide-3", ["wide-1", "small-1"], wide.steps
+    )
     leases = [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item]
     assert leases == []  # every lease handed back by the write
     world.live.discard("wide-1")
