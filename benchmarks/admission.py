@@ -36,6 +36,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -266,7 +267,10 @@ class World:
 
         status = StatusStore(table_name=env["STATUS_TABLE"], dynamodb_client=self.dynamodb)
         registry = registry_for(
-            dynamodb_client=self.dynamodb, table_name=env["CLAIMS_TABLE"], status_store=status, s3_client=self.s3
+            dynamodb_client=self.dynamodb,
+            table_name=env["CLAIMS_TABLE"],
+            status_store=status,
+            s3_client=self.s3,
         )
         slots = [
             (step, month + timedelta(days=offset))
@@ -332,13 +336,17 @@ def main() -> int:
     failures = [outcome for outcome in burst.outcomes if outcome not in ("accepted", "queued")]
     print(f"{UPLOADS} non-overlapping uploads, moto server and the doubles on 127.0.0.1")
     print(f"{'':<34}{'uploads/s':>10}{'p50 s':>8}{'p99 s':>8}{'max s':>8}{'failed':>8}")
-    for label, run in ((f"one container, one by one", sequential), (f"{CONTAINERS} containers at once", burst)):
+    for label, run in (
+        ("one container, one by one", sequential),
+        (f"{CONTAINERS} containers at once", burst),
+    ):
         print(
             f"{label:<34}{run.per_second:>10.2f}{statistics.median(run.seconds):>8.2f}"
             f"{percentile(run.seconds, 0.99):>8.2f}{max(run.seconds):>8.2f}{run.failed:>8}"
         )
-    for outcome in sorted(set(failures))[:5]:
-        print(f"  failed: {failures.count(outcome)} x {outcome}")
+    causes = [re.sub(r"s3://\S+: ", "", outcome) for outcome in failures]  # one line per cause
+    for cause in sorted(set(causes)):
+        print(f"  failed: {causes.count(cause)} x {cause}")
     ratio = burst.per_second / sequential.per_second
     p50_ratio = medians[1000] / medians[0]
     print(
