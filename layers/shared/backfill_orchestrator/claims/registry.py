@@ -41,6 +41,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Literal, TypeVar
@@ -54,13 +55,15 @@ from backfill_orchestrator.errors import ServiceError
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_A = TypeVar("_A")
 OnOverlap = Literal["wait", "refuse"]
 Kind = Literal["active", "queued"]
 HOLDER_PK = "holder"
 KEY_PK_PREFIX = "key#"
 MAX_BATCH_KEYS = 100  # BatchGetItem's keys per request
+MAX_POLL_SECONDS = 0.1  # a leased key is asked for again at most this long after (it is held briefly)
+MAX_PARALLEL = 8  # claim keys written at once by one admission
 MAX_ENTRIES_PER_KEY = 2_000  # about 120 bytes each: a key item stays far below DynamoDB's 400 KB
-MAX_DROPPED_PER_WRITE = 50  # dead holders' entries removed from one key item in one write
 
 
 class ClaimsUnavailableError(ServiceError, RuntimeError):
@@ -224,9 +227,8 @@ class ClaimRegistry:
                 same = mine is not None and mine.kind == kind
                 if same and not dead and _entries_match(backfill_id, kind, masks, leased):
                     return answer  # queued before, still blocked: it keeps its place
-                if not same:
-                    self._put_holder(Holder(backfill_id, kind, order, claims_uri, digest), keys=len(keys))
-                self._write(backfill_id, Entry(kind, order, 0), masks, leased, dead=dead)
+                holder = Holder(backfill_id, kind, order, claims_uri, digest)
+                self._write(holder, masks, leased, dead=dead, put_holder=not same)
                 written = True  # each write handed its lease back
                 return answer
             finally:
@@ -371,74 +373,105 @@ class ClaimRegistry:
     def _lease(
         self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
     ) -> dict[ClaimKey, KeyItem]:
-        """Lease every key in key order, each by writing it back as read with the lease (on the
-        condition that its version is still the one read), waiting at a key another admission
-        holds with the earlier ones kept: every admission leases in the same order, so none
-        waits in a circle. A crashed holder's lease runs out after `lease_seconds`. Returns the
-        items as leased (what the decision reads)."""
+        """Lease every key, each by writing it back as read with the lease (on the condition
+        that its version is still the one read). First every key at once; the keys that were
+        taken (or changed) are then leased one by one in key order, waiting at a key another
+        admission holds, with only the smaller keys kept: every admission waits in the same
+        order, so none waits in a circle. A crashed holder's lease runs out after
+        `lease_seconds`. Returns the items as leased (what the decision reads)."""
         leased: dict[ClaimKey, KeyItem] = {}
-        give_up = self._clock() + self._wait
         try:
-            for key in keys:
-                item, delay = items[key], 0.01
-                while True:
-                    now = self._clock()
-                    if not (item.lease and item.lease != token and item.lease_until >= now):
-                        mine = replace(
-                            item,
-                            version=item.version + 1,
-                            lease=token,
-                            lease_until=int(now) + self._lease_seconds,
-                        )
-                        if self._put_key(mine, expected=item.version):
-                            leased[key] = mine
-                            break
-                    elif now >= give_up:
-                        raise ClaimsUnavailableError(
-                            f"the claim key {key.step_id} {key.month} of {self._table} stayed leased for {self._wait:.0f} s"
-                        )
-                    else:
-                        self._sleep(random.uniform(delay / 2, delay))
-                        delay = min(delay * 2, 0.5)
-                    item = self._get_key(key)
+            now = self._clock()
+            free = [key for key in keys if not self._held_by_another(items[key], token, now)]
+            for key, item in zip(
+                free, _parallel(lambda key: self._lease_one(items[key], token), free), strict=True
+            ):
+                if item is not None:
+                    leased[key] = item
+            missing = [key for key in keys if key not in leased]
+            if missing:
+                for key in [key for key in leased if key > missing[0]]:  # wait holding smaller keys only
+                    self._unlease({key: leased.pop(key)})
+                give_up = self._clock() + self._wait
+                for key in [key for key in keys if key not in leased]:
+                    leased[key] = self._lease_waiting(key, token, give_up)
         except BaseException:
             self._unlease(leased)
             raise
-        return leased
+        return {key: leased[key] for key in keys}
+
+    def _lease_waiting(self, key: ClaimKey, token: str, give_up: float) -> KeyItem:
+        """Lease one key, waiting while another admission holds it (until `give_up`)."""
+        delay = 0.01
+        while True:
+            item = self._get_key(key)
+            now = self._clock()
+            if not self._held_by_another(item, token, now):
+                leased = self._lease_one(item, token)
+                if leased is not None:
+                    return leased
+            if now >= give_up:
+                raise ClaimsUnavailableError(
+                    f"the claim key {key.step_id} {key.month} of {self._table} stayed leased for {self._wait:.0f} s"
+                )
+            self._sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, MAX_POLL_SECONDS)
+
+    def _lease_one(self, item: KeyItem, token: str) -> KeyItem | None:
+        """The item leased, or None when it changed since it was read."""
+        until = int(self._clock()) + self._lease_seconds
+        mine = replace(item, version=item.version + 1, lease=token, lease_until=until)
+        return mine if self._put_key(mine, expected=item.version) else None
+
+    @staticmethod
+    def _held_by_another(item: KeyItem, token: str, now: float) -> bool:
+        return bool(item.lease) and item.lease != token and item.lease_until >= now
 
     def _unlease(self, leased: Mapping[ClaimKey, KeyItem]) -> None:
         """Hand the leases back unchanged (best effort: a lease left behind runs out by itself)."""
-        for item in leased.values():
+
+        def unlease(item: KeyItem) -> None:
             with contextlib.suppress(ClaimsUnavailableError):
                 self._put_key(
                     replace(item, version=item.version + 1, lease=None, lease_until=0), expected=item.version
                 )
 
+        _parallel(unlease, list(leased.values()))
+
     # -- writing ---------------------------------------------------------------------------
     def _write(
         self,
-        backfill_id: str,
-        entry: Entry,
+        holder: Holder,
         masks: Mapping[ClaimKey, int],
         leased: Mapping[ClaimKey, KeyItem],
         *,
         dead: set[str],
+        put_holder: bool,
     ) -> None:
-        """This backfill's entry on every leased key (dropping dead holders' entries on the
-        way), handing each lease back; each write on the condition that the key is as leased
-        (a release may drop an entry under a lease: then lease, read and decide again)."""
+        """The holder item (when `put_holder`) and this backfill's entry on every leased key
+        (dropping dead holders' entries on the way), all at once, each entry handing its
+        key's lease back on the condition that the key is as leased (a release may drop an
+        entry under a lease: then lease, read and decide again)."""
+        written: list[KeyItem] = []
         for key, mask in masks.items():
             item = leased[key]
             entries = {i: e for i, e in item.entries.items() if i not in dead}
-            if backfill_id not in entries and len(entries) >= MAX_ENTRIES_PER_KEY:
+            if holder.backfill_id not in entries and len(entries) >= MAX_ENTRIES_PER_KEY:
                 raise ClaimsUnavailableError(
                     f"{len(entries)} backfills already hold or wait for {key.step_id} in {key.month}; "
                     f"at most {MAX_ENTRIES_PER_KEY} can"
                 )
-            entries[backfill_id] = replace(entry, mask=mask)
-            written = KeyItem(key, item.version + 1, entries)
-            if not self._put_key(written, expected=item.version):
-                raise _Contended
+            entries[holder.backfill_id] = Entry(holder.kind, holder.order, mask)
+            written.append(KeyItem(key, item.version + 1, entries))
+
+        def write(item: KeyItem | None) -> bool:
+            if item is None:
+                self._put_holder(holder, keys=len(masks))
+                return True
+            return self._put_key(item, expected=item.version - 1)
+
+        if not all(_parallel(write, [*([None] if put_holder else []), *written])):
+            raise _Contended
 
     def _put_key(self, item: KeyItem, *, expected: int) -> bool:
         """Write a key item whole, on the condition that its version is `expected` (0: that it
@@ -556,7 +589,7 @@ class ClaimRegistry:
                     ) from None
                 log.info("%s: a claim key changed under its lease; leasing again", what)
                 self._sleep(random.uniform(delay / 2, delay))
-                delay = min(delay * 2, 1.0)
+                delay = min(delay * 2, 0.2)
 
 
 def _blockers(
@@ -636,6 +669,24 @@ def _holder_from(raw: Mapping[str, Any]) -> Holder:
         claims_uri=raw["claims_uri"]["S"],
         digest=raw["digest"]["S"],
     )
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _parallel(call: Callable[[_A], _T], items: Sequence[_A]) -> list[_T]:
+    """`call` on every item at once (a few threads the process shares), results in order;
+    every call has ended before the first error, if any, is raised."""
+    global _POOL
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=MAX_PARALLEL, thread_name_prefix="claims")
+    futures = [_POOL.submit(call, item) for item in items]
+    wait(futures)
+    return [future.result() for future in futures]
 
 
 def registry_for(
