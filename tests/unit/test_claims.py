@@ -332,3 +332,30 @@ def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_
         "s3://b/backfills/z/claims.json?versionId=1",
         "s3://b/backfills/w/claims.json?versionId=1",
     }
+
+
+def test_a_plan_that_meets_one_taken_key_waits_for_it_holding_only_the_smaller_keys(world):
+    """All keys are leased at once; a taken one is waited for in key order, with the larger
+    keys handed back meanwhile (so two admissions never wait for each other in a circle)."""
+    lease(world, "t", "2021-06", seconds=30)
+    seen: list[list[str]] = []
+
+    def snapshot(seconds: float) -> None:
+        items = world.ddb.scan(TableName="claims")["Items"]
+        seen.append(sorted(i["pk"]["S"] for i in items if i.get("lease", {}).get("S") not in (None, "dead")))
+        world.now[0] += seconds
+
+    registry = ClaimRegistry(
+        dynamodb_client=world.ddb,
+        table_name="claims",
+        load_claims=lambda uri: ClaimSet.from_json(world.documents[uri]),
+        live_holders=lambda ids: {i for i in ids if i in world.live},
+        clock=lambda: world.now[0],
+        sleep=snapshot,
+    )
+    assert world.admit(
+        "a-1", claims(s=days(0), t=days(0), u=days(0)), at="t1", registry=registry
+    ) == Admitted("a-1")
+    assert seen and all(held == ["key#s"] for held in seen)  # while waiting for t: s kept, u handed back
+    assert world.now[0] >= 1_000_030
+    assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
