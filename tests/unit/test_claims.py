@@ -334,18 +334,15 @@ def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_
     }
 
 
-def test_a_plan_that_meets_one_taken_key_waits_for_it_holding_only_the_smaller_keys(world):
-    """All keys are leased at once; a taken one is waited for in key order, with the larger
-    keys handed back meanwhile (so two admissions never wait for each other in a circle)."""
-    lease(world, "t", "2021-06", seconds=30)
-    seen: list[list[str]] = []
+def waiting_registry(world: World, seen: list[list[str]]) -> ClaimRegistry:
+    """A registry whose every wait notes the keys this admission holds meanwhile."""
 
     def snapshot(seconds: float) -> None:
         items = world.ddb.scan(TableName="claims")["Items"]
         seen.append(sorted(i["pk"]["S"] for i in items if i.get("lease", {}).get("S") not in (None, "dead")))
         world.now[0] += seconds
 
-    registry = ClaimRegistry(
+    return ClaimRegistry(
         dynamodb_client=world.ddb,
         table_name="claims",
         load_claims=lambda uri: ClaimSet.from_json(world.documents[uri]),
@@ -353,9 +350,26 @@ def test_a_plan_that_meets_one_taken_key_waits_for_it_holding_only_the_smaller_k
         clock=lambda: world.now[0],
         sleep=snapshot,
     )
-    assert world.admit(
-        "a-1", claims(s=days(0), t=days(0), u=days(0)), at="t1", registry=registry
-    ) == Admitted("a-1")
-    assert seen and all(held == ["key#s"] for held in seen)  # while waiting for t: s kept, u handed back
+
+
+def test_a_small_plan_that_meets_a_taken_key_holds_nothing_while_it_waits(world):
+    lease(world, "t", "2021-06", seconds=30)
+    seen: list[list[str]] = []
+    plan = claims(s=days(0), t=days(0), u=days(0))
+    assert world.admit("a-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("a-1")
+    assert seen and all(held == [] for held in seen)  # s and u handed back while t is taken
+    assert world.now[0] >= 1_000_030
+    assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
+
+
+def test_a_large_plan_that_meets_a_taken_key_waits_for_it_holding_only_the_smaller_keys(world):
+    """A plan over more keys than ALL_OR_NONE_KEYS waits in key order (so two of them never
+    wait for each other in a circle, and small ones cannot starve it)."""
+    lease(world, "w012", "2021-06", seconds=30)
+    seen: list[list[str]] = []
+    plan = claims(**{f"w{n:03d}": days(0) for n in range(30)})
+    assert world.admit("big-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("big-1")
+    smaller = [f"key#w{n:03d}" for n in range(12)]
+    assert seen and all(held == smaller for held in seen)
     assert world.now[0] >= 1_000_030
     assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []

@@ -10,17 +10,18 @@ The claims table (partition key `pk`, sort key `sk`, both strings) is an index o
   `lease_until`);
 - a holder item, `pk=holder, sk=<backfill id>`: its kind, place and claim set (URI, digest).
 
-An admission leases the key items of the (step, month) pairs its plan touches, in key order
-(one conditional UpdateItem each, which also returns the item: the read), decides from their
-entries, writes its holder item and then its entry on each key, each write handing that
-key's lease back. Two admissions wait for each other only when they touch a common key;
-leasing in one global order means none waits in a circle, whatever the sizes of the plans;
-a lease left by a crashed admission runs out after `lease_seconds`. The cost of an
-admission follows its own keys and the backfills on them (at most 31 active ones per key:
-active claims never share a day), not the number of backfills in flight, and it reads no
-other backfill's claim set. Single-item calls rather than TransactWriteItems: no item limit
-per admission (a plan of thousands of (step, date) pairs over a few hundred keys), and a
-transaction's cost on the local moto server grows with the whole table.
+An admission reads its holder item and the key items of the (step, month) pairs its plan
+touches (one BatchGetItem), leases those keys (each written back as read, with the lease, on
+the condition that its version is unchanged; all at once), decides from their entries, then
+writes its holder item and its entry on each key (all at once), each entry write handing
+that key's lease back. Two admissions wait for each other only when they touch a common key,
+and never in a circle (`_lease`: a small plan holds nothing while it waits, a large one waits
+in key order); a lease left by a crashed admission runs out after `lease_seconds`. The cost
+of an admission follows its own keys and the backfills on them (at most 31 active ones per
+key: active claims never share a day), not the number of backfills in flight, and it reads
+no other backfill's claim set. Single-item writes rather than TransactWriteItems: no item
+limit per admission (30 steps over three months are about 100 keys), and a transaction's
+cost on the local moto server grows with the whole table (it copies it).
 
 A backfill that overlaps an active one, or an earlier queued one, waits (QUEUED, its entries
 `queued` on every key, so later ones queue behind it: submission order, none starved) or is
@@ -61,8 +62,9 @@ Kind = Literal["active", "queued"]
 HOLDER_PK = "holder"
 KEY_PK_PREFIX = "key#"
 MAX_BATCH_KEYS = 100  # BatchGetItem's keys per request
-MAX_POLL_SECONDS = 0.1  # a leased key is asked for again at most this long after (it is held briefly)
+MAX_POLL_SECONDS = 0.05  # a taken key is asked for again at most this long after (it is held briefly)
 MAX_PARALLEL = 8  # claim keys written at once by one admission
+ALL_OR_NONE_KEYS = 24  # a plan over more keys waits for taken ones in key order (see _lease)
 MAX_ENTRIES_PER_KEY = 2_000  # about 120 bytes each: a key item stays far below DynamoDB's 400 KB
 
 
@@ -374,11 +376,17 @@ class ClaimRegistry:
         self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
     ) -> dict[ClaimKey, KeyItem]:
         """Lease every key, each by writing it back as read with the lease (on the condition
-        that its version is still the one read). First every key at once; the keys that were
-        taken (or changed) are then leased one by one in key order, waiting at a key another
-        admission holds, with only the smaller keys kept: every admission waits in the same
-        order, so none waits in a circle. A crashed holder's lease runs out after
-        `lease_seconds`. Returns the items as leased (what the decision reads)."""
+        that its version is still the one read); returns the items as leased (what the
+        decision reads). A crashed holder's lease runs out after `lease_seconds`.
+
+        A plan of up to ALL_OR_NONE_KEYS keys takes them all at once or none: when one is
+        taken it hands back what it got and tries again shortly, holding nothing while it
+        waits (so admissions never queue up behind a waiting one). A larger plan, which would
+        rarely find all its keys free at once, takes them at once too, then waits for the
+        taken ones in key order holding only the smaller ones: every such admission waits in
+        the same order, so none waits in a circle, and it is never starved."""
+        if len(keys) <= ALL_OR_NONE_KEYS:
+            return self._lease_all_or_none(keys, items, token)
         leased: dict[ClaimKey, KeyItem] = {}
         try:
             now = self._clock()
@@ -390,8 +398,7 @@ class ClaimRegistry:
                     leased[key] = item
             missing = [key for key in keys if key not in leased]
             if missing:
-                for key in [key for key in leased if key > missing[0]]:  # wait holding smaller keys only
-                    self._unlease({key: leased.pop(key)})
+                self._unlease({key: leased.pop(key) for key in list(leased) if key > missing[0]})
                 give_up = self._clock() + self._wait
                 for key in [key for key in keys if key not in leased]:
                     leased[key] = self._lease_waiting(key, token, give_up)
@@ -399,6 +406,31 @@ class ClaimRegistry:
             self._unlease(leased)
             raise
         return {key: leased[key] for key in keys}
+
+    def _lease_all_or_none(
+        self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
+    ) -> dict[ClaimKey, KeyItem]:
+        current = dict(items)
+        give_up = self._clock() + self._wait
+        delay = 0.01
+        while True:
+            now = self._clock()
+            taken = [key for key in keys if self._held_by_another(current[key], token, now)]
+            if not taken:
+                got = _parallel(lambda key: self._lease_one(current[key], token), keys)
+                leased = {key: item for key, item in zip(keys, got, strict=True) if item is not None}
+                if len(leased) == len(keys):
+                    return leased
+                self._unlease(leased)
+                taken = [key for key in keys if key not in leased]
+            if now >= give_up:
+                key = taken[0]
+                raise ClaimsUnavailableError(
+                    f"the claim key {key.step_id} {key.month} of {self._table} stayed leased for {self._wait:.0f} s"
+                )
+            self._sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, MAX_POLL_SECONDS)
+            current.update(self._read(taken, holder=None)[0])
 
     def _lease_waiting(self, key: ClaimKey, token: str, give_up: float) -> KeyItem:
         """Lease one key, waiting while another admission holds it (until `give_up`)."""
