@@ -10,7 +10,8 @@ dry run first; the deployment has the template's claims table (overlap protectio
 
 - burst: UPLOADS configs (each repairs etl_orders and its five dependants for one week; their
   weeks never meet, so no two overlap), all put in S3 first, then their events handed to
-  CONTAINERS workers at once. `failed_first_delivery`: events whose handler raised (Lambda
+  CONTAINERS workers at once (each week runs Wednesday to Tuesday, so neighbours share a
+  (step, ISO week) key of the claims index). `failed_first_delivery`: events whose handler raised (Lambda
   would deliver them again); `p99_s`: the 99th percentile of the handler's time per upload;
   `throughput_vs_sequential`: uploads per second of the burst over those of one container
   handling the same uploads one after the other (in fresh tables).
@@ -52,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 _QUICK = [int(n) for n in os.environ.get("ADMISSION_BENCH", "").split(",") if n]
 UPLOADS, CONTAINERS, MEASURED = _QUICK or (200, 16, 25)  # MEASURED: uploads timed per in-flight count
 IN_FLIGHT = (0, 100, 1000)
-FIRST_DAY = date(2018, 1, 1)  # the burst's weeks: FIRST_DAY + 7 i
+FIRST_DAY = date(2018, 1, 3)  # the burst's weeks: FIRST_DAY + 7 i, Wednesday to Tuesday
 STEPS = (
     "etl_orders",
     "etl_orders_7_days",

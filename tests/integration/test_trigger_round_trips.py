@@ -143,7 +143,7 @@ def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
 ) -> None:
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
     what admitting a backfill adds to the eight above, here with other backfills active (their
-    runs never end on the double). The plan's six steps in one month are six (step, month)
+    runs never end on the double). The plan's six steps in one week are six (step, week)
     keys: one BatchGetItem reads them with the holder item, a PutItem leases each and another
     writes its entry, one more writes the holder item. Nothing about the backfills in flight
     is read: a new container admits with the same calls as a warm one."""
@@ -174,8 +174,8 @@ def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
             registry._CLAIM_SETS.clear()  # a new container: it has seen no claim set
             calls = {}
             for name, day in (
-                ("second", "2021-08-20"),
-                ("third", "2021-10-20"),
+                ("second", "2021-08-16"),  # a Monday: its week of dates is one ISO week
+                ("third", "2021-10-18"),
             ):  # overlapping nothing active
                 event = harness.upload(
                     config(name).replace(b"2021-06-04]", f"{day}]".encode()), key=f"incoming/{name}.yaml"

@@ -127,14 +127,14 @@ def test_waiting_backfills_start_in_submission_order(world):
     assert world.admit("c-1", claims(s=days(1, 5)), at="t3") == Admitted("c-1")
 
 
-def key_item(world: World, step: str, month: str) -> dict[str, Any]:
-    return world.ddb.get_item(TableName="claims", Key={"pk": {"S": f"key#{step}"}, "sk": {"S": month}}).get(
+def key_item(world: World, step: str, week: str) -> dict[str, Any]:
+    return world.ddb.get_item(TableName="claims", Key={"pk": {"S": f"key#{step}"}, "sk": {"S": week}}).get(
         "Item", {}
     )
 
 
-def entries(world: World, step: str, month: str) -> list[str]:
-    return sorted(json.loads(key_item(world, step, month).get("entries", {}).get("S", "{}")))
+def entries(world: World, step: str, week: str) -> list[str]:
+    return sorted(json.loads(key_item(world, step, week).get("entries", {}).get("S", "{}")))
 
 
 def test_a_claim_cannot_outlive_its_backfill(world):
@@ -144,10 +144,10 @@ def test_a_claim_cannot_outlive_its_backfill(world):
     world.live.discard("a-1")  # e.g. FAILED, CANCELLED or the record is gone
     assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
     assert world.registry.holders()["active"] == ["b-1"]
-    assert entries(world, "s", "2021-06") == ["b-1"]  # a-1's entry dropped where b-1 wrote
-    assert entries(world, "t", "2021-07") == ["a-1"]  # a key b-1 never touched: left to the sweep
+    assert entries(world, "s", "2021-W22") == ["b-1"]  # a-1's entry dropped where b-1 wrote
+    assert entries(world, "t", "2021-W27") == ["a-1"]  # a key b-1 never touched: left to the sweep
     assert world.registry.startable() == []
-    assert entries(world, "t", "2021-07") == []
+    assert entries(world, "t", "2021-W27") == []
     holders = world.ddb.query(
         TableName="claims",
         KeyConditionExpression="pk = :pk",
@@ -178,13 +178,13 @@ def test_a_retry_claiming_less_drops_the_entries_of_its_earlier_admission(world)
     world.live.discard("a-1")  # FAILED; its release never ran
     world.live.add("a-1")  # retried: it claims only what did not succeed
     assert world.admit("a-1", claims(s=days(0)), at="t9") == Admitted("a-1")
-    assert entries(world, "s", "2021-06") == ["a-1"] and entries(world, "t", "2021-07") == []
+    assert entries(world, "s", "2021-W22") == ["a-1"] and entries(world, "t", "2021-W27") == []
     assert world.admit("b-1", claims(t=days(40)), at="t10") == Admitted("b-1")
 
 
 def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight(world):
-    """120 backfills in flight on other steps and months: admitting one more touches only its
-    own (step, month) keys (a lease that returns each, then its entry) and its holder item. No
+    """120 backfills in flight on other steps and weeks: admitting one more touches only its
+    own (step, week) keys (read at once, leased, then its entry) and its holder item. No
     listing of the holders, no other backfill's claim set, no status read."""
     for n in range(120):
         world.admit(f"x-{n}", claims(**{f"step{n % 10}": days(60 + n)}), at=f"t{n:04d}")
@@ -204,9 +204,9 @@ def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight
         live_holders=lambda ids: states.append(ids) or set(ids),  # type: ignore[func-returns-value]
     )
     steps = ("s", "t", "u", "v", "w", "x")
-    plan = claims(**{name: days(0, 1, 2, 3, 4, 5, 6) for name in steps})
+    plan = claims(**{name: days(0, 1, 2, 3, 4, 5) for name in steps})  # Tuesday to Sunday: one week
     assert world.admit("new-1", plan, at="t9999", registry=registry) == Admitted("new-1")
-    keys = {("PutItem", f"key#{step} 2021-06") for step in steps}
+    keys = {("PutItem", f"key#{step} 2021-W22") for step in steps}
     assert calls[0] == ("BatchGetItem", "None None")  # its holder item (none yet) and its keys
     assert set(calls[1:7]) == keys  # each key leased (all at once)
     assert set(calls[7:]) == keys | {("PutItem", "holder new-1")} and len(calls) == 14  # its entries
@@ -256,7 +256,7 @@ def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world
 
 
 def wide_plan(steps: int, *, first: int = 0) -> ClaimSet:
-    """Two months of `steps` steps: 2 x steps (step, month) keys."""
+    """Two weeks of `steps` steps: 2 x steps (step, week) keys."""
     return claims(**{f"w{n:03d}": days(first, first + 31) for n in range(steps)})
 
 
@@ -277,12 +277,12 @@ def test_a_plan_over_more_keys_than_a_dynamodb_transaction_takes_is_admitted(wor
     assert world.registry.release("wide-1") == ["small-1"]  # wide-3 still waits for small-1
 
 
-def lease(world: World, step: str, month: str, *, seconds: int) -> None:
+def lease(world: World, step: str, week: str, *, seconds: int) -> None:
     world.ddb.put_item(
         TableName="claims",
         Item={
             "pk": {"S": f"key#{step}"},
-            "sk": {"S": month},
+            "sk": {"S": week},
             "ver": {"N": "1"},
             "lease": {"S": "dead"},
             "lease_until": {"N": str(int(world.now[0]) + seconds)},
@@ -291,7 +291,7 @@ def lease(world: World, step: str, month: str, *, seconds: int) -> None:
 
 
 def test_a_crashed_lease_holder_blocks_its_keys_for_at_most_the_lease(world):
-    lease(world, "s", "2021-06", seconds=30)
+    lease(world, "s", "2021-W22", seconds=30)
     # waits (on the fake clock) until the dead holder's lease is over, then admits
     assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
     assert world.now[0] >= 1_000_030
@@ -302,7 +302,7 @@ def test_a_crashed_lease_holder_blocks_its_keys_for_at_most_the_lease(world):
 
 
 def test_a_lease_that_stays_taken_is_a_service_error(world):
-    lease(world, "s", "2021-06", seconds=3600)
+    lease(world, "s", "2021-W22", seconds=3600)
     with pytest.raises(ClaimsUnavailableError, match="stayed leased for 35 s"):
         world.admit("a-1", claims(s=days(0)), at="t1")
 
@@ -353,7 +353,7 @@ def waiting_registry(world: World, seen: list[list[str]]) -> ClaimRegistry:
 
 
 def test_a_small_plan_that_meets_a_taken_key_holds_nothing_while_it_waits(world):
-    lease(world, "t", "2021-06", seconds=30)
+    lease(world, "t", "2021-W22", seconds=30)
     seen: list[list[str]] = []
     plan = claims(s=days(0), t=days(0), u=days(0))
     assert world.admit("a-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("a-1")
@@ -365,7 +365,7 @@ def test_a_small_plan_that_meets_a_taken_key_holds_nothing_while_it_waits(world)
 def test_a_large_plan_that_meets_a_taken_key_waits_for_it_holding_only_the_smaller_keys(world):
     """A plan over more keys than ALL_OR_NONE_KEYS waits in key order (so two of them never
     wait for each other in a circle, and small ones cannot starve it)."""
-    lease(world, "w012", "2021-06", seconds=30)
+    lease(world, "w012", "2021-W22", seconds=30)
     seen: list[list[str]] = []
     plan = claims(**{f"w{n:03d}": days(0) for n in range(30)})
     assert world.admit("big-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("big-1")

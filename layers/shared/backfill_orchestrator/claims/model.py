@@ -11,9 +11,12 @@ A claim set is stored as a small JSON document, `{"claims_version": 1, "steps": 
 [[first, last], ...]}}` with inclusive ISO date ranges, so a 10,000-step plan over a year
 stays small.
 
-For admission a claim set is cut into keys, one per (step, month) it touches, each with the
-days of that month as a 31-bit mask (`buckets`): two claim sets overlap exactly when they
-share a key whose masks meet (registry.py indexes claims that way)."""
+For admission a claim set is cut into keys, one per (step, ISO week) it touches, each with
+the days of that week as a 7-bit mask (`buckets`): two claim sets overlap exactly when they
+share a key whose masks meet (registry.py indexes claims that way). A week rather than a
+month: two backfills of nearby weeks of one step (a 7-day window each, say) then share at
+most one key instead of one with every other backfill of the month, so they rarely wait for
+each other; a 90-day plan has 14 keys a step."""
 
 from __future__ import annotations
 
@@ -36,19 +39,20 @@ class InvalidClaimsDocumentError(ServiceError, ValueError):
 
 @dataclass(frozen=True, order=True)
 class ClaimKey:
-    """One (step, month) of the claims index: `month` is `YYYY-MM`."""
+    """One (step, ISO week) of the claims index: `week` is `YYYY-Www`."""
 
     step_id: str
-    month: str
+    week: str
 
     def days(self, mask: int) -> frozenset[date]:
-        """The days of this month a mask names (bit d-1 for day d)."""
-        year, month = int(self.month[:4]), int(self.month[5:7])
-        return frozenset(date(year, month, bit + 1) for bit in range(31) if mask >> bit & 1)
+        """The days of this week a mask names (bit 0 for Monday)."""
+        year, week = int(self.week[:4]), int(self.week[6:8])
+        return frozenset(date.fromisocalendar(year, week, bit + 1) for bit in range(7) if mask >> bit & 1)
 
 
-def month_key(day: date) -> str:
-    return f"{day.year:04d}-{day.month:02d}"
+def week_key(day: date) -> str:
+    year, week, _ = day.isocalendar()
+    return f"{year:04d}-W{week:02d}"
 
 
 @dataclass(frozen=True)
@@ -82,12 +86,12 @@ class ClaimSet:
         return shared
 
     def buckets(self) -> dict[ClaimKey, int]:
-        """(step, month) -> the days claimed in it as a mask, in key order."""
+        """(step, week) -> the days claimed in it as a mask, in key order."""
         masks: dict[ClaimKey, int] = {}
         for step_id, days in self.steps.items():
             for day in days:
-                key = ClaimKey(step_id, month_key(day))
-                masks[key] = masks.get(key, 0) | 1 << (day.day - 1)
+                key = ClaimKey(step_id, week_key(day))
+                masks[key] = masks.get(key, 0) | 1 << day.weekday()
         return dict(sorted(masks.items()))
 
     def digest(self) -> str:

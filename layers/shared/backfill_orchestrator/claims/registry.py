@@ -1,26 +1,26 @@
 """Overlap protection: no two backfills rewrite the same (step, date) at the same time.
 
 The claims table (partition key `pk`, sort key `sk`, both strings) is an index of claims by
-(step, month), with one item per backfill beside it:
+(step, ISO week), with one item per backfill beside it:
 
-- a key item, `pk=key#<step id>, sk=<YYYY-MM>`: every backfill that holds (`active`) or waits
-  for (`queued`) days of that step in that month, one attribute `h#<backfill id>` each (its
-  kind, its place in the queue `<submitted at>#<id>` and its days as a 31-bit mask); `ver`,
+- a key item, `pk=key#<step id>, sk=<YYYY-Www>`: every backfill that holds (`active`) or waits
+  for (`queued`) days of that step in that week (`entries`, one JSON string: each backfill's
+  kind, its place in the queue `<submitted at>#<id>` and its days as a 7-bit mask); `ver`,
   which every write raises; and, while an admission decides, its lease (`lease`,
   `lease_until`);
 - a holder item, `pk=holder, sk=<backfill id>`: its kind, place and claim set (URI, digest).
 
-An admission reads its holder item and the key items of the (step, month) pairs its plan
+An admission reads its holder item and the key items of the (step, week) pairs its plan
 touches (one BatchGetItem), leases those keys (each written back as read, with the lease, on
 the condition that its version is unchanged; all at once), decides from their entries, then
 writes its holder item and its entry on each key (all at once), each entry write handing
 that key's lease back. Two admissions wait for each other only when they touch a common key,
 and never in a circle (`_lease`: a small plan holds nothing while it waits, a large one waits
 in key order); a lease left by a crashed admission runs out after `lease_seconds`. The cost
-of an admission follows its own keys and the backfills on them (at most 31 active ones per
+of an admission follows its own keys and the backfills on them (at most 7 active ones per
 key: active claims never share a day), not the number of backfills in flight, and it reads
 no other backfill's claim set. Single-item writes rather than TransactWriteItems: no item
-limit per admission (30 steps over three months are about 100 keys), and a transaction's
+limit per admission (30 steps over 90 days are 420 keys), and a transaction's
 cost on the local moto server grows with the whole table (it copies it).
 
 A backfill that overlaps an active one, or an earlier queued one, waits (QUEUED, its entries
@@ -410,14 +410,14 @@ class ClaimRegistry:
     def _lease_all_or_none(
         self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
     ) -> dict[ClaimKey, KeyItem]:
-        current = dict(items)
+        current: Mapping[ClaimKey, KeyItem] = items
         give_up = self._clock() + self._wait
         delay = 0.01
         while True:
             now = self._clock()
             taken = [key for key in keys if self._held_by_another(current[key], token, now)]
             if not taken:
-                got = _parallel(lambda key: self._lease_one(current[key], token), keys)
+                got = _parallel(lambda item: self._lease_one(item, token), [current[key] for key in keys])
                 leased = {key: item for key, item in zip(keys, got, strict=True) if item is not None}
                 if len(leased) == len(keys):
                     return leased
@@ -426,11 +426,11 @@ class ClaimRegistry:
             if now >= give_up:
                 key = taken[0]
                 raise ClaimsUnavailableError(
-                    f"the claim key {key.step_id} {key.month} of {self._table} stayed leased for {self._wait:.0f} s"
+                    f"the claim key {key.step_id} {key.week} of {self._table} stayed leased for {self._wait:.0f} s"
                 )
             self._sleep(random.uniform(delay / 2, delay))
             delay = min(delay * 2, MAX_POLL_SECONDS)
-            current.update(self._read(taken, holder=None)[0])
+            current, _ = self._read(keys, holder=None)  # the handed-back keys changed too
 
     def _lease_waiting(self, key: ClaimKey, token: str, give_up: float) -> KeyItem:
         """Lease one key, waiting while another admission holds it (until `give_up`)."""
@@ -444,7 +444,7 @@ class ClaimRegistry:
                     return leased
             if now >= give_up:
                 raise ClaimsUnavailableError(
-                    f"the claim key {key.step_id} {key.month} of {self._table} stayed leased for {self._wait:.0f} s"
+                    f"the claim key {key.step_id} {key.week} of {self._table} stayed leased for {self._wait:.0f} s"
                 )
             self._sleep(random.uniform(delay / 2, delay))
             delay = min(delay * 2, MAX_POLL_SECONDS)
@@ -490,7 +490,7 @@ class ClaimRegistry:
             entries = {i: e for i, e in item.entries.items() if i not in dead}
             if holder.backfill_id not in entries and len(entries) >= MAX_ENTRIES_PER_KEY:
                 raise ClaimsUnavailableError(
-                    f"{len(entries)} backfills already hold or wait for {key.step_id} in {key.month}; "
+                    f"{len(entries)} backfills already hold or wait for {key.step_id} in {key.week}; "
                     f"at most {MAX_ENTRIES_PER_KEY} can"
                 )
             entries[holder.backfill_id] = Entry(holder.kind, holder.order, mask)
@@ -659,7 +659,7 @@ def _entries_match(
 
 # -- items -------------------------------------------------------------------------------
 def _key_of(key: ClaimKey) -> dict[str, Any]:
-    return {"pk": {"S": KEY_PK_PREFIX + key.step_id}, "sk": {"S": key.month}}
+    return {"pk": {"S": KEY_PK_PREFIX + key.step_id}, "sk": {"S": key.week}}
 
 
 def _holder_key(backfill_id: str) -> dict[str, Any]:
