@@ -17,16 +17,16 @@ from tests.support.trigger import CLAIMS, TriggerHarness, second_config
 
 
 def raw_claims(harness: TriggerHarness) -> dict[str, list[str]]:
-    """What the claims table holds, live or not (holders() hides the stale ones)."""
-    found: dict[str, list[str]] = {}
-    for kind in ("active", "queued"):
-        page = harness.dynamodb.query(
-            TableName=CLAIMS,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": kind}},
-        )
-        found[kind] = [item["backfill_id"]["S"] for item in page["Items"]]
-    return found
+    """The holder items the claims table keeps, live or not (holders() hides the stale ones)."""
+    page = harness.dynamodb.query(
+        TableName=CLAIMS,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "holder"}},
+    )
+    return {
+        kind: [item["backfill_id"]["S"] for item in page["Items"] if item["kind"]["S"] == kind]
+        for kind in ("active", "queued")
+    }
 
 
 def start_documents(harness: TriggerHarness, backfill_id: str) -> list[str]:

@@ -138,13 +138,15 @@ def test_history_cache_seconds_zero_reads_the_durations_every_time(mocked_aws: N
         assert len(harness.marquez.runs_requests()) == 12  # 6 planned jobs, twice
 
 
-def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_holder_the_container_has_not_seen(
+def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
     mocked_aws: None,
 ) -> None:
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
     what admitting a backfill adds to the eight above, here with other backfills active (their
-    runs never end on the double). Their states come in one BatchGetItem; their claim sets are
-    named by version, so a container reads each once (a cold one: one GetObject per holder)."""
+    runs never end on the double). The plan's six steps in one week are six (step, week)
+    keys: one BatchGetItem reads them with the holder item, a PutItem leases each and another
+    writes its entry, one more writes the holder item. Nothing about the backfills in flight
+    is read: a new container admits with the same calls as a warm one."""
     import boto3
 
     from backfill_orchestrator.claims import registry
@@ -172,8 +174,8 @@ def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_hol
             registry._CLAIM_SETS.clear()  # a new container: it has seen no claim set
             calls = {}
             for name, day in (
-                ("second", "2021-08-20"),
-                ("third", "2021-10-20"),
+                ("second", "2021-08-16"),  # a Monday: its week of dates is one ISO week
+                ("third", "2021-10-18"),
             ):  # overlapping nothing active
                 event = harness.upload(
                     config(name).replace(b"2021-06-04]", f"{day}]".encode()), key=f"incoming/{name}.yaml"
@@ -184,17 +186,10 @@ def test_with_the_templates_claims_table_admission_adds_seven_and_a_read_per_hol
                 calls[name] = counter.take()
     admission = {
         "s3.PutObject": 1,  # claims.json (named by the version written)
-        "dynamodb.PutItem": 2,  # the admission lock, the active entry
-        "dynamodb.Query": 2,  # active and queued entries
-        "dynamodb.BatchGetItem": 1,  # are the active holders still live (their states, at once)
-        "dynamodb.DeleteItem": 1,  # the lock released
+        "dynamodb.BatchGetItem": 1,  # the holder item and the six keys
+        "dynamodb.PutItem": 6 + 6 + 1,  # six leases, six entries, the holder item
     }
-    cold = (
-        Counter(EXPECTED) + Counter(admission) + Counter({"s3.GetObject": 2})
-    )  # warmup's and first's claims.json
-    assert Counter(calls["second"]) == cold, Counter(calls["second"])
-    assert sum(cold.values()) == 8 + 7 + 2
-    # The same container admitting the next one has every holder's claim set (it read two, wrote one).
-    warm = Counter(EXPECTED) + Counter(admission)
-    assert Counter(calls["third"]) == warm, Counter(calls["third"])
-    assert sum(warm.values()) == 8 + 7
+    expected = Counter(EXPECTED) + Counter(admission)
+    assert Counter(calls["second"]) == expected, Counter(calls["second"])
+    assert Counter(calls["third"]) == expected, Counter(calls["third"])
+    assert sum(expected.values()) == 8 + 15

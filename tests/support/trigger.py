@@ -310,17 +310,19 @@ class TriggerHarness:
         return key, self.upload(json.dumps(document).encode(), key=key)
 
     def claims_held(self) -> dict[str, list[str]]:
-        """What the claims table (CLAIMS) holds, live or not: {"active": [...], "queued": [...]}."""
-        found: dict[str, list[str]] = {}
-        for kind in ("active", "queued"):
-            page = self.dynamodb.query(
-                TableName=CLAIMS,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": kind}},
-                ConsistentRead=True,
-            )
-            found[kind] = sorted(item["backfill_id"]["S"] for item in page["Items"])
-        return found
+        """The holder items of the claims table (CLAIMS), live or not: {"active": [...], "queued": [...]}."""
+        from backfill_orchestrator.claims.registry import HOLDER_PK
+
+        page = self.dynamodb.query(
+            TableName=CLAIMS,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": HOLDER_PK}},
+            ConsistentRead=True,
+        )
+        found: dict[str, list[str]] = {"active": [], "queued": []}
+        for item in page["Items"]:
+            found[item["kind"]["S"]].append(item["sk"]["S"])
+        return {kind: sorted(ids) for kind, ids in found.items()}
 
     def start_documents(self, backfill_id: str) -> list[str]:
         """The keys of the `start` documents written for a queued backfill."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import boto3
 import pytest
@@ -53,7 +55,7 @@ class World:
         )
 
     def admit(self, backfill_id: str, claim_set: ClaimSet, *, at: str, on_overlap="wait", registry=None):
-        uri = f"s3://b/backfills/{backfill_id}/claims.json"
+        uri = f"s3://b/backfills/{backfill_id}/claims.json?versionId={len(self.documents)}"
         self.documents[uri] = claim_set.to_json()
         self.live.add(backfill_id)
         return (registry or self.registry).admit(
@@ -125,14 +127,33 @@ def test_waiting_backfills_start_in_submission_order(world):
     assert world.admit("c-1", claims(s=days(1, 5)), at="t3") == Admitted("c-1")
 
 
+def key_item(world: World, step: str, week: str) -> dict[str, Any]:
+    return world.ddb.get_item(TableName="claims", Key={"pk": {"S": f"key#{step}"}, "sk": {"S": week}}).get(
+        "Item", {}
+    )
+
+
+def entries(world: World, step: str, week: str) -> list[str]:
+    return sorted(json.loads(key_item(world, step, week).get("entries", {}).get("S", "{}")))
+
+
 def test_a_claim_cannot_outlive_its_backfill(world):
-    """A backfill that ended without releasing (a crash) blocks nobody: its claim is dropped."""
-    world.admit("a-1", claims(s=days(0)), at="t1")
+    """A backfill that ended without releasing (a crash) blocks nobody: an admission it blocks
+    drops its entries from the keys it writes; the sweep drops the rest and its holder item."""
+    world.admit("a-1", claims(s=days(0), t=days(40)), at="t1")
     world.live.discard("a-1")  # e.g. FAILED, CANCELLED or the record is gone
     assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
     assert world.registry.holders()["active"] == ["b-1"]
-    items = world.ddb.scan(TableName="claims")["Items"]
-    assert sorted(i["sk"]["S"] for i in items) == ["b-1"]  # a-1's item deleted, lock released
+    assert entries(world, "s", "2021-W22") == ["b-1"]  # a-1's entry dropped where b-1 wrote
+    assert entries(world, "t", "2021-W27") == ["a-1"]  # a key b-1 never touched: left to the sweep
+    assert world.registry.startable() == []
+    assert entries(world, "t", "2021-W27") == []
+    holders = world.ddb.query(
+        TableName="claims",
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "holder"}},
+    )["Items"]
+    assert [item["sk"]["S"] for item in holders] == ["b-1"]
 
 
 def test_a_cancelled_queued_backfill_leaves_the_queue(world):
@@ -143,32 +164,146 @@ def test_a_cancelled_queued_backfill_leaves_the_queue(world):
     assert world.registry.release("a-1") == []
 
 
-def test_a_crashed_lock_holder_blocks_for_at_most_the_lease(world):
+def test_an_admitted_backfill_admitted_again_stays_admitted_even_behind_an_earlier_submission(world):
+    """A redelivery of an admitted backfill is Admitted again, although a backfill submitted
+    earlier but admitted later now waits for it (it must not be demoted to the queue)."""
+    assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
+    assert world.admit("a-1", claims(s=days(0)), at="t1") == Queued("a-1", ["b-1"], {"s": days(0)})
+    assert world.admit("b-1", claims(s=days(0)), at="t2") == Admitted("b-1")
+    assert world.registry.holders() == {"active": ["b-1"], "queued": ["a-1"]}
+
+
+def test_a_retry_claiming_less_drops_the_entries_of_its_earlier_admission(world):
+    world.admit("a-1", claims(s=days(0), t=days(40)), at="t1")
+    world.live.discard("a-1")  # FAILED; its release never ran
+    world.live.add("a-1")  # retried: it claims only what did not succeed
+    assert world.admit("a-1", claims(s=days(0)), at="t9") == Admitted("a-1")
+    assert entries(world, "s", "2021-W22") == ["a-1"] and entries(world, "t", "2021-W27") == []
+    assert world.admit("b-1", claims(t=days(40)), at="t10") == Admitted("b-1")
+
+
+def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight(world):
+    """120 backfills in flight on other steps and weeks: admitting one more touches only its
+    own (step, week) keys (read at once, leased, then its entry) and its holder item. No
+    listing of the holders, no other backfill's claim set, no status read."""
+    for n in range(120):
+        world.admit(f"x-{n}", claims(**{f"step{n % 10}": days(60 + n)}), at=f"t{n:04d}")
+    calls: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        key = params.get("Key") or params.get("Item") or {}
+        calls.append((model.name, f"{key.get('pk', {}).get('S')} {key.get('sk', {}).get('S')}"))
+
+    world.ddb.meta.events.register("before-parameter-build.dynamodb.*", record)
+    loaded: list[str] = []
+    states: list[list[str]] = []
+    registry = ClaimRegistry(
+        dynamodb_client=world.ddb,
+        table_name="claims",
+        load_claims=lambda uri: loaded.append(uri) or ClaimSet.from_json(world.documents[uri]),  # type: ignore[func-returns-value]
+        live_holders=lambda ids: states.append(ids) or set(ids),  # type: ignore[func-returns-value]
+    )
+    steps = ("s", "t", "u", "v", "w", "x")
+    plan = claims(**{name: days(0, 1, 2, 3, 4, 5) for name in steps})  # Tuesday to Sunday: one week
+    assert world.admit("new-1", plan, at="t9999", registry=registry) == Admitted("new-1")
+    keys = {("PutItem", f"key#{step} 2021-W22") for step in steps}
+    assert calls[0] == ("BatchGetItem", "None None")  # its holder item (none yet) and its keys
+    assert set(calls[1:7]) == keys  # each key leased (all at once)
+    assert set(calls[7:]) == keys | {("PutItem", "holder new-1")} and len(calls) == 14  # its entries
+    assert loaded == [] and states == []
+
+
+def test_admissions_on_different_keys_never_wait_for_each_other(world):
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem", "PutItem"]:  # a-1 holds the lease of its key: b-1 admits elsewhere
+            started = world.now[0]
+            assert world.admit("b-1", claims(s=days(40)), at="t2") == Admitted("b-1")
+            assert world.now[0] == started  # it never waited
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register("after-call.dynamodb.*", interleave)
+    world.ddb = client
+    racing = world.make_registry()
+    world.ddb = world.registry._ddb
+    assert world.admit("a-1", claims(s=days(0)), at="t1", registry=racing) == Admitted("a-1")
+    assert calls == ["BatchGetItem", "PutItem", "PutItem", "PutItem"]
+
+
+def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world):
+    """c-1 has leased its key and read a-1's active entry there (it would queue); a-1 ends and
+    releases meanwhile: c-1's write finds the key changed, so it reads again and is admitted,
+    rather than queue behind a backfill that has gone (and wait for the sweep)."""
+    world.admit("a-1", claims(s=days(10)), at="t1")
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem", "PutItem"]:
+            world.live.discard("a-1")
+            assert world.registry.release("a-1") == []  # c-1 has not written anything yet
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register("after-call.dynamodb.*", interleave)
+    world.ddb = client
+    racing = world.make_registry()
+    world.ddb = world.registry._ddb
+    assert world.admit("c-1", claims(s=days(10, 11)), at="t3", registry=racing) == Admitted("c-1")
+    assert calls.count("BatchGetItem") == 2  # a second attempt
+    assert world.registry.holders() == {"active": ["c-1"], "queued": []}
+
+
+def wide_plan(steps: int, *, first: int = 0) -> ClaimSet:
+    """Two weeks of `steps` steps: 2 x steps (step, week) keys."""
+    return claims(**{f"w{n:03d}": days(first, first + 31) for n in range(steps)})
+
+
+def test_a_plan_over_more_keys_than_a_dynamodb_transaction_takes_is_admitted(world):
+    wide = wide_plan(51)
+    assert len(wide.buckets()) == 102  # TransactWriteItems takes 100 items
+    assert world.admit("wide-1", wide, at="t1") == Admitted("wide-1")
+    assert world.admit("small-1", claims(w050=days(31)), at="t2") == Queued(
+        "small-1", ["wide-1"], {"w050": days(31)}
+    )
+    assert world.admit("wide-2", wide_plan(51, first=1), at="t3") == Admitted("wide-2")  # other days
+    assert world.admit("wide-3", wide_plan(51), at="t4") == Queued(
+        "wide-3", ["wide-1", "small-1"], wide.steps
+    )
+    leases = [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item]
+    assert leases == []  # every lease handed back by the write
+    world.live.discard("wide-1")
+    assert world.registry.release("wide-1") == ["small-1"]  # wide-3 still waits for small-1
+
+
+def lease(world: World, step: str, week: str, *, seconds: int) -> None:
     world.ddb.put_item(
         TableName="claims",
         Item={
-            "pk": {"S": "lock"},
-            "sk": {"S": "admission"},
-            "token": {"S": "dead"},
-            "lease_until": {"N": str(int(world.now[0]) + 30)},
+            "pk": {"S": f"key#{step}"},
+            "sk": {"S": week},
+            "ver": {"N": "1"},
+            "lease": {"S": "dead"},
+            "lease_until": {"N": str(int(world.now[0]) + seconds)},
         },
     )
+
+
+def test_a_crashed_lease_holder_blocks_its_keys_for_at_most_the_lease(world):
+    lease(world, "s", "2021-W22", seconds=30)
     # waits (on the fake clock) until the dead holder's lease is over, then admits
     assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
     assert world.now[0] >= 1_000_030
+    # a key nobody leased is admitted at once
+    before = world.now[0]
+    assert world.admit("b-1", claims(t=days(0)), at="t2") == Admitted("b-1")
+    assert world.now[0] == before
 
 
-def test_a_lock_that_stays_taken_is_a_service_error(world):
-    world.ddb.put_item(
-        TableName="claims",
-        Item={
-            "pk": {"S": "lock"},
-            "sk": {"S": "admission"},
-            "token": {"S": "busy"},
-            "lease_until": {"N": str(int(world.now[0]) + 3600)},
-        },
-    )
-    with pytest.raises(ClaimsUnavailableError, match="stayed taken"):
+def test_a_lease_that_stays_taken_is_a_service_error(world):
+    lease(world, "s", "2021-W22", seconds=3600)
+    with pytest.raises(ClaimsUnavailableError, match="stayed leased for 35 s"):
         world.admit("a-1", claims(s=days(0)), at="t1")
 
 
@@ -197,3 +332,44 @@ def test_the_kept_claim_sets_are_bounded_by_their_pairs_and_only_versioned_uris_
         "s3://b/backfills/z/claims.json?versionId=1",
         "s3://b/backfills/w/claims.json?versionId=1",
     }
+
+
+def waiting_registry(world: World, seen: list[list[str]]) -> ClaimRegistry:
+    """A registry whose every wait notes the keys this admission holds meanwhile."""
+
+    def snapshot(seconds: float) -> None:
+        items = world.ddb.scan(TableName="claims")["Items"]
+        seen.append(sorted(i["pk"]["S"] for i in items if i.get("lease", {}).get("S") not in (None, "dead")))
+        world.now[0] += seconds
+
+    return ClaimRegistry(
+        dynamodb_client=world.ddb,
+        table_name="claims",
+        load_claims=lambda uri: ClaimSet.from_json(world.documents[uri]),
+        live_holders=lambda ids: {i for i in ids if i in world.live},
+        clock=lambda: world.now[0],
+        sleep=snapshot,
+    )
+
+
+def test_a_small_plan_that_meets_a_taken_key_holds_nothing_while_it_waits(world):
+    lease(world, "t", "2021-W22", seconds=30)
+    seen: list[list[str]] = []
+    plan = claims(s=days(0), t=days(0), u=days(0))
+    assert world.admit("a-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("a-1")
+    assert seen and all(held == [] for held in seen)  # s and u handed back while t is taken
+    assert world.now[0] >= 1_000_030
+    assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
+
+
+def test_a_large_plan_that_meets_a_taken_key_waits_for_it_holding_only_the_smaller_keys(world):
+    """A plan over more keys than ALL_OR_NONE_KEYS waits in key order (so two of them never
+    wait for each other in a circle, and small ones cannot starve it)."""
+    lease(world, "w012", "2021-W22", seconds=30)
+    seen: list[list[str]] = []
+    plan = claims(**{f"w{n:03d}": days(0) for n in range(30)})
+    assert world.admit("big-1", plan, at="t1", registry=waiting_registry(world, seen)) == Admitted("big-1")
+    smaller = [f"key#w{n:03d}" for n in range(12)]
+    assert seen and all(held == smaller for held in seen)
+    assert world.now[0] >= 1_000_030
+    assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import boto3
 import pytest
@@ -102,3 +103,44 @@ def test_backfills_awaiting_approval_are_listed_with_who_submitted_them(table, c
     ]
     assert main(["list", "--state", "awaiting_approval", "--submitted-by", "role/data-eng/bob"]) == 0
     assert capsys.readouterr().out.strip() == "no backfills match"
+
+
+def test_a_listing_asks_dynamodb_for_one_page_at_a_time_and_stops_when_it_has_enough(table):
+    """`Limit` on every Query: as many items as the listing still lacks (a filter's pages are
+    PAGE_ITEMS long, as DynamoDB counts the items before the filter), never a whole month."""
+    client, _ = table
+    asked: list[tuple[str | None, int | None]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        month = params["ExpressionAttributeValues"].get(":month", {}).get("S")
+        asked.append((month, params.get("Limit")))
+
+    client.meta.events.register("before-parameter-build.dynamodb.Query", record)
+    today = START.date() + timedelta(days=60)  # 2026-11 holds bf07..bf11
+    records = list_backfills(
+        dynamodb_client=client, table_name="status", where=ListFilter(limit=3), today=today
+    )
+    assert [r.backfill_id[:4] for r in records] == ["bf11", "bf10", "bf09"]
+    assert asked == [("2026-11", 3)]  # one page of three, and no other
+    asked.clear()
+    records = list_backfills(
+        dynamodb_client=client, table_name="status", where=ListFilter(limit=7), today=today
+    )
+    assert len(records) == 7
+    assert asked == [("2026-11", 7), ("2026-10", 2)]  # the next month for what the first lacked
+    asked.clear()
+    list_backfills(
+        dynamodb_client=client, table_name="status", where=ListFilter(owner="@a", limit=2), today=today
+    )
+    assert asked == [("2026-11", 100)]  # PAGE_ITEMS
+
+
+def test_the_cli_list_reads_no_more_than_its_limit_needs(table, capsys):
+    client, _ = table
+    limits: list[int | None] = []
+    client.meta.events.register(
+        "before-parameter-build.dynamodb.Query", lambda params, **_: limits.append(params.get("Limit"))
+    )
+    assert main(["list", "--state", "rejected", "--limit", "1"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2  # the header and one backfill
+    assert limits == [1]

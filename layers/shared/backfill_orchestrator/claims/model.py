@@ -9,10 +9,18 @@ meet.
 
 A claim set is stored as a small JSON document, `{"claims_version": 1, "steps": {step id:
 [[first, last], ...]}}` with inclusive ISO date ranges, so a 10,000-step plan over a year
-stays small."""
+stays small.
+
+For admission a claim set is cut into keys, one per (step, ISO week) it touches, each with
+the days of that week as a 7-bit mask (`buckets`): two claim sets overlap exactly when they
+share a key whose masks meet (registry.py indexes claims that way). A week rather than a
+month: two backfills of nearby weeks of one step (a 7-day window each, say) then share at
+most one key instead of one with every other backfill of the month, so they rarely wait for
+each other; a 90-day plan has 14 keys a step."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,6 +35,24 @@ CLAIMS_VERSION = 1
 
 class InvalidClaimsDocumentError(ServiceError, ValueError):
     """A stored claim set is not a claims document we wrote."""
+
+
+@dataclass(frozen=True, order=True)
+class ClaimKey:
+    """One (step, ISO week) of the claims index: `week` is `YYYY-Www`."""
+
+    step_id: str
+    week: str
+
+    def days(self, mask: int) -> frozenset[date]:
+        """The days of this week a mask names (bit 0 for Monday)."""
+        year, week = int(self.week[:4]), int(self.week[6:8])
+        return frozenset(date.fromisocalendar(year, week, bit + 1) for bit in range(7) if mask >> bit & 1)
+
+
+def week_key(day: date) -> str:
+    year, week, _ = day.isocalendar()
+    return f"{year:04d}-W{week:02d}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +84,19 @@ class ClaimSet:
             if theirs and (both := days & theirs):
                 shared[step_id] = both
         return shared
+
+    def buckets(self) -> dict[ClaimKey, int]:
+        """(step, week) -> the days claimed in it as a mask, in key order."""
+        masks: dict[ClaimKey, int] = {}
+        for step_id, days in self.steps.items():
+            for day in days:
+                key = ClaimKey(step_id, week_key(day))
+                masks[key] = masks.get(key, 0) | 1 << day.weekday()
+        return dict(sorted(masks.items()))
+
+    def digest(self) -> str:
+        """Names the content: an admission again with the same claims keeps its place."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:32]
 
     def to_json(self) -> str:
         steps = {

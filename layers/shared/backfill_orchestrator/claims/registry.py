@@ -1,46 +1,75 @@
 """Overlap protection: no two backfills rewrite the same (step, date) at the same time.
 
-The claims table (partition key `pk`, sort key `sk`, both strings) holds three kinds of item:
+The claims table (partition key `pk`, sort key `sk`, both strings) is an index of claims by
+(step, ISO week), with one item per backfill beside it:
 
-- `pk=lock, sk=admission`: a short lease that serialises admissions (a crashed holder's lease
-  runs out after `lock_seconds`);
-- `pk=active, sk=<backfill id>`: an admitted backfill and the URI of its claim set;
-- `pk=queued, sk=<submitted at>#<backfill id>`: a backfill waiting for the ones it overlaps,
-  in submission order.
+- a key item, `pk=key#<step id>, sk=<YYYY-Www>`: every backfill that holds (`active`) or waits
+  for (`queued`) days of that step in that week (`entries`, one JSON string: each backfill's
+  kind, its place in the queue `<submitted at>#<id>` and its days as a 7-bit mask); `ver`,
+  which every write raises; and, while an admission decides, its lease (`lease`,
+  `lease_until`);
+- a holder item, `pk=holder, sk=<backfill id>`: its kind, place and claim set (URI, digest).
 
-Admission reads the (few) active and queued backfills, compares claim sets in memory, and
-writes one item: the cost grows with the number of backfills in flight, not with the size of
-their plans. A claim cannot outlive its backfill: every admission drops the items of
-backfills whose status is no longer live (terminal, or gone), and `release` drops them
-eagerly when a backfill ends. A queued backfill overlapping an earlier queued one stays
-behind it, so waiting backfills start in submission order."""
+An admission reads its holder item and the key items of the (step, week) pairs its plan
+touches (one BatchGetItem), leases those keys (each written back as read, with the lease, on
+the condition that its version is unchanged; all at once), decides from their entries, then
+writes its holder item and its entry on each key (all at once), each entry write handing
+that key's lease back. Two admissions wait for each other only when they touch a common key,
+and never in a circle (`_lease`: a small plan holds nothing while it waits, a large one waits
+in key order); a lease left by a crashed admission runs out after `lease_seconds`. The cost
+of an admission follows its own keys and the backfills on them (at most 7 active ones per
+key: active claims never share a day), not the number of backfills in flight, and it reads
+no other backfill's claim set. Single-item writes rather than TransactWriteItems: no item
+limit per admission (30 steps over 90 days are 420 keys), and a transaction's
+cost on the local moto server grows with the whole table (it copies it).
+
+A backfill that overlaps an active one, or an earlier queued one, waits (QUEUED, its entries
+`queued` on every key, so later ones queue behind it: submission order, none starved) or is
+refused. A claim cannot outlive its backfill: an admission that finds itself blocked asks
+whether the blockers' backfills are still live (one BatchGetItem on the status table) and
+drops the entries of those that are not from the keys it writes; `release` drops a
+backfill's entries when it ends (without waiting for leases: the version it raises sends a
+lease holder that read the entry back to read again), and the periodic sweep (`startable`)
+releases every holder whose backfill is no longer live, wherever its entries are."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from cachetools import LRUCache
 
-from backfill_orchestrator.claims.model import ClaimSet
+from backfill_orchestrator.claims.model import ClaimKey, ClaimSet
 from backfill_orchestrator.dates import compact_dates
-from backfill_orchestrator.dynamo import attribute, plain_from_item
 from backfill_orchestrator.errors import ServiceError
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 OnOverlap = Literal["wait", "refuse"]
-LOCK_KEY = {"pk": {"S": "lock"}, "sk": {"S": "admission"}}
+Kind = Literal["active", "queued"]
+HOLDER_PK = "holder"
+KEY_PK_PREFIX = "key#"
+MAX_BATCH_KEYS = 100  # BatchGetItem's keys per request
+MAX_POLL_SECONDS = 0.05  # a taken key is asked for again at most this long after (it is held briefly)
+MAX_PARALLEL = 8  # claim keys written at once by one admission
+ALL_OR_NONE_KEYS = 24  # a plan over more keys waits for taken ones in key order (see _lease)
+MAX_ENTRIES_PER_KEY = 2_000  # about 120 bytes each: a key item stays far below DynamoDB's 400 KB
 
 
 class ClaimsUnavailableError(ServiceError, RuntimeError):
-    """The claims table could not be read or written, or the admission lock stayed taken."""
+    """The claims table could not be read or written, or the keys stayed contended too long."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +80,7 @@ class Admitted:
 @dataclass(frozen=True)
 class Queued:
     backfill_id: str
-    blocking: list[str]  # the backfills it waits for, oldest first
+    blocking: list[str]  # the backfills it waits for: active ones first, then earlier queued ones
     overlap: dict[str, frozenset[date]] = field(default_factory=dict)
 
 
@@ -71,11 +100,63 @@ Admission = Admitted | Queued | Refused
 
 
 @dataclass(frozen=True)
-class _Entry:
-    kind: Literal["active", "queued"]
+class Entry:
+    """One backfill's claim on one key."""
+
+    kind: Kind
+    order: str  # `<submitted at>#<backfill id>`: queue order
+    mask: int
+
+
+@dataclass(frozen=True)
+class KeyItem:
+    key: ClaimKey
+    version: int  # 0: the item does not exist
+    entries: dict[str, Entry]
+    lease: str | None = None
+    lease_until: int = 0
+
+
+@dataclass(frozen=True)
+class Holder:
     backfill_id: str
-    sort_key: str
+    kind: Kind
+    order: str
     claims_uri: str
+    digest: str
+
+
+@dataclass
+class _Blockers:
+    """Who blocks an admission, and on which steps and days."""
+
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    orders: dict[str, str] = field(default_factory=dict)
+    overlap: dict[str, dict[str, set[date]]] = field(default_factory=dict)  # id -> step -> days
+
+    def add(self, backfill_id: str, entry: Entry, key: ClaimKey, mask: int) -> None:
+        self.kinds[backfill_id], self.orders[backfill_id] = entry.kind, entry.order
+        self.overlap.setdefault(backfill_id, {}).setdefault(key.step_id, set()).update(key.days(mask))
+
+    def ids(self) -> list[str]:
+        """Active ones first (by id), then queued ones in queue order."""
+        active = sorted(i for i, kind in self.kinds.items() if kind == "active")
+        queued = sorted(
+            (i for i, kind in self.kinds.items() if kind == "queued"), key=self.orders.__getitem__
+        )
+        return active + queued
+
+    def union(self, ids: Iterable[str]) -> dict[str, frozenset[date]]:
+        steps: dict[str, set[date]] = {}
+        for backfill_id in ids:
+            for step_id, days in self.overlap[backfill_id].items():
+                steps.setdefault(step_id, set()).update(days)
+        return {step_id: frozenset(days) for step_id, days in steps.items()}
+
+
+class _Contended(Exception):
+    """A key changed under a lease that ran out, or an earlier admission's claims were dropped:
+    lease, read and decide again."""
 
 
 class ClaimRegistry:
@@ -86,23 +167,24 @@ class ClaimRegistry:
         table_name: str,
         load_claims: Callable[[str], ClaimSet],
         live_holders: Callable[[list[str]], set[str]],
-        lock_seconds: int = 30,
-        lock_wait_seconds: float | None = None,
+        lease_seconds: int = 30,
+        wait_seconds: float | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ):
-        """`load_claims(uri)` reads a stored claim set; `live_holders(ids)` says which of those
-        backfills may still write (their status is not terminal), all in one read. The lock is
-        waited for a little longer than its lease, so a crashed holder never makes admission fail."""
+        """`load_claims(uri)` reads a stored claim set (a backfill's own, on release; a queued
+        one's, to tell whether it can start); `live_holders(ids)` says which of those backfills
+        may still write (their status is not terminal), all in one read. A leased key is
+        waited for a little longer than a lease, so a crashed lease holder never makes
+        admission fail."""
         self._ddb = dynamodb_client
         self._table = table_name
         self._load = load_claims
         self._live_holders = live_holders
-        self._lock_seconds = lock_seconds
-        self._lock_wait = lock_seconds + 5 if lock_wait_seconds is None else lock_wait_seconds
+        self._lease_seconds = lease_seconds
+        self._wait = lease_seconds + 5 if wait_seconds is None else wait_seconds
         self._clock = clock
         self._sleep = sleep
-        self._cache: dict[str, ClaimSet] = {}
 
     # -- public ----------------------------------------------------------------------------
     def admit(
@@ -110,208 +192,533 @@ class ClaimRegistry:
     ) -> Admission:
         """Admit the backfill if it overlaps no active one (nor an earlier queued one); else
         queue it (`wait`) or refuse it (`refuse`). Idempotent: admitting an admitted backfill
-        answers Admitted again."""
-        with self._admission_lock():
-            active, queued = self._live_entries()
-            if any(entry.backfill_id == backfill_id for entry in active):
-                return Admitted(backfill_id)
-            mine = next((entry for entry in queued if entry.backfill_id == backfill_id), None)
-            my_key = mine.sort_key if mine else f"{submitted_at}#{backfill_id}"
-            ahead = [
-                entry for entry in queued if entry.sort_key < my_key and entry.backfill_id != backfill_id
-            ]
-            blocking: list[str] = []
-            overlap: dict[str, frozenset[date]] = {}
-            for entry in [*active, *ahead]:
-                shared = claims.overlap(self._claims(entry.claims_uri))
-                if shared:
-                    blocking.append(entry.backfill_id)
-                    for step_id, days in shared.items():
-                        overlap[step_id] = overlap.get(step_id, frozenset()) | days
-            if not blocking:
-                self._put("active", backfill_id, claims_uri)
-                if mine is not None:
-                    self._delete("queued", mine.sort_key)
-                self._cache[claims_uri] = claims
-                return Admitted(backfill_id)
-            if on_overlap == "refuse":
-                return Refused(backfill_id, blocking[0], overlap)
-            if mine is None:
-                self._put("queued", my_key, claims_uri)
-            return Queued(backfill_id, blocking, overlap)
+        answers Admitted again; a queued one keeps its place."""
+        masks = claims.buckets()
+        digest = claims.digest()
+        keys = list(masks)
+
+        def attempt(token: str) -> Admission:
+            items, mine = self._read(keys, holder=backfill_id)
+            if mine is not None and mine.digest != digest:  # an earlier admission's claims (a retry's)
+                self._drop_stale(backfill_id, mine, keep=masks)
+                raise _Contended
+            if (
+                mine is not None
+                and mine.kind == "active"
+                and _entries_match(backfill_id, "active", masks, items)
+            ):
+                return Admitted(backfill_id)  # admitted before (a redelivery)
+            leased = self._lease(keys, items, token)
+            written = False
+            try:
+                order = mine.order if mine is not None else f"{submitted_at}#{backfill_id}"
+                # An admitted backfill whose entries need writing again waits only for active ones.
+                blockers = _blockers(
+                    backfill_id, order, masks, leased, active_only=mine is not None and mine.kind == "active"
+                )
+                dead = self._dead(blockers.ids())
+                live = [i for i in blockers.ids() if i not in dead]
+                kind: Kind = "queued" if live else "active"
+                answer: Admission
+                if not live:
+                    answer = Admitted(backfill_id)
+                elif on_overlap == "refuse":
+                    return Refused(backfill_id, live[0], blockers.union(live))
+                else:
+                    answer = Queued(backfill_id, live, blockers.union(live))
+                same = mine is not None and mine.kind == kind
+                if same and not dead and _entries_match(backfill_id, kind, masks, leased):
+                    return answer  # queued before, still blocked: it keeps its place
+                holder = Holder(backfill_id, kind, order, claims_uri, digest)
+                self._write(holder, masks, leased, dead=dead, put_holder=not same)
+                written = True  # each write handed its lease back
+                return answer
+            finally:
+                if not written:
+                    self._unlease(leased)
+
+        token = uuid.uuid4().hex  # one for every attempt: a lease an attempt left is its own
+        return self._retrying(lambda: attempt(token), what=f"admitting {backfill_id}")
 
     def release(self, backfill_id: str) -> list[str]:
-        """Drop the backfill's claim (and queue place); return the queued backfills that
+        """Drop the backfill's claims and its holder item; return the queued backfills that
         could now start, in submission order (the caller starts them)."""
-        with self._admission_lock():
-            active, queued = self._live_entries()
-            for entry in active:
-                if entry.backfill_id == backfill_id:
-                    self._delete("active", entry.sort_key)
-            for entry in queued:
-                if entry.backfill_id == backfill_id:
-                    self._delete("queued", entry.sort_key)
-            return self._ready(
-                [e for e in active if e.backfill_id != backfill_id],
-                [e for e in queued if e.backfill_id != backfill_id],
-            )
+        return self._ready(sorted(self._release(backfill_id)))
 
     def startable(self) -> list[str]:
-        """The periodic sweep: drop the claims of backfills that ended without releasing them
+        """The periodic sweep: release the holders whose backfills ended without releasing
         (a crash), then return the queued backfills that can start now, in submission order
         (the caller starts them)."""
-        with self._admission_lock():
-            active, queued = self._live_entries()
-            return self._ready(active, queued)
-
-    def _ready(self, active: list[_Entry], queued: list[_Entry]) -> list[str]:
-        holders = [self._claims(e.claims_uri) for e in active]
-        ready: list[str] = []
-        waiting: list[ClaimSet] = []
-        for entry in queued:
-            claims = self._claims(entry.claims_uri)
-            if any(claims.overlap(other) for other in [*holders, *waiting]):
-                waiting.append(claims)
-            else:
-                ready.append(entry.backfill_id)
-                holders.append(claims)  # it will claim these; later ones queue behind it
-        return ready
+        holders = self._holders()
+        alive = self._alive([h.backfill_id for h in holders])
+        for holder in holders:
+            if holder.backfill_id not in alive:
+                log.info(
+                    "dropping the %s claims of %s: the backfill has ended", holder.kind, holder.backfill_id
+                )
+                self._release(holder.backfill_id)
+        return self._ready([h.backfill_id for h in holders if h.kind == "queued" and h.backfill_id in alive])
 
     def holders(self) -> dict[str, list[str]]:
         """{'active': [...], 'queued': [...]} (queued in submission order), live ones only."""
-        active, queued = self._scan_entries()
-        alive = self._alive([*active, *queued])
+        holders = self._holders()
+        alive = self._alive([h.backfill_id for h in holders])
+        live = [h for h in holders if h.backfill_id in alive]
         return {
-            "active": [e.backfill_id for e in active if e.backfill_id in alive],
-            "queued": [e.backfill_id for e in queued if e.backfill_id in alive],
+            "active": sorted(h.backfill_id for h in live if h.kind == "active"),
+            "queued": [h.backfill_id for h in sorted(live, key=lambda h: h.order) if h.kind == "queued"],
         }
 
-    # -- entries ---------------------------------------------------------------------------
-    def _live_entries(self) -> tuple[list[_Entry], list[_Entry]]:
-        """Active and queued entries of live backfills; stale ones are deleted on the way."""
-        active, queued = self._scan_entries()
-        alive = self._alive([*active, *queued])
-        live: tuple[list[_Entry], list[_Entry]] = ([], [])
-        for bucket, entries in zip(live, (active, queued), strict=True):
-            for entry in entries:
-                if entry.backfill_id in alive:
-                    bucket.append(entry)
-                else:
-                    log.info(
-                        "dropping the %s claim of %s: the backfill has ended", entry.kind, entry.backfill_id
-                    )
-                    self._delete(entry.kind, entry.sort_key)
-        return live
+    def _release(self, backfill_id: str) -> set[str]:
+        """Drop the backfill's entries, then its holder item; the queued backfills seen on its keys."""
+        holder = self._holder(backfill_id)
+        if holder is None:
+            return set()
+        waiting = self._remove(backfill_id, list(self._load(holder.claims_uri).buckets()))
+        self._delete_holder(backfill_id)
+        return waiting - {backfill_id}
 
-    def _alive(self, entries: list[_Entry]) -> set[str]:
-        ids = sorted({entry.backfill_id for entry in entries})
+    # -- deciding --------------------------------------------------------------------------
+    def _dead(self, backfill_ids: list[str]) -> set[str]:
+        return set(backfill_ids) - self._alive(backfill_ids) if backfill_ids else set()
+
+    def _alive(self, backfill_ids: list[str]) -> set[str]:
+        ids = sorted(set(backfill_ids))
         return self._live_holders(ids) if ids else set()
 
-    def _scan_entries(self) -> tuple[list[_Entry], list[_Entry]]:
-        return self._query("active"), self._query("queued")
+    def _ready(self, candidates: Sequence[str]) -> list[str]:
+        """Which of these queued backfills could be admitted now, in submission order: read
+        their holder items, their claim sets and their keys (nothing else)."""
+        holders = [h for h in self._holders_of(candidates) if h.kind == "queued"]
+        if not holders:
+            return []
+        masks = {h.backfill_id: self._load(h.claims_uri).buckets() for h in holders}
+        keys = sorted({key for mine in masks.values() for key in mine})
+        items, _ = self._read(keys, holder=None)
+        verdicts = {
+            h.backfill_id: _blockers(h.backfill_id, h.order, masks[h.backfill_id], items) for h in holders
+        }
+        everyone = {i for blockers in verdicts.values() for i in blockers.ids()} | set(masks)
+        alive = self._alive(sorted(everyone))
+        return [
+            holder.backfill_id
+            for holder in sorted(holders, key=lambda h: h.order)
+            if holder.backfill_id in alive
+            and not [i for i in verdicts[holder.backfill_id].ids() if i in alive]
+        ]
 
-    def _query(self, kind: Literal["active", "queued"]) -> list[_Entry]:
-        entries: list[_Entry] = []
+    # -- reading ---------------------------------------------------------------------------
+    def _read(
+        self, keys: Sequence[ClaimKey], *, holder: str | None
+    ) -> tuple[dict[ClaimKey, KeyItem], Holder | None]:
+        """The key items (absent ones as empty, version 0) and, when asked, one holder item:
+        one BatchGetItem for up to 99 keys and the holder."""
+        wanted = [*([_holder_key(holder)] if holder is not None else []), *map(_key_of, keys)]
+        items = {key: KeyItem(key, 0, {}) for key in keys}
+        mine: Holder | None = None
+        for raw in self._batch_get(wanted):
+            if raw["pk"]["S"] == HOLDER_PK:
+                mine = _holder_from(raw)
+            else:
+                item = _key_item_from(raw)
+                items[item.key] = item
+        return items, mine
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Consistent reads, 100 keys a request; keys DynamoDB left unprocessed asked again."""
+        for start in range(0, len(keys), MAX_BATCH_KEYS):
+            pending = keys[start : start + MAX_BATCH_KEYS]
+            delay = 0.02
+            while pending:
+                try:
+                    response = self._ddb.batch_get_item(
+                        RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
+                    )
+                except (ClientError, BotoCoreError) as error:
+                    raise ClaimsUnavailableError(f"reading claims from {self._table}: {error}") from error
+                yield from response.get("Responses", {}).get(self._table, [])
+                pending = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+                if pending:
+                    self._sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
+    def _holder(self, backfill_id: str) -> Holder | None:
+        try:
+            raw = self._ddb.get_item(TableName=self._table, Key=_holder_key(backfill_id), ConsistentRead=True)
+        except (ClientError, BotoCoreError) as error:
+            raise ClaimsUnavailableError(f"reading the holder item of {backfill_id}: {error}") from error
+        return _holder_from(raw["Item"]) if "Item" in raw else None
+
+    def _holders_of(self, backfill_ids: Sequence[str]) -> list[Holder]:
+        return [_holder_from(raw) for raw in self._batch_get([_holder_key(i) for i in backfill_ids])]
+
+    def _holders(self) -> list[Holder]:
+        """Every holder item (the sweep and `holders` only: an admission never lists them)."""
+        holders: list[Holder] = []
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": kind}},
+            "ExpressionAttributeValues": {":pk": {"S": HOLDER_PK}},
             "ConsistentRead": True,
         }
         try:
             while True:
                 page = self._ddb.query(**kwargs)
-                for item in page.get("Items", []):
-                    data = plain_from_item(item)
-                    entries.append(_Entry(kind, data["backfill_id"], data["sk"], data["claims_uri"]))
+                holders.extend(_holder_from(item) for item in page.get("Items", []))
                 if "LastEvaluatedKey" not in page:
-                    break
+                    return holders
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         except (ClientError, BotoCoreError) as error:
-            raise ClaimsUnavailableError(f"reading {kind} claims from {self._table}: {error}") from error
-        return sorted(entries, key=lambda entry: entry.sort_key)
+            raise ClaimsUnavailableError(f"listing the holders in {self._table}: {error}") from error
 
-    def _put(self, kind: str, sort_key: str, claims_uri: str) -> None:
-        backfill_id = sort_key.rsplit("#", 1)[-1]
+    # -- leases ----------------------------------------------------------------------------
+    def _lease(
+        self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
+    ) -> dict[ClaimKey, KeyItem]:
+        """Lease every key, each by writing it back as read with the lease (on the condition
+        that its version is still the one read); returns the items as leased (what the
+        decision reads). A crashed holder's lease runs out after `lease_seconds`.
+
+        A plan of up to ALL_OR_NONE_KEYS keys takes them all at once or none: when one is
+        taken it hands back what it got and tries again shortly, holding nothing while it
+        waits (so admissions never queue up behind a waiting one). A larger plan, which would
+        rarely find all its keys free at once, takes them at once too, then waits for the
+        taken ones in key order holding only the smaller ones: every such admission waits in
+        the same order, so none waits in a circle, and it is never starved."""
+        if len(keys) <= ALL_OR_NONE_KEYS:
+            return self._lease_all_or_none(keys, items, token)
+        leased: dict[ClaimKey, KeyItem] = {}
+        try:
+            now = self._clock()
+            free = [key for key in keys if not self._held_by_another(items[key], token, now)]
+            for key, item in zip(
+                free, _parallel(lambda key: self._lease_one(items[key], token), free), strict=True
+            ):
+                if item is not None:
+                    leased[key] = item
+            missing = [key for key in keys if key not in leased]
+            if missing:
+                self._unlease({key: leased.pop(key) for key in list(leased) if key > missing[0]})
+                give_up = self._clock() + self._wait
+                for key in [key for key in keys if key not in leased]:
+                    leased[key] = self._lease_waiting(key, token, give_up)
+        except BaseException:
+            self._unlease(leased)
+            raise
+        return {key: leased[key] for key in keys}
+
+    def _lease_all_or_none(
+        self, keys: Sequence[ClaimKey], items: Mapping[ClaimKey, KeyItem], token: str
+    ) -> dict[ClaimKey, KeyItem]:
+        current: Mapping[ClaimKey, KeyItem] = items
+        give_up = self._clock() + self._wait
+        delay = 0.01
+        while True:
+            now = self._clock()
+            taken = [key for key in keys if self._held_by_another(current[key], token, now)]
+            if not taken:
+                got = _parallel(lambda item: self._lease_one(item, token), [current[key] for key in keys])
+                leased = {key: item for key, item in zip(keys, got, strict=True) if item is not None}
+                if len(leased) == len(keys):
+                    return leased
+                self._unlease(leased)
+                taken = [key for key in keys if key not in leased]
+            if now >= give_up:
+                key = taken[0]
+                raise ClaimsUnavailableError(
+                    f"the claim key {key.step_id} {key.week} of {self._table} stayed leased for {self._wait:.0f} s"
+                )
+            self._sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, MAX_POLL_SECONDS)
+            current, _ = self._read(keys, holder=None)  # the handed-back keys changed too
+
+    def _lease_waiting(self, key: ClaimKey, token: str, give_up: float) -> KeyItem:
+        """Lease one key, waiting while another admission holds it (until `give_up`)."""
+        delay = 0.01
+        while True:
+            item = self._get_key(key)
+            now = self._clock()
+            if not self._held_by_another(item, token, now):
+                leased = self._lease_one(item, token)
+                if leased is not None:
+                    return leased
+            if now >= give_up:
+                raise ClaimsUnavailableError(
+                    f"the claim key {key.step_id} {key.week} of {self._table} stayed leased for {self._wait:.0f} s"
+                )
+            self._sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, MAX_POLL_SECONDS)
+
+    def _lease_one(self, item: KeyItem, token: str) -> KeyItem | None:
+        """The item leased, or None when it changed since it was read."""
+        until = int(self._clock()) + self._lease_seconds
+        mine = replace(item, version=item.version + 1, lease=token, lease_until=until)
+        return mine if self._put_key(mine, expected=item.version) else None
+
+    @staticmethod
+    def _held_by_another(item: KeyItem, token: str, now: float) -> bool:
+        return bool(item.lease) and item.lease != token and item.lease_until >= now
+
+    def _unlease(self, leased: Mapping[ClaimKey, KeyItem]) -> None:
+        """Hand the leases back unchanged (best effort: a lease left behind runs out by itself)."""
+
+        def unlease(item: KeyItem) -> None:
+            with contextlib.suppress(ClaimsUnavailableError):
+                self._put_key(
+                    replace(item, version=item.version + 1, lease=None, lease_until=0), expected=item.version
+                )
+
+        _parallel(unlease, list(leased.values()))
+
+    # -- writing ---------------------------------------------------------------------------
+    def _write(
+        self,
+        holder: Holder,
+        masks: Mapping[ClaimKey, int],
+        leased: Mapping[ClaimKey, KeyItem],
+        *,
+        dead: set[str],
+        put_holder: bool,
+    ) -> None:
+        """The holder item (when `put_holder`) and this backfill's entry on every leased key
+        (dropping dead holders' entries on the way), all at once, each entry handing its
+        key's lease back on the condition that the key is as leased (a release may drop an
+        entry under a lease: then lease, read and decide again)."""
+        written: list[KeyItem] = []
+        for key, mask in masks.items():
+            item = leased[key]
+            entries = {i: e for i, e in item.entries.items() if i not in dead}
+            if holder.backfill_id not in entries and len(entries) >= MAX_ENTRIES_PER_KEY:
+                raise ClaimsUnavailableError(
+                    f"{len(entries)} backfills already hold or wait for {key.step_id} in {key.week}; "
+                    f"at most {MAX_ENTRIES_PER_KEY} can"
+                )
+            entries[holder.backfill_id] = Entry(holder.kind, holder.order, mask)
+            written.append(KeyItem(key, item.version + 1, entries))
+
+        def write(item: KeyItem | None) -> bool:
+            if item is None:
+                self._put_holder(holder, keys=len(masks))
+                return True
+            return self._put_key(item, expected=item.version - 1)
+
+        if not all(_parallel(write, [*([None] if put_holder else []), *written])):
+            raise _Contended
+
+    def _put_key(self, item: KeyItem, *, expected: int) -> bool:
+        """Write a key item whole, on the condition that its version is `expected` (0: that it
+        does not exist); False when it is not."""
+        condition = (
+            {"ConditionExpression": "ver = :ver", "ExpressionAttributeValues": {":ver": {"N": str(expected)}}}
+            if expected
+            else {"ConditionExpression": "attribute_not_exists(pk)"}
+        )
+        try:
+            self._ddb.put_item(TableName=self._table, Item=_key_item_to(item), **condition)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise ClaimsUnavailableError(
+                f"writing the claim key {item.key} to {self._table}: {error}"
+            ) from error
+        except BotoCoreError as error:
+            raise ClaimsUnavailableError(
+                f"writing the claim key {item.key} to {self._table}: {error}"
+            ) from error
+        return True
+
+    def _get_key(self, key: ClaimKey) -> KeyItem:
+        try:
+            raw = self._ddb.get_item(TableName=self._table, Key=_key_of(key), ConsistentRead=True)
+        except (ClientError, BotoCoreError) as error:
+            raise ClaimsUnavailableError(
+                f"reading the claim key {key} from {self._table}: {error}"
+            ) from error
+        return _key_item_from(raw["Item"]) if "Item" in raw else KeyItem(key, 0, {})
+
+    def _put_holder(self, holder: Holder, *, keys: int) -> None:
         item = {
-            "pk": {"S": kind},
-            "sk": {"S": sort_key},
-            "backfill_id": {"S": backfill_id},
-            "claims_uri": {"S": claims_uri},
-            "at": attribute(int(self._clock())),
+            **_holder_key(holder.backfill_id),
+            "backfill_id": {"S": holder.backfill_id},
+            "kind": {"S": holder.kind},
+            "order": {"S": holder.order},
+            "claims_uri": {"S": holder.claims_uri},
+            "digest": {"S": holder.digest},
+            "keys": {"N": str(keys)},
+            "at": {"N": str(int(self._clock()))},
         }
         try:
             self._ddb.put_item(TableName=self._table, Item=item)
         except (ClientError, BotoCoreError) as error:
-            raise ClaimsUnavailableError(f"writing the {kind} claim of {backfill_id}: {error}") from error
+            raise ClaimsUnavailableError(
+                f"writing the holder item of {holder.backfill_id}: {error}"
+            ) from error
 
-    def _delete(self, kind: str, sort_key: str) -> None:
+    def _remove(self, backfill_id: str, keys: Sequence[ClaimKey]) -> set[str]:
+        """Remove the backfill's entry from these keys (leased or not: it only frees days; the
+        version it raises makes a lease holder that read the entry read again); return the
+        queued backfills the keys hold afterwards."""
+        waiting: set[str] = set()
+        items, _ = self._read(keys, holder=None)
+        for key in keys:
+            item = items[key]
+            while backfill_id in item.entries:
+                entries = {i: e for i, e in item.entries.items() if i != backfill_id}
+                if not entries and not item.lease:
+                    if self._delete_key(item):
+                        break
+                elif self._put_key(
+                    replace(item, version=item.version + 1, entries=entries), expected=item.version
+                ):
+                    item = replace(item, entries=entries)
+                    break
+                item = self._get_key(key)
+            waiting |= {i for i, entry in item.entries.items() if entry.kind == "queued"}
+        return waiting
+
+    def _delete_key(self, item: KeyItem) -> bool:
+        """A key item nobody holds any more goes, unless it changed since it was read."""
         try:
-            self._ddb.delete_item(TableName=self._table, Key={"pk": {"S": kind}, "sk": {"S": sort_key}})
-        except (ClientError, BotoCoreError) as error:
-            raise ClaimsUnavailableError(f"deleting the {kind} claim {sort_key}: {error}") from error
-
-    def _claims(self, uri: str) -> ClaimSet:
-        if uri not in self._cache:  # a claim set never changes once written
-            self._cache[uri] = self._load(uri)
-        return self._cache[uri]
-
-    # -- the admission lock ----------------------------------------------------------------
-    def _admission_lock(self) -> _Lock:
-        return _Lock(self)
-
-
-class _Lock:
-    """A conditional-put lease on the lock item; released by a conditional delete."""
-
-    def __init__(self, registry: ClaimRegistry):
-        self._registry = registry
-        self._token = uuid.uuid4().hex
-
-    def __enter__(self) -> None:
-        registry = self._registry
-        give_up = registry._clock() + registry._lock_wait
-        delay = 0.05
-        while True:
-            now = int(registry._clock())
-            try:
-                registry._ddb.put_item(
-                    TableName=registry._table,
-                    Item={
-                        **LOCK_KEY,
-                        "token": {"S": self._token},
-                        "lease_until": attribute(now + registry._lock_seconds),
-                    },
-                    ConditionExpression="attribute_not_exists(pk) OR lease_until < :now",
-                    ExpressionAttributeValues={":now": attribute(now)},
-                )
-                return
-            except ClientError as error:
-                if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                    raise ClaimsUnavailableError(f"taking the admission lock: {error}") from error
-            except BotoCoreError as error:
-                raise ClaimsUnavailableError(f"taking the admission lock: {error}") from error
-            if registry._clock() >= give_up:
-                raise ClaimsUnavailableError(
-                    f"the admission lock of {registry._table} stayed taken for {registry._lock_wait:.0f} s"
-                )
-            registry._sleep(delay)
-            delay = min(delay * 2, 1.0)
-
-    def __exit__(self, *exc: object) -> None:
-        registry = self._registry
-        try:
-            registry._ddb.delete_item(
-                TableName=registry._table,
-                Key=LOCK_KEY,
-                ConditionExpression="#token = :token",
-                ExpressionAttributeNames={"#token": "token"},
-                ExpressionAttributeValues={":token": {"S": self._token}},
+            self._ddb.delete_item(
+                TableName=self._table,
+                Key=_key_of(item.key),
+                ConditionExpression="ver = :ver",
+                ExpressionAttributeValues={":ver": {"N": str(item.version)}},
             )
-        except ClientError as error:  # lease ran out and another took it: theirs now
-            log.warning("admission lock not released: %s", error.response.get("Error", {}).get("Code"))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise ClaimsUnavailableError(f"deleting the claim key {item.key}: {error}") from error
         except BotoCoreError as error:
-            log.warning("admission lock not released (it runs out by itself): %s", error)
+            raise ClaimsUnavailableError(f"deleting the claim key {item.key}: {error}") from error
+        return True
+
+    def _drop_stale(self, backfill_id: str, holder: Holder, *, keep: Mapping[ClaimKey, int]) -> None:
+        """An earlier admission of this backfill claimed other keys (a retry claims less):
+        drop its entries outside the new claim set, and its holder item."""
+        self._remove(backfill_id, [key for key in self._load(holder.claims_uri).buckets() if key not in keep])
+        self._delete_holder(backfill_id)
+
+    def _delete_holder(self, backfill_id: str) -> None:
+        try:
+            self._ddb.delete_item(TableName=self._table, Key=_holder_key(backfill_id))
+        except (ClientError, BotoCoreError) as error:
+            raise ClaimsUnavailableError(f"deleting the holder item of {backfill_id}: {error}") from error
+
+    # -- retrying --------------------------------------------------------------------------
+    def _retrying(self, attempt: Callable[[], _T], *, what: str) -> _T:
+        """Run `attempt` until no key it leased changed under it (a lease ran out); given up
+        after `wait_seconds` (the platform delivers the event again)."""
+        give_up = self._clock() + self._wait
+        delay = 0.02
+        while True:
+            try:
+                return attempt()
+            except _Contended:
+                if self._clock() >= give_up:
+                    raise ClaimsUnavailableError(
+                        f"{what}: its claim keys in {self._table} kept changing for {self._wait:.0f} s"
+                    ) from None
+                log.info("%s: a claim key changed under its lease; leasing again", what)
+                self._sleep(random.uniform(delay / 2, delay))
+                delay = min(delay * 2, 0.2)
+
+
+def _blockers(
+    backfill_id: str,
+    order: str,
+    masks: Mapping[ClaimKey, int],
+    items: Mapping[ClaimKey, KeyItem],
+    *,
+    active_only: bool = False,
+) -> _Blockers:
+    """Every other backfill active on a shared day, or queued before this one on one."""
+    blockers = _Blockers()
+    for key, mask in masks.items():
+        item = items.get(key)
+        if item is None:
+            continue
+        for other, entry in item.entries.items():
+            shared = entry.mask & mask
+            ahead = entry.kind == "active" or (not active_only and entry.order < order)
+            if other != backfill_id and shared and ahead:
+                blockers.add(other, entry, key, shared)
+    return blockers
+
+
+def _entries_match(
+    backfill_id: str, kind: Kind, masks: Mapping[ClaimKey, int], items: Mapping[ClaimKey, KeyItem]
+) -> bool:
+    """Whether every key already holds this backfill's entry of this kind (nothing to write)."""
+    for key, mask in masks.items():
+        entry = items[key].entries.get(backfill_id) if key in items else None
+        if entry is None or entry.kind != kind or entry.mask != mask:
+            return False
+    return True
+
+
+# -- items -------------------------------------------------------------------------------
+def _key_of(key: ClaimKey) -> dict[str, Any]:
+    return {"pk": {"S": KEY_PK_PREFIX + key.step_id}, "sk": {"S": key.week}}
+
+
+def _holder_key(backfill_id: str) -> dict[str, Any]:
+    return {"pk": {"S": HOLDER_PK}, "sk": {"S": backfill_id}}
+
+
+def _key_item_from(raw: Mapping[str, Any]) -> KeyItem:
+    entries = {
+        backfill_id: Entry(kind="active" if kind == "active" else "queued", order=order, mask=mask)
+        for backfill_id, (kind, order, mask) in json.loads(raw.get("entries", {}).get("S", "{}")).items()
+    }
+    return KeyItem(
+        key=ClaimKey(raw["pk"]["S"][len(KEY_PK_PREFIX) :], raw["sk"]["S"]),
+        version=int(raw.get("ver", {}).get("N", "0")),
+        entries=entries,
+        lease=raw["lease"]["S"] if "lease" in raw else None,
+        lease_until=int(raw["lease_until"]["N"]) if "lease_until" in raw else 0,
+    )
+
+
+def _key_item_to(item: KeyItem) -> dict[str, Any]:
+    """The entries as one JSON string: compact, and read and written whole anyway."""
+    entries = {i: [e.kind, e.order, e.mask] for i, e in sorted(item.entries.items())}
+    raw: dict[str, Any] = {
+        **_key_of(item.key),
+        "ver": {"N": str(item.version)},
+        "entries": {"S": json.dumps(entries, separators=(",", ":"))},
+    }
+    if item.lease:
+        raw["lease"], raw["lease_until"] = {"S": item.lease}, {"N": str(item.lease_until)}
+    return raw
+
+
+def _holder_from(raw: Mapping[str, Any]) -> Holder:
+    return Holder(
+        backfill_id=raw["sk"]["S"],
+        kind="active" if raw["kind"]["S"] == "active" else "queued",
+        order=raw["order"]["S"],
+        claims_uri=raw["claims_uri"]["S"],
+        digest=raw["digest"]["S"],
+    )
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _parallel(call: Callable[[_A], _T], items: Sequence[_A]) -> list[_T]:
+    """`call` on every item at once (a few threads the process shares), results in order;
+    every call has ended before the first error, if any, is raised."""
+    global _POOL
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=MAX_PARALLEL, thread_name_prefix="claims")
+    futures = [_POOL.submit(call, item) for item in items]
+    wait(futures)
+    return [future.result() for future in futures]
 
 
 def registry_for(

@@ -8,11 +8,16 @@ Two global secondary indexes (template.yaml, StatusTable):
 - `by_state`: partition `state`, sort `updated_at`: the backfills in one state.
 
 Owner, submitter and name filters are applied by DynamoDB (FilterExpression) on what the
-index returns, so they cost read capacity but no client-side scan."""
+index returns, so they cost read capacity but no client-side scan.
+
+DynamoDB is asked for one page at a time (`Limit`), never for a month's whole partition: as
+many items as the listing still lacks (at most PAGE_ITEMS), or PAGE_ITEMS with a filter (a
+`Limit` counts the items read before the filter drops some); the next page only when the
+listing still lacks some."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -27,7 +32,7 @@ BY_MONTH_INDEX = "by_month"
 BY_STATE_INDEX = "by_state"
 LIST_MONTH_ATTRIBUTE = "list_month"
 OLDEST_MONTHS_BACK = 36  # without `since`, a listing looks back at most three years
-MAX_QUERY_PAGE = 1000  # items one Query reads at most (DynamoDB also stops at 1 MB)
+PAGE_ITEMS = 100  # the most one Query asks for
 
 
 def list_month(created_at: str | datetime) -> str:
@@ -51,14 +56,22 @@ def list_backfills(
 ) -> list[StatusRecord]:
     """Newest first, at most `where.limit` records."""
     records: list[StatusRecord] = []
-    for item in _items(dynamodb_client, table_name, where, today or datetime.now(UTC).date()):
+
+    def page_size() -> int:
+        lacking = where.limit - len(records)
+        return PAGE_ITEMS if filtered else max(1, min(lacking, PAGE_ITEMS))
+
+    filtered = bool(where.owner or where.submitted_by or where.name)
+    for item in _items(dynamodb_client, table_name, where, today or datetime.now(UTC).date(), page_size):
         records.append(record_from_item(item))
         if len(records) >= where.limit:
             break
     return records
 
 
-def _items(client: Any, table: str, where: ListFilter, today: date) -> Iterator[dict[str, Any]]:
+def _items(
+    client: Any, table: str, where: ListFilter, today: date, page_size: Callable[[], int]
+) -> Iterator[dict[str, Any]]:
     filters, names, values = _filters(where)
     since = where.since.astimezone(UTC).isoformat() if where.since else None
     if where.state is not None:
@@ -67,7 +80,7 @@ def _items(client: Any, table: str, where: ListFilter, today: date) -> Iterator[
         values[":state"] = {"S": str(where.state)}
         if since:
             values[":since"] = {"S": since}
-        yield from _query(client, table, BY_STATE_INDEX, key, filters, names, values, page=where.limit)
+        yield from _query(client, table, BY_STATE_INDEX, key, filters, names, values, page_size)
         return
     for month in _months_back(today, where.since):
         month_values = {**values, ":month": {"S": month}}
@@ -75,7 +88,7 @@ def _items(client: Any, table: str, where: ListFilter, today: date) -> Iterator[
         if since:
             key += " AND created_at >= :since"
             month_values[":since"] = {"S": since}
-        yield from _query(client, table, BY_MONTH_INDEX, key, filters, names, month_values, page=where.limit)
+        yield from _query(client, table, BY_MONTH_INDEX, key, filters, names, month_values, page_size)
 
 
 def _filters(where: ListFilter) -> tuple[list[str], dict[str, str], dict[str, Any]]:
@@ -112,18 +125,15 @@ def _query(
     filters: list[str],
     names: dict[str, str],
     values: dict[str, Any],
-    *,
-    page: int,
+    page_size: Callable[[], int],
 ) -> Iterator[dict[str, Any]]:
-    """Every item of the index's partition, newest first, `page` items read per Query (`Limit`
-    counts items read before the filter, so a filtered listing reads on until it has enough)."""
+    """One page at a time; the next is asked for only when the listing wants more."""
     kwargs: dict[str, Any] = {
         "TableName": table,
         "IndexName": index,
         "KeyConditionExpression": key,
         "ExpressionAttributeValues": values,
         "ScanIndexForward": False,
-        "Limit": max(1, min(page, MAX_QUERY_PAGE)),
     }
     if names:
         kwargs["ExpressionAttributeNames"] = names
@@ -131,10 +141,10 @@ def _query(
         kwargs["FilterExpression"] = " AND ".join(filters)
     try:
         while True:
-            answer = client.query(**kwargs)
-            yield from answer.get("Items", [])
-            if "LastEvaluatedKey" not in answer:
+            page = client.query(**kwargs, Limit=page_size())
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
                 return
-            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     except (ClientError, BotoCoreError) as error:
         raise StatusStoreError(f"listing backfills from {table} ({index}): {error}") from error
