@@ -70,6 +70,10 @@ def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
         "AIRFLOW__BACKFILL__SPARK_COMMAND": f"{sys.executable} {dispatcher}",
         # how long a chunk task rides out an unreachable API server (default 300 s): minutes here
         "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "60",
+        # Production-like retries: a restart costs the task it interrupted one try, and a task
+        # the scheduler starts before the api-server is back fails to start and costs another.
+        "AIRFLOW__BACKFILL__TASK_RETRIES": "2",
+        "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "15",
         # A restarted scheduler resets the tasks of the one that died once that one's heartbeat
         # is `scheduler_health_check_threshold` (30 s) old, at its next orphan check: every
         # 300 s by default, every 15 s here.
