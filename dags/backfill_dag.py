@@ -55,7 +55,7 @@ from backfill_runtime.options import (
 )
 
 if TYPE_CHECKING:
-    from backfill_runtime.reruns import Rerun
+    from backfill_runtime.reruns import ChunkProgress, Rerun, RerunBatch
 
     from backfill_orchestrator.contracts import Plan, RerunChunk, RunState
 
@@ -380,7 +380,7 @@ def _rerun_states(
         if task_state == "success":  # the task succeeds only when every rerun did
             states.update(dict.fromkeys(range(chunk.start, chunk.end), "success"))
             continue
-        outcomes = ChunkOutcomes.read(chunk.outcomes_uri, run_id=ti.run_id)
+        outcomes = ChunkOutcomes.read(chunk.outcomes_uri, run_id=ti.run_id).outcomes
         for offset in range(chunk.end - chunk.start):
             states[chunk.start + offset] = outcomes.get(offset) or task_state
     return states
@@ -483,24 +483,47 @@ def prepare(slot: int) -> list[dict[str, Any]]:
 def _rerun_inline(ti: Any, chunk: RerunChunk, reruns: list[Rerun]) -> dict[int, str]:
     """Rerun one chunk inside `prepare`, with the chunk task's retry policy (what failed is
     rerun after the retry delay, `task_retries` times); index -> the run's end state."""
-    from backfill_runtime.reruns import ChunkOutcomes, RerunBatch
+    from backfill_runtime.reruns import ChunkOutcomes
 
-    outcomes = ChunkOutcomes.read(chunk.outcomes_uri, run_id=ti.run_id) if ti.try_number > 1 else {}
+    progress = ChunkOutcomes.read(chunk.outcomes_uri, run_id=ti.run_id)
+    outcomes: dict[int, str] = {}
     for attempt in range(SHAPE.task_retries + 1):
         if attempt:
             time.sleep(min(SHAPE.retry_delay_seconds * 2 ** (attempt - 1), SHAPE.max_retry_delay_seconds))
-        outcomes = RerunBatch(
-            reruns,
-            supervisor=_supervisor(),
-            concurrency=SHAPE.max_parallel_dag_runs,
-            poke_seconds=SHAPE.rerun_poke_seconds,
-            outcomes=outcomes,
-            checkpoint=lambda now: ChunkOutcomes.write(chunk.outcomes_uri, run_id=ti.run_id, outcomes=now),
-            owner=(ti.dag_id, ti.run_id),
-        ).run()
+        batch = _rerun_batch(ti, chunk.outcomes_uri, reruns, progress)
+        outcomes = _run_batch(batch)
+        progress = batch.progress
         if all(outcomes.get(i) == "success" for i in range(len(reruns))):
             break
     return {i: outcomes.get(i) or "not run" for i in range(len(reruns))}
+
+
+def _rerun_batch(ti: Any, outcomes_uri: str, reruns: list[Rerun], progress: ChunkProgress) -> RerunBatch:
+    """The batch of a chunk, going on from `progress` (what earlier tries left in its document)."""
+    from backfill_runtime.options import api_outage_seconds
+    from backfill_runtime.reruns import ChunkOutcomes, RerunBatch
+
+    return RerunBatch(
+        reruns,
+        supervisor=_supervisor(),
+        concurrency=SHAPE.max_parallel_dag_runs,
+        poke_seconds=SHAPE.rerun_poke_seconds,
+        progress=progress,
+        checkpoint=lambda now: ChunkOutcomes.write(outcomes_uri, run_id=ti.run_id, progress=now),
+        owner=(ti.dag_id, ti.run_id),
+        outage_seconds=api_outage_seconds(),
+    )
+
+
+def _run_batch(batch: RerunBatch) -> dict[int, str]:
+    """Run the batch; an API server gone for the whole outage budget fails the task for good:
+    the run then ends FAILED and pages (by `finish`, or by the DAG's failure callback)."""
+    from backfill_runtime.reruns import AirflowApiUnreachableError
+
+    try:
+        return batch.run()
+    except AirflowApiUnreachableError as error:
+        raise AirflowFailException(str(error)) from None
 
 
 def _chunk_label(reruns: list[Rerun]) -> str:
@@ -516,11 +539,12 @@ def _chunk_label(reruns: list[Rerun]) -> str:
 def dag_runs(slot: int, chunk: dict[str, Any]) -> dict[str, int]:
     """Rerun the chunk's (DAG, date) pairs, `max_parallel_dag_runs` at a time, and wait for
     them; fails (and is retried) when any ended failed. A retry reruns only what did not
-    succeed in an earlier try (the chunk's outcomes document). One chunk task per round slot
+    succeed in an earlier try and waits for what an earlier try started (the chunk's
+    outcomes document). One chunk task per round slot
     runs at a time across all backfills (`max_active_tis_per_dag`), each with at most
     `max_parallel_dag_runs` DAG runs in flight."""
     from airflow.exceptions import AirflowException
-    from backfill_runtime.reruns import ChunkOutcomes, RerunBatch, round_reruns
+    from backfill_runtime.reruns import ChunkOutcomes, round_reruns
 
     from backfill_orchestrator.contracts import RerunChunk
 
@@ -535,18 +559,9 @@ def dag_runs(slot: int, chunk: dict[str, Any]) -> dict[str, int]:
     reruns = round_reruns(state.launched, backfill_id=state.backfill_id, dag_ids=dag_ids)[
         part.start : part.end
     ]
-    # A retry reruns only what an earlier try did not finish (nothing to read on the first try).
-    outcomes = ChunkOutcomes.read(part.outcomes_uri, run_id=ti.run_id) if ti.try_number > 1 else {}
-    batch = RerunBatch(
-        reruns,
-        supervisor=_supervisor(),
-        concurrency=SHAPE.max_parallel_dag_runs,
-        poke_seconds=SHAPE.rerun_poke_seconds,
-        outcomes=outcomes,
-        checkpoint=lambda now: ChunkOutcomes.write(part.outcomes_uri, run_id=ti.run_id, outcomes=now),
-        owner=(ti.dag_id, ti.run_id),
-    )
-    ended = batch.run()
+    # A later try (a retry, or a run again after a restart) goes on from what earlier ones did.
+    progress = ChunkOutcomes.read(part.outcomes_uri, run_id=ti.run_id)
+    ended = _run_batch(_rerun_batch(ti, part.outcomes_uri, reruns, progress))
     failed = [reruns[i].label for i, end in sorted(ended.items()) if end != "success"]
     if failed:
         raise AirflowException(
@@ -760,6 +775,42 @@ def _observe(state: RunState, plan: Plan, report: Any, *, ti: Any) -> None:
         task_log.warning("metrics not sent: %s: %s", type(error).__name__, error)
 
 
+# -- the run failed: make sure the backfill's record says so --------------------------------
+def _report_unreported_failure(context: Any) -> None:
+    """The DAG's `on_failure_callback`. Airflow's dag-processor runs it when a run fails, with
+    no need for the API server; it reports the failure when no task did (see
+    `Reporting.unreported_failure`), so a backfill never stays RUNNING after its run failed.
+    Never raises: it is the last word on a run that has already ended."""
+    from backfill_runtime.reporting import Reporting
+
+    from backfill_orchestrator.contracts.run_conf import backfill_id_of
+
+    run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "") or "")
+    conf = getattr(context.get("dag_run"), "conf", None) or {}
+    backfill_id = backfill_id_of(conf) or backfill_id_of({"backfill_id": run_id.split("__", 1)[0]})
+    if backfill_id is None:
+        log.warning("run %s failed; no backfill id in its conf or run id: nothing to report", run_id)
+        return
+    last_task = getattr(context.get("ti"), "task_id", None)
+    reason = str(context.get("reason") or "failed") + (f"; last task {last_task}" if last_task else "")
+    try:
+        reporting = Reporting.from_options()
+        if reporting.unreported_failure(
+            backfill_id=backfill_id,
+            dag_run_id=run_id,
+            reason=reason,
+            run_url=reporting.run_url(DAG_ID, run_id),
+            result_uri=conf.get("result_uri") if isinstance(conf, dict) else None,
+        ):
+            log.error(
+                "backfill %s: run %s failed before it reported; recorded FAILED and paged",
+                backfill_id,
+                run_id,
+            )
+    except Exception:  # the dag-processor logs it; nothing else can be done here
+        log.exception("backfill %s: the failure of run %s could not be reported", backfill_id, run_id)
+
+
 with DAG(
     dag_id=DAG_ID,
     description="Rerun a backfill plan: Spark steps via the generic job, DAG steps via reruns",
@@ -775,6 +826,7 @@ with DAG(
     },
     tags=["backfill"],
     doc_md=__doc__,
+    on_failure_callback=_report_unreported_failure,
 ) as dag:
     previous: Any = start()
     round_ends: list[Any] = []

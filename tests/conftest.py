@@ -4,14 +4,17 @@ servers live beside their tests."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from moto import mock_aws
 
 from backfill_local.local_spark import use_local_spark_defaults
+from tests.support.airflow import BUCKET, REPO, AirflowStack, AwsLocal, StackKeeper
 from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 # Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
@@ -43,15 +46,76 @@ def mocked_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
+# -- one Airflow for the modules that share it ---------------------------------------------------
+def _shared_options(aws: AwsLocal, root: Path) -> dict[str, str]:
+    """One `[backfill]` configuration for test_backfill_dag, test_reconciliation_run and
+    test_trigger_real_airflow (tests/support/airflow.py's defaults, plus the reconciliation
+    DAG's own options and AWS connection)."""
+    return {
+        "AIRFLOW__BACKFILL__RECONCILIATION_RULES": str(REPO / "examples" / "reconciliation.yaml"),
+        "AIRFLOW__BACKFILL__RECONCILIATION_CATALOG": str(REPO / "examples" / "catalog.yaml"),
+        "AIRFLOW__BACKFILL__CONFIG_BUCKET": BUCKET,
+        "AIRFLOW__BACKFILL__RECONCILIATION_WINDOW_DAYS": "4",
+        "AIRFLOW__BACKFILL__RECONCILIATION_TIMEOUT_SECONDS": "600",
+        # The reconciliation DAG's own identity; here a connection to moto with its own (fake) keys.
+        "AIRFLOW_CONN_AWS_RECONCILIATION": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "reconciler",
+                "password": "reconciler-secret",
+                "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"},
+            }
+        ),
+    }
+
+
+SHARED_AIRFLOW = StackKeeper(
+    "shared-airflow",
+    options=_shared_options,
+    wait_for=(
+        "backfill",
+        "orders_popular_day_of_week",
+        "email_discounts",
+        "always_fails",
+        "reconciliation",
+        "trigger_probe",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def shared_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
+    """The Airflow that test modules with compatible settings share (one xdist unit, below):
+    booted for the first of them, stopped after the last (`pytest_runtest_teardown`)."""
+    return SHARED_AIRFLOW.get(tmp_path_factory.getbasetemp())
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test's own teardown: stop a kept stack that the next test does not use."""
+    yield
+    for name, keeper in _KEEPERS.items():
+        if name in item.fixturenames and (nextitem is None or name not in nextitem.fixturenames):
+            keeper.stop()
+
+
+_KEEPERS: dict[str, StackKeeper] = {"shared_airflow": SHARED_AIRFLOW}
+
+
 # -- scheduling under pytest-xdist (`make test`: `-n N --dist loadscope --no-loadscope-reorder`) --
 # A worker runs whole units: each test module is one (its module-scoped Airflow, moto server or
 # receivers start once), and modules sharing a session-scoped resource are one together: every
 # Spark module shares one SparkSession and one generated warehouse, the SAM modules one `sam
-# build`, the wheel modules one built wheel. (xdist's own `loadgroup` cannot do this with
+# build`, the wheel modules one built wheel, the modules of `shared_airflow` one Airflow, the
+# real-Airflow fault modules (tests/faults/conftest.py) another. (xdist's own `loadgroup` cannot do this with
 # pytest >= 9.2: pytest-dev/pytest-xdist#1386.) The long units are queued first, so the fast
 # modules fill the workers around them instead of waiting behind them at the end.
 _SHARED_UNITS = {
     "tests/spark/": "spark",
+    "tests/airflow/test_backfill_dag.py": "shared-airflow",
+    "tests/airflow/test_reconciliation_run.py": "shared-airflow",
+    "tests/integration/test_trigger_real_airflow.py": "shared-airflow",
+    "tests/faults/test_airflow_": "fault-airflow",
     "tests/integration/test_sam.py": "sam",
     "tests/integration/test_replay_template.py": "sam",
     "tests/integration/test_wheel_install.py": "wheel",

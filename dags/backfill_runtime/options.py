@@ -116,3 +116,11 @@ def max_map_length() -> int:
 
 def spark_timeout_seconds() -> int:
     return _int("spark_timeout_seconds", 6 * 3600, minimum=60)
+
+
+def api_outage_seconds() -> int:
+    """How long a chunk task waiting for its reruns rides out an Airflow API server it cannot
+    reach before it fails (its reruns keep running meanwhile). The default is Airflow's own
+    `[scheduler] task_instance_heartbeat_timeout`: past it the scheduler fails the task
+    anyway, since its heartbeats cannot reach the API either."""
+    return _int("api_outage_seconds", 300, minimum=0)

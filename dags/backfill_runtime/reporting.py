@@ -266,6 +266,52 @@ class Reporting:
             reason=reason[:2000],
         )
 
+    def unreported_failure(
+        self,
+        *,
+        backfill_id: str,
+        dag_run_id: str,
+        reason: str,
+        run_url: str | None,
+        result_uri: str | None = None,
+    ) -> bool:
+        """The DAG run failed and no task recorded the backfill's end: `finish` did not run or
+        could not report (Airflow's API server unreachable, the run's tasks lost). Records
+        FAILED, posts and pages as `finish` would, and releases the claims. A record that has
+        ended (finish reported, a cancel came first), or that follows another run (a
+        continuation, a later attempt), is left alone. True when it reported."""
+        if self.store is None:
+            return False
+        record = self.store.get(backfill_id)
+        if record is None or record.state not in (BackfillState.TRIGGERED, BackfillState.RUNNING):
+            return False
+        if record.dag_run_id and record.dag_run_id != dag_run_id:
+            return False
+        detail = (
+            f"the DAG run {dag_run_id} failed before it could report the backfill's end ({reason});"
+            " `backfill retry` reruns what did not succeed"
+        )
+        self._transition(
+            backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]}
+        )
+        self.notifier.slack(
+            backfill_id,
+            status_message(backfill_id=backfill_id, state="FAILED", detail=detail, run_url=run_url),
+        )
+        self.notifier.page(
+            backfill_id,
+            summary=f"Backfill {backfill_id} failed: {detail}"[:1000],
+            enabled=True,
+            component="backfill-dag",
+            details={"dag_run_id": dag_run_id, "reason": reason[:500]},
+            links=[{"href": run_url, "text": "Airflow run"}] if run_url else None,
+        )
+        follow_result(
+            result_uri, outcome="accepted", state=BackfillState.FAILED, reason=detail[:2000], retrying=None
+        )
+        self.release_claims(backfill_id)
+        return True
+
     # -- internals -----------------------------------------------------------------------
     def _transition(
         self, backfill_id: str, state: BackfillState, *, detail: str, attributes: dict[str, Any] | None = None

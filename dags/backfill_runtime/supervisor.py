@@ -13,12 +13,20 @@ Checked on: Airflow 3.3.2 (apache-airflow-task-sdk 1.3.2), which the tests run. 
 classes and the fields sent here, `SUPERVISOR_COMMS` and `ErrorType.DAGRUN_ALREADY_EXISTS` are
 the same in task-sdk 1.1.0 and 1.1.8 (Airflow 3.1) and 1.2.2 (Airflow 3.2), read from their
 wheels; `TriggerDagRun.run_after`, which only 1.3 has, is not sent (the API server takes "now").
-After an upgrade, run tests/airflow/test_depth_units.py, test_backfill_dag.py and
-test_deep_plans.py."""
+`DagRun.clear_number` (how often a run was cleared, in the answer to `GetPreviousDagRun`) is
+read when present; without it a rerun whose trigger may have been lost is cleared again.
+After an upgrade, run tests/airflow/test_depth_units.py, test_backfill_dag.py,
+test_deep_plans.py and tests/faults/test_airflow_restarts.py.
+
+When the API server cannot be reached, the supervisor retries each request
+(`[workers] execution_api_retries`, about 30 s with Airflow's defaults) and then answers the
+task with an `API_SERVER_ERROR` without a status code (or with a 5xx one): that answer is
+raised here as `AirflowApiUnavailableError`, so callers can tell an outage from a refusal."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -39,6 +47,19 @@ class TriggerRefusedError(ServiceError, RuntimeError):
         super().__init__(f"{dag_id} run {run_id}: the trigger was refused: {error} {detail}")
 
 
+class AirflowApiUnavailableError(ServiceError, RuntimeError):
+    """The supervisor could not reach Airflow's API server for this request (after its own
+    retries): the request may or may not have taken effect."""
+
+
+@dataclass(frozen=True)
+class RunAtDate:
+    """The DAG run at one logical date: its id and how many times it was cleared."""
+
+    run_id: str
+    clear_number: int
+
+
 class SupervisorClient:
     """A task's requests to its supervisor, answered as plain values. `comms` is the task's
     channel; tests pass a double that answers the same message classes."""
@@ -52,13 +73,28 @@ class SupervisorClient:
 
         return cls(SUPERVISOR_COMMS)
 
+    def _send(self, msg: Any) -> Any:
+        """The supervisor's answer; an unreachable API server raises AirflowApiUnavailableError."""
+        from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
+
+        try:
+            return self.comms.send(msg)
+        except AirflowRuntimeError as error:
+            answer = error.error
+            status = (answer.detail or {}).get("status_code")
+            if answer.error == ErrorType.API_SERVER_ERROR and (status is None or int(status) >= 500):
+                raise AirflowApiUnavailableError(
+                    f"{type(msg).__name__}: Airflow's API server did not answer: {answer.detail}"
+                ) from error
+            raise
+
     def skip_tasks(self, task_ids: Iterable[str]) -> None:
         """Mark tasks of this run skipped from now on: no process is started for them."""
         from airflow.sdk.execution_time.comms import SkipDownstreamTasks
 
         tasks: list[str | tuple[str, int]] = list(task_ids)
         if tasks:
-            self.comms.send(SkipDownstreamTasks(tasks=tasks))
+            self._send(SkipDownstreamTasks(tasks=tasks))
 
     def trigger_dag_run(
         self,
@@ -75,7 +111,7 @@ class SupervisorClient:
         from airflow.sdk.exceptions import ErrorType
         from airflow.sdk.execution_time.comms import ErrorResponse, TriggerDagRun
 
-        answer = self.comms.send(
+        answer = self._send(
             TriggerDagRun(
                 dag_id=dag_id,
                 run_id=run_id,
@@ -101,28 +137,28 @@ class SupervisorClient:
         """How many of `dag_id`'s runs are at `logical_dates`, or among `run_ids` (in `states`)."""
         from airflow.sdk.execution_time.comms import GetDRCount
 
-        return self.comms.send(
+        return self._send(
             GetDRCount(dag_id=dag_id, logical_dates=logical_dates, run_ids=run_ids, states=states)
         ).count
 
-    def run_id_at(self, dag_id: str, logical_date: datetime) -> str | None:
-        """The run id of `dag_id`'s run at exactly `logical_date`, or None (count by logical
-        date; then the latest run before logical_date + 1 µs)."""
+    def run_at(self, dag_id: str, logical_date: datetime) -> RunAtDate | None:
+        """`dag_id`'s run at exactly `logical_date`, or None (count by logical date; then the
+        latest run before logical_date + 1 µs)."""
         from airflow.sdk.execution_time.comms import GetPreviousDagRun
 
         if self.count_runs(dag_id, logical_dates=[logical_date]) == 0:
             return None
-        answer = self.comms.send(
+        answer = self._send(
             GetPreviousDagRun(dag_id=dag_id, logical_date=logical_date + timedelta(microseconds=1))
         )
         run = getattr(answer, "dag_run", None)
         if run is None or run.logical_date is None or run.logical_date != logical_date:
             return None
-        return run.run_id
+        return RunAtDate(run_id=run.run_id, clear_number=int(getattr(run, "clear_number", 0) or 0))
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         """The DAG run's state: `queued`, `running`, `success` or `failed`."""
         from airflow.sdk.execution_time.comms import GetDagRunState
 
-        state = self.comms.send(GetDagRunState(dag_id=dag_id, run_id=run_id)).state
+        state = self._send(GetDagRunState(dag_id=dag_id, run_id=run_id)).state
         return str(getattr(state, "value", state))

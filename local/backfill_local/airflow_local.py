@@ -127,6 +127,16 @@ def airflow_env(
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "300",
+        # A task's supervisor talks to the api-server for it (state, XCom, heartbeats). On a
+        # loaded machine (2 cores, load 16) the one api-server worker on SQLite can take longer
+        # than Airflow's 5 s to answer; a timed-out request is retried, which only adds load.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
+        # The supervisor kills its task after this many heartbeats failed in a row (Airflow: 3,
+        # about a minute without the api-server). A failed heartbeat takes at least 9 s (5 s
+        # apart, 4 s of the client's own retries), so 40 lets a task ride out an api-server
+        # outage (or overload) up to the backfill DAG's `[backfill] api_outage_seconds` (300 s,
+        # which is `[scheduler] task_instance_heartbeat_timeout`: the scheduler's own limit).
+        "AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS": "40",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
         "AIRFLOW__METRICS__STATSD_ON": "False",
@@ -246,6 +256,52 @@ class LocalAirflow:
     def pids(self) -> list[int]:
         return [component.process.pid for component in self._components]
 
+    def kill(self, names: Iterable[str] = COMPONENTS) -> list[int]:
+        """SIGKILL these components at once with every process they started, as a lost host or
+        container would: LocalExecutor workers, task supervisors and task processes (which
+        Airflow puts in process groups of their own). A process that started a session of its
+        own is left alone: the local Spark job (dags/backfill_runtime/runners/local.py) stands
+        for a job on a cluster, which outlives Airflow, and stops by itself when it sees its
+        task process gone. The database, the port and the configuration stay for `relaunch`.
+        Returns the pids killed."""
+        import psutil
+
+        wanted = set(names)
+        unknown = wanted - set(COMPONENTS)
+        if unknown:
+            raise ValueError(f"unknown components {sorted(unknown)}; expected some of {COMPONENTS}")
+        doomed = [component for component in self._components if component.name in wanted]
+        victims: list[psutil.Process] = []
+        for component in doomed:
+            session = _session_of(component.process.pid)
+            try:
+                tree = psutil.Process(component.process.pid)
+                members = [tree, *tree.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                members = []
+            victims += [process for process in members if _session_of(process.pid) == session]
+        for process in victims:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(victims, timeout=10)
+        for component in doomed:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                component.process.wait(timeout=5)
+            self._components.remove(component)
+        if self._session is not None:  # its pooled connections went with the api-server
+            self._session.close()
+            self._session = None
+        return [process.pid for process in victims]
+
+    def relaunch(self, names: Iterable[str] = COMPONENTS) -> None:
+        """Start the components `kill` stopped again, on the same database, port and
+        configuration (so the tokens the scheduler signed stay valid), and wait until healthy."""
+        running = {component.name for component in self._components}
+        for name in COMPONENTS:
+            if name in set(names) and name not in running:
+                self._launch(name)
+        self._wait_healthy()
+
     def _airflow(self) -> list[str]:
         return [sys.executable, "-m", "airflow"]
 
@@ -348,8 +404,8 @@ class LocalAirflow:
     # -- REST API (`/api/v2`, bearer token from `/auth/token`) -------------------------
     def token(self, *, refresh: bool = False) -> str:
         if self._token is None or refresh:
-            response = requests.post(
-                f"{self.url}/auth/token", json={"username": self.user, "password": self.password}, timeout=10
+            response = self._http().post(
+                f"{self.url}/auth/token", json={"username": self.user, "password": self.password}
             )
             if response.status_code not in (200, 201):
                 raise AirflowApiError("POST", "/auth/token", response.status_code, response.text)
@@ -360,10 +416,8 @@ class LocalAirflow:
         self, method: str, path: str, *, json_body: Any = None, params: Mapping[str, Any] | None = None
     ) -> Any:
         """Call `/api/v2<path>`; refreshes the token once on 401; raises AirflowApiError on >= 400."""
-        if self._session is None:
-            self._session = retrying_session()
         for attempt in (0, 1):
-            response = self._session.request(
+            response = self._http().request(
                 method,
                 f"{self.url}/api/v2{path}",
                 json=json_body,
@@ -375,6 +429,13 @@ class LocalAirflow:
         if response.status_code >= 400:
             raise AirflowApiError(method, path, response.status_code, response.text)
         return response.json() if response.content else None
+
+    def _http(self) -> requests.Session:
+        """Retries (connection errors, 429, 5xx) and a 30 s read timeout: on a loaded machine
+        this Airflow shares the cores with what calls it, and answers in seconds, not 10 s."""
+        if self._session is None:
+            self._session = retrying_session(timeout=(3.05, 30.0))
+        return self._session
 
     def dags(self) -> dict[str, dict[str, Any]]:
         return {dag["dag_id"]: dag for dag in self.api("GET", "/dags", params={"limit": 1000})["dags"]}
@@ -481,6 +542,13 @@ def _log_line(line: Any) -> str:
     for error in line.get("error_detail") or []:
         text += f"\n  {error.get('exc_type')}: {error.get('exc_value')}"
     return text
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:  # gone already
+        return None
 
 
 def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:

@@ -1,11 +1,11 @@
 """The `backfill` DAG on a real Airflow 3 (api-server, scheduler, dag-processor, LocalExecutor),
 with S3/DynamoDB/Secrets Manager on moto, local Slack and PagerDuty receivers and a fake Spark
-job with the real one's interface (tests/airflow/fake_spark_job.py)."""
+job with the real one's interface (tests/airflow/fake_spark_job.py); the Airflow is the one
+several modules share (`shared_airflow`, tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,69 +14,36 @@ import pytest
 from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.status import BackfillState
-
-from .conftest import (
+from tests.support.airflow import (
+    RUN_TIMEOUT,
+    AirflowStack,
     AwsLocal,
-    airflow_extra_env,
-    dags_folder,
+    explain,
     read_s3_json,
+    run_backfill,
     status_store,
     step,
     store_backfill,
+    task_states,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-RUN_TIMEOUT = 420
 
 
 @pytest.fixture(scope="module")
-def env(
-    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
-) -> Iterator[dict[str, Any]]:
-    slack, pagerduty = receivers
-    tmp = tmp_path_factory.mktemp("backfill-dag")
-    warehouse, outputs = tmp / "warehouse", tmp / "outputs"
-    extra = airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=outputs)
-    with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
-        airflow.wait_for_dags(["backfill", "orders_popular_day_of_week", "email_discounts", "always_fails"])
-        yield {
-            "airflow": airflow,
-            "warehouse": warehouse,
-            "outputs": outputs,
-            "slack": slack,
-            "pagerduty": pagerduty,
-        }
+def env(shared_airflow: AirflowStack) -> dict[str, Any]:
+    return {
+        "airflow": shared_airflow.airflow,
+        "warehouse": shared_airflow.warehouse,
+        "outputs": shared_airflow.outputs,
+        "slack": shared_airflow.slack,
+        "pagerduty": shared_airflow.pagerduty,
+    }
 
 
-def run_backfill(airflow: LocalAirflow, conf: dict[str, Any], run_id: str) -> str:
-    airflow.trigger("backfill", run_id=run_id, conf=conf)
-    return airflow.wait_for_run("backfill", run_id, timeout=RUN_TIMEOUT)
-
-
-def task_states(airflow: LocalAirflow, run_id: str) -> dict[str, str]:
-    states = {}
-    for ti in airflow.task_instances("backfill", run_id):
-        key = ti["task_id"] if ti["map_index"] < 0 else f"{ti['task_id']}[{ti['map_index']}]"
-        states[key] = ti["state"]
-    return states
-
-
-def explain(airflow: LocalAirflow, run_id: str) -> str:
-    """On an unexpected outcome: every task's state and the failed tasks' logs."""
-    lines = [json.dumps(task_states(airflow, run_id), indent=1)]
-    for ti in airflow.task_instances("backfill", run_id):
-        if ti["state"] in ("failed", "up_for_retry"):
-            lines.append(f"--- {ti['task_id']} [{ti['map_index']}]")
-            lines.append(
-                airflow.task_log(
-                    "backfill",
-                    run_id,
-                    ti["task_id"],
-                    map_index=ti["map_index"],
-                    try_number=max(1, ti["try_number"]),
-                )[-3000:]
-            )
-    return "\n".join(lines)
+@pytest.fixture(scope="module")
+def aws(shared_airflow: AirflowStack) -> AwsLocal:
+    return shared_airflow.aws
 
 
 def submissions(warehouse: Path, backfill_id: str) -> list[dict[str, Any]]:

@@ -24,20 +24,20 @@ import yaml
 from backfill_local.airflow_local import LocalAirflow
 from backfill_local.databricks_double import DatabricksJobsDouble
 from backfill_orchestrator.status import BackfillState
-
-from .conftest import (
+from tests.support.airflow import (
     AWS_ENV,
     BUCKET,
     FAKE_SPARK_JOB,
     AwsLocal,
     airflow_extra_env,
     dags_folder,
+    explain,
     read_s3_json,
+    run_backfill,
     status_store,
     step,
     store_backfill,
 )
-from .test_backfill_dag import explain, run_backfill
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 PROFILES_KEY = "deploy/spark/profiles.yaml"

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from .conftest import DAGS
+from tests.support.airflow import DAGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

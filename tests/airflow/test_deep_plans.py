@@ -16,8 +16,7 @@ import pytest
 from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.contracts import ResultFile
 from backfill_orchestrator.status import BackfillState
-
-from .conftest import (
+from tests.support.airflow import (
     AwsLocal,
     airflow_extra_env,
     dags_folder,

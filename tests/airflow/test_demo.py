@@ -18,7 +18,7 @@ from urllib.parse import unquote_plus
 import psutil
 import pytest
 
-from .conftest import REPO
+from tests.support.airflow import REPO
 
 
 @pytest.mark.slow

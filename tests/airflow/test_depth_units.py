@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import ErrorType
+from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
 from airflow.sdk.execution_time.comms import (
     DRCount,
     ErrorResponse,
@@ -29,15 +29,28 @@ from backfill_runtime.continuation import (
     first_run_id,
     needs_continuation,
 )
-from backfill_runtime.reruns import ChunkOutcomes, Rerun, RerunBatch, round_reruns
+from backfill_runtime.reruns import (
+    AirflowApiUnreachableError,
+    ChunkOutcomes,
+    ChunkProgress,
+    Rerun,
+    RerunBatch,
+    StartedRun,
+    round_reruns,
+)
 from backfill_runtime.rounds import chunked, rounds_of_run
 from backfill_runtime.step_ledger import Ledger
-from backfill_runtime.supervisor import SupervisorClient, TriggerRefusedError
+from backfill_runtime.supervisor import (
+    AirflowApiUnavailableError,
+    RunAtDate,
+    SupervisorClient,
+    TriggerRefusedError,
+)
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RoundLaunch, RunConf, StepStatus
 from backfill_orchestrator.planner import plan_rounds
+from tests.support.airflow import step
 
-from .conftest import step
 from .test_runtime_units import make_plan
 
 BID = "unit-0123abcd"
@@ -129,8 +142,15 @@ class FakeSupervisor:
     runs: dict[tuple[str, str], FakeRun] = field(default_factory=dict)
     sent: list[str] = field(default_factory=list)
     max_live: int = 0
+    down: bool = False  # the API server cannot be reached
 
     def send(self, msg: Any) -> Any:
+        if self.down:  # the supervisor's answer once its own retries found no API server
+            raise AirflowRuntimeError(
+                ErrorResponse(
+                    error=ErrorType.API_SERVER_ERROR, detail={"status_code": None, "message": "refused"}
+                )
+            )
         self.sent.append(type(msg).__name__)
         if isinstance(msg, GetDRCount):  # by logical dates, or by run ids and states
             if msg.logical_dates:
@@ -158,7 +178,10 @@ class FakeSupervisor:
             if not before:
                 return SimpleNamespace(dag_run=None)
             logical_date, run_id = max(before)
-            return SimpleNamespace(dag_run=SimpleNamespace(run_id=run_id, logical_date=logical_date))
+            cleared = self.runs[(msg.dag_id, run_id)].starts - 1
+            return SimpleNamespace(
+                dag_run=SimpleNamespace(run_id=run_id, logical_date=logical_date, clear_number=cleared)
+            )
         if isinstance(msg, TriggerDagRun):
             key = (msg.dag_id, msg.run_id)
             if key in self.runs:
@@ -209,7 +232,7 @@ def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existi
     supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(
         datetime(2021, 6, 3, tzinfo=UTC), state="success"
     )
-    checkpoints: list[dict[int, str]] = []
+    checkpoints: list[ChunkProgress] = []
     batch = RerunBatch(
         reruns("orders", DAYS),
         supervisor=SupervisorClient(supervisor),
@@ -229,13 +252,15 @@ def test_a_batch_reruns_every_date_with_bounded_concurrency_and_clears_an_existi
     assert supervisor.sent.count("GetDagRunState") == 30
     # the DAG had a run at one date: each date was looked up (30), after one count for all
     assert supervisor.sent.count("GetPreviousDagRun") <= 30
-    assert checkpoints == []  # all succeeded: the task's success says it, nothing written
+    # every rerun was written down before its trigger; all succeeded: nothing written at the end
+    assert {index for progress in checkpoints for index in progress.started} == set(range(30))
+    assert len(checkpoints[-1].outcomes) < 30
 
 
 def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_succeed() -> None:
     supervisor = FakeSupervisor(failing={("orders", "2021-06-05")})
     work = reruns("orders", DAYS[:8])
-    written: list[dict[int, str]] = []
+    written: list[ChunkProgress] = []
     first = RerunBatch(
         work,
         supervisor=SupervisorClient(supervisor),
@@ -245,7 +270,7 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
         checkpoint=written.append,
     ).run()
     assert first[4] == "failed" and all(first[i] == "success" for i in range(8) if i != 4)
-    assert written == [first]  # what the retry and the ledger read
+    assert written[-1] == ChunkProgress(outcomes=first)  # what the retry and the ledger read
     supervisor.failing.clear()
     before = {key: run.starts for key, run in supervisor.runs.items()}
     second = RerunBatch(
@@ -253,7 +278,7 @@ def test_a_failed_date_fails_only_itself_and_a_retry_reruns_only_what_did_not_su
         supervisor=SupervisorClient(supervisor),
         concurrency=3,
         poke_seconds=0,
-        outcomes=first,
+        progress=written[-1],
         sleep=lambda _: None,
     ).run()
     assert second == dict.fromkeys(range(8), "success")
@@ -294,10 +319,19 @@ def test_a_refused_trigger_is_that_date_failing_not_the_batch() -> None:
 
 def test_chunk_outcomes_belong_to_one_dag_run(tmp_path: Path) -> None:
     uri = str(tmp_path / "rounds" / "3" / "reruns" / "0.json")
-    assert ChunkOutcomes.read(uri, run_id="r1") == {}
-    ChunkOutcomes.write(uri, run_id="r1", outcomes={0: "success", 2: "failed"})
-    assert ChunkOutcomes.read(uri, run_id="r1") == {0: "success", 2: "failed"}
-    assert ChunkOutcomes.read(uri, run_id="r1__attempt2") == {}  # an earlier attempt's document
+    assert ChunkOutcomes.read(uri, run_id="r1") == ChunkProgress()
+    progress = ChunkProgress(
+        outcomes={0: "success", 2: "failed"},
+        started={
+            1: StartedRun(dag_run_id="backfill__x__2021-06-02"),
+            3: StartedRun(dag_run_id="s", clear_number=2),
+        },
+    )
+    ChunkOutcomes.write(uri, run_id="r1", progress=progress)
+    assert ChunkOutcomes.read(uri, run_id="r1") == progress
+    assert ChunkOutcomes.read(uri, run_id="r1__attempt2") == ChunkProgress()  # an earlier attempt's document
+    Path(uri).write_text('{"run_id": "r1", "started": {"1": "not an object"}}')
+    assert ChunkOutcomes.read(uri, run_id="r1") == ChunkProgress()  # unreadable: as none, logged
 
 
 def test_a_batch_whose_own_run_was_failed_by_a_cancel_starts_no_more_reruns() -> None:
@@ -334,7 +368,7 @@ def test_a_retry_of_a_batch_after_the_cancel_reruns_nothing() -> None:
         concurrency=2,
         poke_seconds=0,
         sleep=lambda _: None,
-        outcomes={0: "failed", 1: "failed"},
+        progress=ChunkProgress(outcomes={0: "failed", 1: "failed"}),
         owner=("backfill", BID),
     ).run()
     assert not [rid for (dag, rid) in supervisor.runs if dag == "orders"]
@@ -355,6 +389,162 @@ def test_a_batch_of_a_running_backfill_checks_its_run_and_goes_on() -> None:
     assert outcomes == dict.fromkeys(range(6), "success")
 
 
+# -- exactly once across tries: crashes and API outages -----------------------------------------
+class Killed(BaseException):
+    """The task process dies (SIGKILL): nothing after it runs, no `finally` writes."""
+
+
+def last_written(batch_checkpoints: list[ChunkProgress]) -> ChunkProgress:
+    return batch_checkpoints[-1] if batch_checkpoints else ChunkProgress()
+
+
+def test_a_task_killed_while_its_reruns_run_is_run_again_and_waits_for_them_instead_of_clearing_them() -> (
+    None
+):
+    supervisor = FakeSupervisor()
+    supervisor.runs[("orders", "scheduled__2021-06-02")] = FakeRun(
+        datetime(2021, 6, 2, tzinfo=UTC), state="success"
+    )
+    written: list[ChunkProgress] = []
+
+    def die(_: float) -> None:
+        raise Killed
+
+    with pytest.raises(Killed):  # four reruns in flight, one of them the cleared scheduled run
+        RerunBatch(
+            reruns("orders", DAYS[:6]),
+            supervisor=SupervisorClient(supervisor),
+            concurrency=4,
+            poke_seconds=0,
+            checkpoint=written.append,
+            sleep=die,
+        ).run()
+    assert sorted(last_written(written).started) == [0, 1, 2, 3]
+    outcomes = RerunBatch(  # the task again (a retry, or the scheduler's reset after a restart)
+        reruns("orders", DAYS[:6]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=4,
+        poke_seconds=0,
+        progress=last_written(written),
+        sleep=lambda _: None,
+    ).run()
+    assert outcomes == dict.fromkeys(range(6), "success")
+    starts = {run_id: run.starts for (dag, run_id), run in supervisor.runs.items() if dag == "orders"}
+    assert starts == {
+        "scheduled__2021-06-02": 2,
+        **{f"backfill__{BID}__{d}": 1 for d in DAYS[:6] if d != "2021-06-02"},
+    }
+
+
+def test_a_rerun_written_down_but_never_triggered_is_triggered_by_the_next_try() -> None:
+    class DyingOnTheThirdTrigger(FakeSupervisor):
+        triggers: int = 0
+
+        def send(self, msg: Any) -> Any:
+            if isinstance(msg, TriggerDagRun):
+                self.triggers += 1
+                if self.triggers == 3:
+                    raise Killed
+            return super().send(msg)
+
+    supervisor = DyingOnTheThirdTrigger()
+    supervisor.runs[("orders", "scheduled__2021-06-03")] = FakeRun(
+        datetime(2021, 6, 3, tzinfo=UTC), state="success"
+    )
+    written: list[ChunkProgress] = []
+    with pytest.raises(Killed):
+        RerunBatch(
+            reruns("orders", DAYS[:4]),
+            supervisor=SupervisorClient(supervisor),
+            concurrency=4,
+            poke_seconds=0,
+            checkpoint=written.append,
+            sleep=lambda _: None,
+        ).run()
+    # all four written down; the third (the scheduled run of 06-03, to be cleared) and fourth never sent
+    assert last_written(written).started[2] == StartedRun(dag_run_id="scheduled__2021-06-03", clear_number=0)
+    assert supervisor.runs[("orders", "scheduled__2021-06-03")].starts == 1
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:4]),
+        supervisor=SupervisorClient(FakeSupervisor(runs=supervisor.runs)),
+        concurrency=4,
+        poke_seconds=0,
+        progress=last_written(written),
+        sleep=lambda _: None,
+    ).run()
+    assert outcomes == dict.fromkeys(range(4), "success")
+    assert [run.starts for run in supervisor.runs.values()] == [2, 1, 1, 1]  # each started exactly once more
+
+
+def test_an_api_outage_shorter_than_the_budget_is_waited_out_and_nothing_is_started_twice() -> None:
+    supervisor = FakeSupervisor()
+    clock = {"now": 0.0, "sleeps": 0}
+
+    def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+        clock["sleeps"] += 1
+        supervisor.down = 2 <= clock["sleeps"] < 12  # down for ten polls: 100 s
+
+    outcomes = RerunBatch(
+        reruns("orders", DAYS[:6]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=3,
+        poke_seconds=10,
+        outage_seconds=300,
+        sleep=sleep,
+        monotonic=lambda: clock["now"],
+    ).run()
+    assert outcomes == dict.fromkeys(range(6), "success")
+    assert all(run.starts == 1 for run in supervisor.runs.values()) and len(supervisor.runs) == 6
+
+
+def test_an_api_outage_longer_than_the_budget_fails_the_batch_and_keeps_what_it_started() -> None:
+    supervisor = FakeSupervisor()
+    clock = {"now": 0.0}
+    written: list[ChunkProgress] = []
+
+    def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+        supervisor.down = True  # gone after the first poll, for good
+
+    batch = RerunBatch(
+        reruns("orders", DAYS[:6]),
+        supervisor=SupervisorClient(supervisor),
+        concurrency=3,
+        poke_seconds=10,
+        outage_seconds=60,
+        checkpoint=written.append,
+        sleep=sleep,
+        monotonic=lambda: clock["now"],
+    )
+    with pytest.raises(
+        AirflowApiUnreachableError,
+        match=r"has not answered for 60 s .*api_outage_seconds = 60.*3 reruns were in flight and 3 not started",
+    ):
+        batch.run()
+    assert sorted(last_written(written).started) == [0, 1, 2]  # a later attempt waits for them
+
+
+def test_only_an_unreachable_api_server_counts_as_an_outage() -> None:
+    class Answering(FakeSupervisor):
+        status: int | None = None
+
+        def send(self, msg: Any) -> Any:
+            raise AirflowRuntimeError(
+                ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": self.status})
+            )
+
+    answering = Answering()
+    client = SupervisorClient(answering)
+    for status in (None, 502, 503):
+        answering.status = status
+        with pytest.raises(AirflowApiUnavailableError):
+            client.run_state("orders", "r1")
+    answering.status = 404  # an answer: the run does not exist
+    with pytest.raises(AirflowRuntimeError):
+        client.run_state("orders", "r1")
+
+
 # -- the supervisor client and the round's reruns ------------------------------------------------
 def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused() -> None:
     supervisor = FakeSupervisor()
@@ -364,10 +554,8 @@ def test_the_supervisor_client_answers_triggers_as_created_existing_or_refused()
     assert (
         client.trigger_dag_run(dag_id="backfill", run_id="r__cont1", logical_date=when, conf={}) is False
     )  # 409
-    assert (
-        client.run_id_at("backfill", when) == "r__cont1"
-        and client.run_id_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
-    )
+    assert client.run_at("backfill", when) == RunAtDate(run_id="r__cont1", clear_number=0)
+    assert client.run_at("backfill", datetime(2021, 6, 5, tzinfo=UTC)) is None
 
     class Refusing(FakeSupervisor):
         def send(self, msg: Any) -> Any:

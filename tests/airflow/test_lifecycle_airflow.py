@@ -31,70 +31,24 @@ import pytest
 
 from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.status import BackfillState, StatusRecord
-
-from .conftest import (
+from tests.support.airflow import (
     BUCKET,
-    FAKE_SPARK_JOB,
     REPO,
     TABLE,
     AwsLocal,
     airflow_extra_env,
     dags_folder,
+    spark_dispatcher,
+    spark_pid,
     status_store,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 CLAIMS = "backfill-claims-airflow"
 DATA_START, DATA_DAYS, ORDERS_PER_HOUR = date(2021, 6, 1), 7, 2  # 7 days: one 7-day window from 06-01
-GATED_JOBS = ("gated_report", "late_report")  # DAG-owned jobs whose runs hold while <outputs>/hold exists
+GATED_JOBS = ("gated_report", "late_report")  # runs hold while <outputs>/hold exists (tests/airflow/dags)
 POLL = 0.3
 log = logging.getLogger(__name__)
-
-DISPATCHER = '''\
-"""[backfill] spark_command of test_lifecycle_airflow: the real job for plans of the `large`
-profile, the real job with etl_orders slowed (to cancel it mid-write) for `small`, the fake
-job otherwise. Records (backfill id, pid) in {pids}; exec keeps the pid."""
-import json, os, sys
-from backfill_orchestrator.documents import read_text
-
-arguments = sys.argv[1:]
-plan = json.loads(read_text(arguments[arguments.index("--plan") + 1]))
-with open({pids!r}, "a") as out:
-    out.write(json.dumps({{"backfill_id": plan["backfill_id"], "pid": os.getpid(), "profile": plan.get("spark_profile")}}) + "\\n")
-profile = plan.get("spark_profile")
-if profile in ("small", "large"):
-    os.environ["PYTHONPATH"] = os.pathsep.join([{repo!r}, {layer!r}, os.environ.get("PYTHONPATH", "")])
-    extra = ["--registry", "tests.spark.slow_registry:SLOW"] if profile == "small" else []
-    os.execv(sys.executable, [sys.executable, "-m", "spark_jobs.engine.backfill_job", *arguments, *extra])
-os.execv(sys.executable, [sys.executable, {fake!r}, *arguments])
-'''
-
-GATED_DAG = '''\
-"""Test DAG written by test_lifecycle_airflow: a DAG-owned job whose runs hold while
-<BACKFILL_SAMPLE_OUTPUT_DIR>/hold exists (at most 120 s); each run records its pid, then its date."""
-import os
-import time
-from pathlib import Path
-
-import pendulum
-from airflow.sdk import DAG, get_current_context, task
-
-with DAG(dag_id={dag_id!r}, schedule=None, start_date=pendulum.datetime(2021, 1, 1, tz="UTC"), catchup=False):
-
-    @task(task_id="compute", retries=0)
-    def compute() -> None:
-        out = Path(os.environ["BACKFILL_SAMPLE_OUTPUT_DIR"])
-        day = get_current_context()["logical_date"].date().isoformat()
-        mine = out / {dag_id!r}
-        mine.mkdir(parents=True, exist_ok=True)
-        (mine / f"{{day}}.pid").write_text(str(os.getpid()))
-        give_up = time.monotonic() + 120
-        while (out / "hold").exists() and time.monotonic() < give_up:
-            time.sleep(0.3)
-        (mine / f"{{day}}.done").write_text("done")
-
-    compute()
-'''
 
 
 # -- the platform: trigger service, Airflow, Marquez, warehouse ------------------------------
@@ -189,10 +143,7 @@ class Platform:
         ).holders()
 
     def spark_pid(self, backfill_id: str) -> int | None:
-        if not self.pids.exists():
-            return None
-        entries = [json.loads(line) for line in self.pids.read_text().splitlines()]
-        return next((e["pid"] for e in reversed(entries) if e["backfill_id"] == backfill_id), None)
+        return spark_pid(self.pids, backfill_id)
 
     def dag_run_state(self, dag_id: str, run_id: str) -> str:
         return self.airflow.run_state(dag_id, run_id)
@@ -283,15 +234,8 @@ def platform(
         tmp / "outputs",
         tmp / "spark-pids.jsonl",
     )
-    dispatcher = tmp / "spark_dispatch.py"
-    dispatcher.write_text(
-        DISPATCHER.format(
-            pids=str(pids), repo=str(REPO), layer=str(REPO / "layers" / "shared"), fake=str(FAKE_SPARK_JOB)
-        )
-    )
-    folder = dags_folder(tmp)
-    for job in GATED_JOBS:
-        (folder / f"{job}.py").write_text(GATED_DAG.format(dag_id=job))
+    dispatcher = spark_dispatcher(tmp / "spark_dispatch.py", pids=pids)
+    folder = dags_folder(tmp)  # with the gated jobs (tests/airflow/dags/gated_jobs.py)
     extra = {
         **airflow_extra_env(aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=outputs),
         "AIRFLOW__BACKFILL__SPARK_COMMAND": f"{sys.executable} {dispatcher}",
@@ -357,7 +301,7 @@ def platform(
 
 
 def explain(platform: Platform, run_id: str) -> str:
-    from .test_backfill_dag import explain as task_report
+    from tests.support.airflow import explain as task_report
 
     return task_report(platform.airflow, run_id)
 
@@ -531,8 +475,7 @@ def test_retry_reruns_only_failed_and_blocked_steps_and_the_warehouse_equals_a_c
     platform: Platform,
 ) -> None:
     from spark_jobs.sample.tables import PROCESSED_TABLES
-
-    from .conftest import read_s3_json
+    from tests.support.airflow import read_s3_json
 
     began = time.monotonic()
     warehouse = platform.warehouse

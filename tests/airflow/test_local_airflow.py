@@ -10,8 +10,7 @@ import pytest
 import requests
 
 from backfill_local.airflow_local import LocalAirflow
-
-from .conftest import DAGS
+from tests.support.airflow import DAGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

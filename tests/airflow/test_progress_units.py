@@ -11,8 +11,8 @@ from backfill_runtime.step_ledger import DagRunRequest, Ledger
 from backfill_orchestrator.contracts import StepStatus
 from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.status.watch import progress_line
+from tests.support.airflow import step
 
-from .conftest import step
 from .test_runtime_units import make_plan
 
 D3 = ["2021-06-04", "2021-06-05", "2021-06-06"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import DAGS
+from tests.support.airflow import DAGS
 
 PARSE = """
 import json, sys

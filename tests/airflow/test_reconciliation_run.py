@@ -1,14 +1,12 @@
-"""The `reconciliation` DAG on a real Airflow 3, with the real reconciliation Spark job over a
-small broken sample warehouse, S3/DynamoDB/Secrets Manager on moto and a local Slack: what a
-backfill in flight already repairs is not submitted; the rest arrives in the incoming prefix
-as a valid config, and the Slack summary says so."""
+"""The `reconciliation` DAG on a real Airflow 3 (the one several modules share), with the real
+reconciliation Spark job over a small broken sample warehouse, S3/DynamoDB/Secrets Manager on
+moto and a local Slack: what a backfill in flight already repairs is not submitted; the rest
+arrives in the incoming prefix as a valid config, and the Slack summary says so."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,13 +15,10 @@ from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.reconciliation import ReconciliationReport
-from backfill_orchestrator.status import BackfillState, StatusStore
-from tests.support.aws import create_table
-
-from .conftest import BUCKET, REPO, AwsLocal, airflow_extra_env, dags_folder
+from backfill_orchestrator.status import BackfillState
+from tests.support.airflow import BUCKET, AirflowStack, AwsLocal, status_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
-STATUS = "reconciliation-status"
 IN_FLIGHT = "recon-in-flight-0000abcd"
 
 BUILD = """
@@ -47,8 +42,7 @@ with spark_session("build", extra={{"spark.sql.shuffle.partitions": "2", "spark.
 
 def _in_flight_backfill(aws: AwsLocal) -> None:
     """A triggered backfill whose plan already rewrites top_delivery_times on 2021-05-02."""
-    create_table(aws.client("dynamodb"), "StatusTable", table_name=STATUS)
-    store = StatusStore(table_name=STATUS, dynamodb_client=aws.client("dynamodb"))
+    store = status_store(aws)
     store.create(IN_FLIGHT, attributes={"name": "recon-in-flight", "owner": "@a", "mode": "batch"})
     store.transition(IN_FLIGHT, BackfillState.PLANNED, detail="planned")
     store.transition(IN_FLIGHT, BackfillState.TRIGGERED, detail="triggered")
@@ -78,45 +72,26 @@ def _in_flight_backfill(aws: AwsLocal) -> None:
 
 
 @pytest.fixture(scope="module")
-def env(
-    tmp_path_factory: pytest.TempPathFactory, aws: AwsLocal, receivers: tuple[Any, Any]
-) -> Iterator[dict[str, Any]]:
-    slack, pagerduty = receivers
-    tmp = tmp_path_factory.mktemp("reconciliation-dag")
-    warehouse = tmp / "warehouse"
-    warehouse.mkdir()
+def env(shared_airflow: AirflowStack) -> dict[str, Any]:
+    """The shared Airflow (its `[backfill]` reconciliation options: tests/conftest.py) over its
+    warehouse, built here: four days of May 2021 with partitions dropped (the other modules of
+    the stack only keep the fake Spark job's files there)."""
     built = subprocess.run(
-        [sys.executable, "-c", BUILD.format(warehouse=str(warehouse))],
+        [sys.executable, "-c", BUILD.format(warehouse=str(shared_airflow.warehouse))],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert built.returncode == 0, built.stderr[-3000:]
-    _in_flight_backfill(aws)
-    extra = {
-        **airflow_extra_env(
-            aws=aws, slack=slack, pagerduty=pagerduty, warehouse=warehouse, outputs=tmp / "outputs"
-        ),
-        "AIRFLOW__BACKFILL__STATUS_TABLE": STATUS,
-        "AIRFLOW__BACKFILL__RECONCILIATION_RULES": str(REPO / "examples" / "reconciliation.yaml"),
-        "AIRFLOW__BACKFILL__RECONCILIATION_CATALOG": str(REPO / "examples" / "catalog.yaml"),
-        "AIRFLOW__BACKFILL__CONFIG_BUCKET": BUCKET,
-        "AIRFLOW__BACKFILL__RECONCILIATION_WINDOW_DAYS": "4",
-        "AIRFLOW__BACKFILL__RECONCILIATION_TIMEOUT_SECONDS": "600",
-        # The DAG's own identity; here a connection to moto with its own (fake) keys.
-        "AIRFLOW_CONN_AWS_RECONCILIATION": json.dumps(
-            {
-                "conn_type": "aws",
-                "login": "reconciler",
-                "password": "reconciler-secret",
-                "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"},
-            }
-        ),
-    }
-    with LocalAirflow(dags_folder=dags_folder(tmp), home=tmp / "home", extra_env=extra) as airflow:
-        airflow.wait_for_dags(["reconciliation"])
-        airflow.api("PATCH", "/dags/reconciliation", json_body={"is_paused": False})
-        yield {"airflow": airflow, "slack": slack}
+    _in_flight_backfill(shared_airflow.aws)
+    airflow = shared_airflow.airflow
+    airflow.api("PATCH", "/dags/reconciliation", json_body={"is_paused": False})
+    return {"airflow": airflow, "slack": shared_airflow.slack}
+
+
+@pytest.fixture(scope="module")
+def aws(shared_airflow: AirflowStack) -> AwsLocal:
+    return shared_airflow.aws
 
 
 def test_a_daily_run_submits_what_no_backfill_repairs_and_summarises(

@@ -15,8 +15,7 @@ from backfill_orchestrator.contracts import InvalidDocumentError, RunConf, RunRe
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.documents import DocumentNotFoundError, read_text, remove, sibling, write_text
 from backfill_orchestrator.planner import plan_rounds
-
-from .conftest import step
+from tests.support.airflow import step
 
 D = ["2021-06-04", "2021-06-05"]
 PENDING, SUCCEEDED, FAILED, BLOCKED = (

@@ -1,15 +1,21 @@
-"""Generic fault-injection fixtures (see toolkit.py); component harnesses build on them."""
+"""Generic fault-injection fixtures (see toolkit.py); component harnesses build on them. And
+the real Airflow the fault modules kill and cut off (`fault_airflow`), shared by
+test_airflow_restarts.py and test_airflow_api_outage.py (one xdist unit: tests/conftest.py)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.retries import standard
 
 from tests.faults.toolkit import AwsFaults, FaultProxy, guard_moto
+from tests.support.airflow import AirflowStack, AwsLocal, StackKeeper, spark_dispatcher
 
 
 @pytest.fixture
@@ -76,3 +82,45 @@ def control_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[Any]:
             session_factory=fast_session,
         )
         yield harness
+
+
+# -- the real Airflow the fault modules kill and cut off ----------------------------------------
+def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
+    """The Spark dispatcher (real job for the `small` and `large` profiles), a short outage
+    budget, and a scheduler that finds the tasks a killed one left within seconds."""
+    dispatcher = spark_dispatcher(root / "spark_dispatch.py", pids=root / "spark-pids.jsonl")
+    aws.client("secretsmanager").create_secret(  # the trigger's, to retry a failed backfill
+        Name="backfill/airflow", SecretString=json.dumps({"username": "admin", "password": "admin"})
+    )
+    return {
+        "AIRFLOW__BACKFILL__SPARK_COMMAND": f"{sys.executable} {dispatcher}",
+        # how long a chunk task rides out an unreachable API server (default 300 s): minutes here
+        "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "60",
+        # Production-like retries: a restart costs the task it interrupted one try, and a task
+        # the scheduler starts before the api-server is back fails to start and costs another.
+        "AIRFLOW__BACKFILL__TASK_RETRIES": "2",
+        "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "15",
+        # A restarted scheduler resets the tasks of the one that died once that one's heartbeat
+        # is `scheduler_health_check_threshold` (30 s) old, at its next orphan check: every
+        # 300 s by default, every 15 s here.
+        "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "15",
+    }
+
+
+FAULT_AIRFLOW = StackKeeper("fault-airflow", options=_fault_options, wait_for=("backfill", "gated_report"))
+
+
+@pytest.fixture(scope="module")
+def fault_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
+    """A real Airflow for fault injection: booted for the first fault module, kept for the
+    next (each test leaves it running), stopped after the last."""
+    return FAULT_AIRFLOW.get(tmp_path_factory.getbasetemp())
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield
+    if "fault_airflow" in item.fixturenames and (
+        nextitem is None or "fault_airflow" not in nextitem.fixturenames
+    ):
+        FAULT_AIRFLOW.stop()

@@ -1,49 +1,44 @@
-"""The REST client and the whole trigger against a real Airflow 3 api-server (slow: boots
-Airflow locally through backfill_local.airflow_local)."""
+"""The REST client and the whole trigger against a real Airflow 3 api-server (slow: the local
+Airflow that several modules share, `shared_airflow` in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 
-from backfill_local.airflow_local import PARSE_ONCE_SETTINGS, LocalAirflow
+from backfill_local.airflow_local import LocalAirflow
 from backfill_orchestrator.airflow_api import DagNotFoundError, RestAirflowClient
+from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.trigger import Disposition
+from backfill_orchestrator.trigger.wiring import TriggerWiring
+from tests.support.airflow import AirflowStack
 from tests.support.trigger import VALID, TriggerHarness
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-DAG_ID = "trigger_probe"
-PROBE_DAG = f'''
-from datetime import datetime
-
-from airflow.sdk import dag, task
+DAG_ID = "trigger_probe"  # tests/airflow/dags/trigger_probe.py: one no-op task
 
 
-@dag(dag_id="{DAG_ID}", schedule=None, start_date=datetime(2021, 1, 1), catchup=False)
-def probe():
-    @task
-    def noop():
-        return None
+class RealAirflowHarness(TriggerHarness):
+    """With the trigger's production HTTP policy (`retrying_session`: 10 s reads, 4 retries
+    with backoff): a real Airflow on a loaded machine takes seconds to answer, and the
+    harness's `fast_session` (5 s reads, two quick retries) is for the doubles' outage tests."""
 
-    noop()
-
-
-probe()
-'''
+    def make_wiring(self) -> TriggerWiring:
+        return TriggerWiring(
+            self.settings,
+            s3_client=self.s3,
+            dynamodb_client=self.dynamodb,
+            secrets_client=self.secrets,
+            session_factory=retrying_session,
+        )
 
 
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAirflow]:
-    dags = tmp_path_factory.mktemp("dags")
-    (dags / "trigger_probe.py").write_text(PROBE_DAG)
-    with LocalAirflow(dags_folder=Path(dags), parallelism=1, extra_env=PARSE_ONCE_SETTINGS) as local:
-        local.wait_for_dags([DAG_ID])
-        yield local
+def airflow(shared_airflow: AirflowStack) -> LocalAirflow:
+    return shared_airflow.airflow
 
 
 def test_rest_client_triggers_once_and_resolves_the_409(airflow: LocalAirflow) -> None:
@@ -66,7 +61,7 @@ def test_the_trigger_end_to_end_makes_one_run_for_ten_deliveries(
     airflow: LocalAirflow, mocked_aws: None
 ) -> None:
     with ExitStack() as stack:
-        harness = TriggerHarness(stack, env={"AIRFLOW_URL": airflow.url, "BACKFILL_DAG_ID": DAG_ID})
+        harness = RealAirflowHarness(stack, env={"AIRFLOW_URL": airflow.url, "BACKFILL_DAG_ID": DAG_ID})
         event = harness.upload(VALID)
         results = [harness.invoke(event)[0] for _ in range(10)]
 
