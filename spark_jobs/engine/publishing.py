@@ -21,15 +21,14 @@ from pyspark import StorageLevel
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.contracts.publish import (
-    ManifestPartition,
     ManifestState,
-    PartitionAction,
     PublishManifest,
     PublishPolicy,
     StepChecks,
     TableKind,
 )
 from backfill_orchestrator.publish import Publisher, PublishLayout
+from backfill_orchestrator.publish.layout import manifest_partitions
 from backfill_orchestrator.reconciliation import ReconciliationRules
 from spark_jobs.engine.catalogs import Catalogs, catalog_locations
 from spark_jobs.engine.checks import (
@@ -234,33 +233,17 @@ def stage_step(
     )
     checks_uri = layout.checks_uri(settings.backfill_id, settings.attempt, step_id)
     documents.write_bytes(checks_uri, checks.to_json().encode(), s3_client=settings.publisher.s3_client)
-    entries = []
-    for partition in sorted(set(after) | set(live)):
-        nominal = f"{table.uri(warehouse)}/{partition}"
-        action = (
-            PartitionAction.CREATE
-            if partition not in live
-            else PartitionAction.REPLACE
-            if partition in after
-            else PartitionAction.DELETE
-        )
-        backup = None
-        if action is not PartitionAction.CREATE:
-            backup = (
-                layout.backup_uri(settings.backfill_id, settings.attempt, step_id, partition)
-                if kind is TableKind.PATH
-                else live[partition]
-            )
-        entries.append(
-            ManifestPartition(
-                partition=partition,
-                action=action,
-                live_location=live.get(partition, nominal),
-                staged_location=None if action is PartitionAction.DELETE else f"{staging_uri}/{partition}",
-                backup_location=backup,
-                rows=after[partition].rows if partition in after else 0,
-            )
-        )
+    entries = manifest_partitions(
+        layout=layout,
+        backfill_id=settings.backfill_id,
+        attempt=settings.attempt,
+        step_id=step_id,
+        kind=kind,
+        table_uri=table.uri(warehouse),
+        staging_uri=staging_uri,
+        staged={partition: profile.rows for partition, profile in after.items()},
+        live=live,
+    )
     manifest = settings.publisher.write_manifest(
         manifest.model_copy(
             update={

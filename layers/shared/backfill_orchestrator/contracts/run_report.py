@@ -161,11 +161,14 @@ class RunReport(Contract):
                 raise ValueError(f"step {step.id} is reported twice")
             seen.add(step.id)
         expected = run_status(list(self.steps))
+        not_ok = [step.id for step in self.steps if not step.succeeded]
+        if self.status == "succeeded" and not_ok:
+            raise ValueError(f"status is succeeded but steps {', '.join(not_ok)} did not succeed")
         if self.status != expected:
-            not_ok = [step.id for step in self.steps if not step.succeeded]
             raise ValueError(
-                f"status is {self.status} but the steps say {expected}"
-                + (f" (not succeeded: {', '.join(not_ok)})" if not_ok else "")
+                "status is failed but every step succeeded"
+                if expected == "succeeded"
+                else f"status is {self.status} but the steps say {expected}"
             )
         return self
 

@@ -14,8 +14,11 @@ expire them (template.yaml's PublishBucket)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+
+from backfill_orchestrator.contracts.publish import ManifestPartition, PartitionAction, TableKind
 
 CATALOG_VERSIONS = "_backfill"  # hidden from path readers: Spark and Hive skip `_` directories
 
@@ -64,3 +67,46 @@ class PublishLayout:
 
 def default_root(warehouse: str) -> str:
     return f"{warehouse.rstrip('/')}/_backfill"
+
+
+def manifest_partitions(
+    *,
+    layout: PublishLayout,
+    backfill_id: str,
+    attempt: int,
+    step_id: str,
+    kind: TableKind,
+    table_uri: str,
+    staging_uri: str,
+    staged: Mapping[str, int],
+    live: Mapping[str, str],
+) -> list[ManifestPartition]:
+    """Each partition of a step's scope, staged (partition -> rows) or live (partition ->
+    location), with its action and its three locations: a path table's replaced partition is
+    moved to its backup; a catalogued table's stays where it is, its backup being itself."""
+    entries = []
+    for partition in sorted(set(staged) | set(live)):
+        if partition not in live:
+            action = PartitionAction.CREATE
+        elif partition in staged:
+            action = PartitionAction.REPLACE
+        else:
+            action = PartitionAction.DELETE
+        backup = None
+        if action is not PartitionAction.CREATE:
+            backup = (
+                layout.backup_uri(backfill_id, attempt, step_id, partition)
+                if kind is TableKind.PATH
+                else live[partition]
+            )
+        entries.append(
+            ManifestPartition(
+                partition=partition,
+                action=action,
+                live_location=live.get(partition, f"{table_uri.rstrip('/')}/{partition}"),
+                staged_location=None if action is PartitionAction.DELETE else f"{staging_uri}/{partition}",
+                backup_location=backup,
+                rows=staged.get(partition, 0),
+            )
+        )
+    return entries
