@@ -268,3 +268,44 @@ def sample_ledger() -> PartitionLedger:
         latest={"day=2021-05-05/hour=3/feed=web": record},
         replaced={"day=2021-05-05/hour=3/feed=web": record.model_copy(update={"backfill_id": BACKFILL_A})},
     )
+
+
+def register_glue_tables(
+    glue: Any, *, warehouse: str, tables: Sequence[Any], database: str = "food_delivery"
+) -> None:
+    """The pipeline's tables in (moto's) Glue, each partition at its directory, as a crawler
+    or the pipeline's own registration would leave them."""
+    from pyspark.sql.types import DateType, IntegerType, LongType
+
+    glue_types = {DateType: "date", IntegerType: "int", LongType: "bigint"}
+    glue.create_database(DatabaseInput={"Name": database})
+    for table in tables:
+        data = [f for f in table.schema.fields if f.name not in table.partition_columns]
+        keys = [f for f in table.schema.fields if f.name in table.partition_columns]
+        storage = {
+            "Columns": [{"Name": f.name, "Type": glue_types.get(type(f.dataType), "string")} for f in data],
+            "Location": table.uri(warehouse),
+        }
+        glue.create_table(
+            DatabaseName=database,
+            TableInput={
+                "Name": table.name,
+                "StorageDescriptor": storage,
+                "PartitionKeys": [
+                    {"Name": f.name, "Type": glue_types.get(type(f.dataType), "string")} for f in keys
+                ],
+            },
+        )
+        root = Path(table.uri(warehouse))
+        pattern = "/".join(f"{column}=*" for column in table.partition_columns)
+        inputs = [
+            {
+                "Values": [segment.split("=", 1)[1] for segment in p.relative_to(root).parts],
+                "StorageDescriptor": {**storage, "Location": str(p)},
+            }
+            for p in sorted(root.glob(pattern))
+        ]
+        for start in range(0, len(inputs), 100):
+            glue.batch_create_partition(
+                DatabaseName=database, TableName=table.name, PartitionInputList=inputs[start : start + 100]
+            )

@@ -287,12 +287,17 @@ class Publisher:
             self._forward(manifest, entry, sides[entry.partition])
         published_at = self.clock()
         self._record(manifest, published_at=published_at, by=manifest.published_by or by)
-        return self._save(
+        manifest = self._save(
             manifest,
             ManifestState.PUBLISHED,
             published_at=published_at,
             backups_expire_at=published_at + self.retention,
         )
+        if manifest.table_kind is TableKind.PATH:
+            # What the moves left: empty directories and Spark's markers (an undo makes the
+            # directories it needs again). A catalogued table's staging is live now: kept.
+            self.store.delete(manifest.staging_uri)
+        return manifest
 
     def rollback(self, manifest: PublishManifest) -> PublishManifest:
         """A publish a crash or a cancel interrupted, back to staged: every partition old again."""
