@@ -23,7 +23,7 @@ from backfill_orchestrator.contracts.publish import (
     PublishManifest,
 )
 from backfill_orchestrator.errors import UserError
-from backfill_orchestrator.publish import UnknownStagedAttemptError
+from backfill_orchestrator.publish import PublishError, UnknownStagedAttemptError
 from spark_jobs.engine.catalogs import Catalogs
 from spark_jobs.engine.publishing import AUTO_PUBLISHER, PublishSettings, StagedStep, stage_step
 from spark_jobs.engine.registry import Registry, Transform
@@ -140,7 +140,6 @@ def run_step(
     spark.sparkContext.setJobGroup(f"step:{step.id}", f"backfill step {step.id} ({step.transform})")
     frames: Mapping[str, DataFrame] = {}
     catalogs = publishing.catalogs if publishing else None
-    staged: StagedStep | None = None
     try:
         transform = registry[step.transform or ""]
         scope = Scope.of_step(step)
@@ -184,7 +183,7 @@ def run_step(
     except Exception as error:  # a step's failure is data for the report, not a crash of the job
         extra = {}
         if publishing is not None:
-            extra = _clean_up_after_failure(publishing, step, staged)
+            extra = _clean_up_after_failure(publishing, step)
         return _failed(step, wave, started, describe_error(error), **extra)
     finally:
         for frame in frames.values():
@@ -234,31 +233,28 @@ def _manifest_uri(publishing: PublishSettings, manifest: PublishManifest) -> str
     return publishing.publisher.layout.manifest_uri(manifest.backfill_id, manifest.attempt, manifest.step_id)
 
 
-def _clean_up_after_failure(
-    publishing: PublishSettings, step: PlanStep, staged: StagedStep | None
-) -> dict[str, Any]:
+def _clean_up_after_failure(publishing: PublishSettings, step: PlanStep) -> dict[str, Any]:
     """After a failure: what was staged goes (a publish under way is rolled back first, so live
     is as before); if even that fails, the manifest stays for the next attempt's recovery."""
+    publisher = publishing.publisher
+    uri = publisher.layout.manifest_uri(publishing.backfill_id, publishing.attempt, step.id)
     try:
-        manifest = (
-            staged.manifest
-            if staged
-            else publishing.publisher.load_manifest(publishing.backfill_id, publishing.attempt, step.id)
-        )
+        manifest = publisher.load_manifest(publishing.backfill_id, publishing.attempt, step.id)
     except UnknownStagedAttemptError:
-        return {}
-    try:
-        publishing.publisher.discard(
-            publishing.publisher.load_manifest(manifest.backfill_id, manifest.attempt, manifest.step_id)
-        )
-    except Exception as error:  # noqa: BLE001 - reported; the next attempt's recovery retries it
-        print(
-            f"backfill_job: {step.id}: staged data not cleaned up ({describe_error(error)}); "
-            "the next attempt does it",
-            file=sys.stderr,
-            flush=True,
-        )
-    return {"manifest_uri": _manifest_uri(publishing, manifest)}
+        return {}  # failed before staging began
+    except Exception as error:  # noqa: BLE001 - an unreadable manifest: reported, left for a person
+        _warn(step, f"its manifest cannot be read ({describe_error(error)})")
+        return {"manifest_uri": uri}
+    if manifest.state in (ManifestState.STAGING, ManifestState.STAGED, ManifestState.PUBLISHING):
+        try:
+            publisher.discard(manifest)
+        except Exception as error:  # noqa: BLE001 - reported; the next attempt's recovery retries it
+            _warn(step, f"staged data not cleaned up ({describe_error(error)}); the next attempt does it")
+    return {"manifest_uri": uri}
+
+
+def _warn(step: PlanStep, message: str) -> None:
+    print(f"backfill_job: {step.id}: {message}", file=sys.stderr, flush=True)
 
 
 def _published_before(publishing: PublishSettings, step: PlanStep) -> PublishManifest | None:
@@ -299,10 +295,13 @@ def prepare_publishing(publishing: PublishSettings, plan: Plan) -> None:
     (a publish is finished, a staging write discarded), and discard what earlier attempts
     staged and held for the steps this run stages again."""
     publisher = publishing.publisher
-    publisher.recover(publishing.backfill_id, finish=True)
     try:
+        publisher.recover(publishing.backfill_id, finish=True)
         manifests = publisher.manifests(publishing.backfill_id)
     except UnknownStagedAttemptError:
+        return
+    except PublishError as error:  # the steps restage over it; a person or the lifecycle decides
+        print(f"backfill_job: earlier publishes not recovered: {error}", file=sys.stderr, flush=True)
         return
     rerun = {step.id for step in plan.steps if step.kind == "spark"}
     for manifest in manifests:
