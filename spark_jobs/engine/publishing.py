@@ -183,14 +183,6 @@ def stage_step(
             spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
         )
         before = profiles(old, table.schema, columns) if live else {}
-        staged_frame = (
-            spark.read.format(table.format)
-            .schema(table.schema)
-            .option("basePath", staging_uri)
-            .load(staging_uri)
-            if after
-            else spark.createDataFrame([], table.schema)
-        )
         first_staged = next(iter(after), None)
         first_live = next(iter(live.items()), None)
         schema = schema_check(
@@ -201,11 +193,13 @@ def stage_step(
             staged_partitions=list(columns),
             live_partitions=_catalog_partition_columns(spark, settings.catalogs, table) or list(columns),
         )
+        table_rules = settings.rules.for_table(table.name) if settings.rules else None
         rules = rules_check(
-            rules=settings.rules.for_table(table.name) if settings.rules else None,
+            rules=table_rules,
             transform=transform,
             computed=frame,
-            staged=staged_frame,
+            # Read back only when there are rules: building the frame lists the staged files.
+            staged=_read_staged(spark, table, staging_uri) if table_rules is not None and after else frame,
         )
         keys = (
             key_changes(new=frame, old=old, partition_columns=columns, key_columns=table.key_columns)
@@ -261,6 +255,12 @@ def stage_step(
         rows_by_partition={partition: profile.rows for partition, profile in sorted(after.items())},
         deleted=sorted(set(live) - set(after)),
         bytes_staged=filesystem.size(staging_uri) if after else 0,
+    )
+
+
+def _read_staged(spark: SparkSession, table: Table, staging_uri: str) -> DataFrame:
+    return (
+        spark.read.format(table.format).schema(table.schema).option("basePath", staging_uri).load(staging_uri)
     )
 
 

@@ -162,7 +162,7 @@ def test_a_crash_at_any_call_of_a_publish_is_finished_or_rolled_back_by_the_retr
             assert set(sides.values()) <= allowed, (crash_at, sides)
             recovered = retry.recover(BACKFILL_A, finish=finish)
             state = retry.load_manifest(BACKFILL_A, 1, "etl_orders").state
-            if finish or not seen_crash:
+            if finish or not seen_crash or left.state is ManifestState.PUBLISHED:  # crashed tidying up
                 assert state is ManifestState.PUBLISHED, (crash_at, recovered)
                 assert read_partitions(retry.store, table, catalog) == AFTER
             else:

@@ -166,8 +166,16 @@ class Publisher:
             )
         return catalog
 
-    def side(self, manifest: PublishManifest, entry: ManifestPartition) -> Side:
-        """Where the partition stands; PartitionChangedError when neither old nor new."""
+    def side(
+        self,
+        manifest: PublishManifest,
+        entry: ManifestPartition,
+        *,
+        catalogued: Mapping[str, str] | None = None,
+    ) -> Side:
+        """Where the partition stands; PartitionChangedError when neither old nor new.
+        `catalogued`: the catalog's partition -> location for the manifest's days, looked up
+        once for many partitions (`current_locations`)."""
         where = f"{manifest.table}/{entry.partition}"
         if manifest.table_kind is TableKind.PATH:
             live = self.store.exists(entry.live_location)
@@ -193,7 +201,12 @@ class Publisher:
                     source=manifest.key,
                 )
             return found
-        current = self._catalog(manifest).location(manifest.catalog_table or "", entry.partition)
+        current = (
+            catalogued.get(entry.partition)
+            if catalogued is not None
+            else self._catalog(manifest).location(manifest.catalog_table or "", entry.partition)
+        )
+        before = None if entry.action is PartitionAction.CREATE else entry.live_location
         before = None if entry.action is PartitionAction.CREATE else entry.live_location
         after = entry.staged_location  # None for a delete
         if same_location(current, after):
@@ -209,6 +222,14 @@ class Publisher:
             ],
             source=manifest.key,
         )
+
+    def current_locations(self, manifest: PublishManifest) -> dict[str, str] | None:
+        """A catalogued table's partitions of the manifest's days, in one catalog call (None
+        for a path table)."""
+        if manifest.table_kind is TableKind.PATH:
+            return None
+        days = sorted({partition_day(entry.partition) for entry in manifest.partitions})
+        return self._catalog(manifest).locations(manifest.catalog_table or "", days)
 
     def _forward(self, manifest: PublishManifest, entry: ManifestPartition, side: Side) -> None:
         if side is Side.NEW:
@@ -247,9 +268,10 @@ class Publisher:
     def _sides(self, manifest: PublishManifest) -> dict[str, Side]:
         """Every partition's side, or one PartitionChangedError listing each that is neither."""
         sides, problems = {}, []
+        catalogued = self.current_locations(manifest)
         for entry in manifest.partitions:
             try:
-                sides[entry.partition] = self.side(manifest, entry)
+                sides[entry.partition] = self.side(manifest, entry, catalogued=catalogued)
             except PartitionChangedError as error:
                 problems += error.issues
         if problems:
@@ -535,15 +557,13 @@ class Publisher:
         return result
 
     def _remove_backups(self, manifest: PublishManifest) -> None:
+        catalogued = self.current_locations(manifest) or {}
         for entry in manifest.partitions:
             if entry.action is PartitionAction.CREATE:
                 continue
             if manifest.table_kind is TableKind.PATH:
                 self.store.delete(entry.backup_location or "")
-            elif not same_location(
-                self._catalog(manifest).location(manifest.catalog_table or "", entry.partition),
-                entry.live_location,
-            ):
+            elif not same_location(catalogued.get(entry.partition), entry.live_location):
                 self.store.delete(entry.live_location)
 
 
