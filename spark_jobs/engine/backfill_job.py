@@ -296,6 +296,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
             backfill_id=plan.backfill_id,
             attempt=args.attempt,
             root=args.publish_root or default_root(warehouse),
+            warehouse=warehouse,
             policy=policy,
             catalogs=Catalogs(spark, args.catalog),
             rules=rules,

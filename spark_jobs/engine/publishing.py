@@ -27,7 +27,8 @@ from backfill_orchestrator.contracts.publish import (
     StepChecks,
     TableKind,
 )
-from backfill_orchestrator.publish import Publisher, PublishLayout
+from backfill_orchestrator.documents import has_scheme
+from backfill_orchestrator.publish import DataStore, FileDataStore, Publisher, PublishLayout
 from backfill_orchestrator.publish.layout import manifest_partitions
 from backfill_orchestrator.reconciliation import ReconciliationRules
 from spark_jobs.engine.catalogs import Catalogs, catalog_locations
@@ -74,13 +75,14 @@ class PublishSettings:
         root: str,
         policy: PublishPolicy,
         catalogs: Catalogs,
+        warehouse: str | None = None,
         rules: ReconciliationRules | None = None,
         stop: threading.Event | None = None,
         s3_client: object = None,
     ) -> PublishSettings:
         publisher = Publisher(
             layout=PublishLayout(root),
-            store=HadoopFs(spark),
+            store=data_store(spark, root, warehouse),
             catalogs=catalogs.by_kind(),
             s3_client=s3_client,
         )
@@ -94,6 +96,14 @@ class StagedStep:
     rows_by_partition: dict[str, int]
     deleted: list[str]  # live partitions in scope the publish removes
     bytes_staged: int | None
+
+
+def data_store(spark: SparkSession, root: str, warehouse: str | None) -> DataStore:
+    """Local disks through Python's os calls (a publish renames thousands of directories: one
+    call each instead of several through the JVM); anything else through the cluster's Hadoop
+    FileSystem, which has the credentials."""
+    local = not has_scheme(root) and (warehouse is None or not has_scheme(warehouse))
+    return FileDataStore() if local else HadoopFs(spark)
 
 
 def _now() -> datetime:
