@@ -169,7 +169,7 @@ def test_a_hive_table_is_published_by_location_swaps_and_undone(spark, pristine,
         restored = read_table(spark=spark, warehouse=str(hive_warehouse), table=table, catalogs=catalogs)
         by_path = read_table(spark=spark, warehouse=str(hive_warehouse), table=table)
         assert sorted(restored.collect()) == sorted(by_path.collect()), table.name
-    assert not (hive_warehouse / "processed" / "orders" / "_backfill" / PLAN.backfill_id).exists()
+    assert not (hive_warehouse / "processed" / "orders" / "_backfill" / PLAN.backfill_id / "a1").exists()
 
 
 def test_glue_tables_are_published_in_the_job_and_undone_from_plain_python(
