@@ -52,7 +52,7 @@ from backfill_orchestrator.contracts.plan import Plan  # noqa: E402
 from backfill_orchestrator.contracts.publish import PublishPolicy  # noqa: E402
 from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
 from backfill_orchestrator.errors import UserError  # noqa: E402
-from backfill_orchestrator.publish import default_root  # noqa: E402
+from backfill_orchestrator.publish import PublishError, default_root  # noqa: E402
 from backfill_orchestrator.reconciliation import (  # noqa: E402
     InvalidRulesError,
     ReconciliationRules,
@@ -291,6 +291,11 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
 
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
         stop = stop_on_sigterm(spark)
+        try:
+            catalogs = Catalogs(spark, args.catalog)
+        except PublishError as error:  # --catalog hive in a session without Hive support
+            print(f"backfill_job: --catalog {args.catalog}: {error}", file=sys.stderr)
+            return EXIT_USAGE
         publishing = PublishSettings.build(
             spark=spark,
             backfill_id=plan.backfill_id,
@@ -298,7 +303,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
             root=args.publish_root or default_root(warehouse),
             warehouse=warehouse,
             policy=policy,
-            catalogs=Catalogs(spark, args.catalog),
+            catalogs=catalogs,
             rules=rules,
             stop=stop,
             s3_client=s3_client,
