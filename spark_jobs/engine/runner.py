@@ -28,7 +28,12 @@ from spark_jobs.engine.catalogs import Catalogs
 from spark_jobs.engine.publishing import AUTO_PUBLISHER, PublishSettings, StagedStep, stage_step
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.scope import Scope
-from spark_jobs.engine.table_io import read_table, replace_partitions
+from spark_jobs.engine.table_io import (
+    TASKS_END_TIMEOUT_SECONDS,
+    read_table,
+    replace_partitions,
+    wait_for_the_step_tasks,
+)
 from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
@@ -183,6 +188,9 @@ def run_step(
     except Exception as error:  # a step's failure is data for the report, not a crash of the job
         extra = {}
         if publishing is not None:
+            # A cancelled write's tasks end when they notice; once they did, nothing they write
+            # comes back after the cleanup.
+            wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
             extra = _clean_up_after_failure(publishing, step)
         return _failed(step, wave, started, describe_error(error), **extra)
     finally:

@@ -166,7 +166,7 @@ def replace_partitions(
                 # Spark aborts a failed or cancelled (SIGTERM) write's job at once, but its tasks
                 # end when they notice: one still writing makes its staging directories again
                 # after the abort removed them. Once they ended, this write's own litter goes.
-                _wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
+                wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
                 _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
                 raise
     finally:
@@ -183,7 +183,7 @@ def replace_partitions(
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
 
 
-def _wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> None:
+def wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> None:
     """Until no task of this thread's job group (the step's, runner.py) runs, or the timeout."""
     tracker = spark.sparkContext.statusTracker()
     group = spark.sparkContext.getLocalProperty("spark.jobGroup.id") or None
