@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import NumericType, StructType
+from pyspark.sql.types import NumericType, StructField, StructType
 
 from backfill_orchestrator.contracts.publish import (
     MAX_EXAMPLE_KEYS,
@@ -50,7 +50,7 @@ class Profile:
     sums: dict[str, float] = field(default_factory=dict)
 
 
-def _data_fields(schema: StructType, partition_columns: Iterable[str]) -> list:
+def _data_fields(schema: StructType, partition_columns: Iterable[str]) -> list[StructField]:
     skip = set(partition_columns)
     return [f for f in schema.fields if f.name not in skip]
 

@@ -45,6 +45,7 @@ class GlueCatalog:
     def __init__(self, *, glue_client: Any = None, catalog_id: str | None = None) -> None:
         self._client = glue_client
         self._catalog = {"CatalogId": catalog_id} if catalog_id else {}
+        self._descriptors: dict[str, dict[str, Any]] = {}
 
     def _glue(self) -> Any:
         if self._client is None:
@@ -76,12 +77,15 @@ class GlueCatalog:
         return True
 
     def _storage(self, table: str) -> dict[str, Any]:
-        database, name = split_name(table)
-        try:
-            found = self._glue().get_table(**self._catalog, DatabaseName=database, Name=name)
-        except Exception as error:
-            raise CatalogUnavailableError([issue(table, f"glue get_table: {error}")]) from None
-        return dict(found["Table"].get("StorageDescriptor") or {})
+        """The table's storage descriptor, which a partition's copies (format, SerDe, columns)."""
+        if table not in self._descriptors:
+            database, name = split_name(table)
+            try:
+                found = self._glue().get_table(**self._catalog, DatabaseName=database, Name=name)
+            except Exception as error:
+                raise CatalogUnavailableError([issue(table, f"glue get_table: {error}")]) from None
+            self._descriptors[table] = dict(found["Table"].get("StorageDescriptor") or {})
+        return self._descriptors[table]
 
     def location(self, table: str, partition: str) -> str | None:
         found = self._call(
