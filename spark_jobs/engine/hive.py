@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.publish.catalogs import split_name
-from backfill_orchestrator.publish.errors import CatalogUnavailableError, issue
+from backfill_orchestrator.publish.errors import PublishCatalogError, issue
 from backfill_orchestrator.publish.layout import partition_values
 from spark_jobs.engine.scope import DAY, HOUR
 
@@ -54,7 +54,7 @@ class HiveCatalog:
 
     def __init__(self, spark: SparkSession) -> None:
         if not has_hive(spark):
-            raise CatalogUnavailableError(
+            raise PublishCatalogError(
                 [
                     issue(
                         "spark.sql.catalogImplementation",
@@ -72,7 +72,7 @@ class HiveCatalog:
             return self._spark.sql(statement)
         except Exception as error:  # AnalysisException and Py4J errors
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise CatalogUnavailableError([issue(table, f"hive: {first}")]) from None
+            raise PublishCatalogError([issue(table, f"hive: {first}")]) from None
 
     def locations(self, table: str, days: Sequence[str] | None) -> dict[str, str]:
         """partition -> location, for the days given (all when None), in one metastore call."""
@@ -86,7 +86,7 @@ class HiveCatalog:
             )
             keys = list(convert.asJava(catalog.getTable(database, name).partitionColumnNames()))
         except Exception as error:
-            raise CatalogUnavailableError([issue(table, f"hive listPartitions: {error}")]) from None
+            raise PublishCatalogError([issue(table, f"hive listPartitions: {error}")]) from None
         wanted = None if days is None else set(days)
         found = {}
         for entry in convert.asJava(listed):
@@ -124,7 +124,7 @@ def register_table(spark: SparkSession, *, table: Table, warehouse: str) -> None
     """`table` as an external table at its location, with every partition its directory holds
     (idempotent: an existing table is left as it is)."""
     if table.catalog_name is None or not table.partition_columns:
-        raise CatalogUnavailableError([issue(table.name, "has no catalog_name or no partition columns")])
+        raise PublishCatalogError([issue(table.name, "has no catalog_name or no partition columns")])
     database, _ = split_name(table.catalog_name)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
     if spark.catalog.tableExists(table.catalog_name):

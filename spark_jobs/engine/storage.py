@@ -97,10 +97,10 @@ class HadoopFs:
     def move(self, source: str, target: str) -> None:
         """A directory to a target that does not exist yet (its parents are made): a rename,
         atomic on HDFS and local disks, a copy and delete on object stores."""
-        from backfill_orchestrator.publish.errors import StorageError, issue
+        from backfill_orchestrator.publish.errors import PublishStorageError, issue
 
         origin, destination = self._path(source), self._path(target)
         fs = origin.getFileSystem(self._conf)
         fs.mkdirs(destination.getParent())
         if not fs.rename(origin, destination):
-            raise StorageError([issue(source, f"cannot move to {target}")])
+            raise PublishStorageError([issue(source, f"cannot move to {target}")])

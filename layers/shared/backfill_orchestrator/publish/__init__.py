@@ -11,13 +11,13 @@ docs/spark.md, "Safe publish", says what each guarantees."""
 from backfill_orchestrator.publish.catalogs import GlueCatalog, PartitionCatalog
 from backfill_orchestrator.publish.errors import (
     BackupsExpiredError,
-    CatalogUnavailableError,
     ChecksFailedError,
     PartitionChangedError,
     PartitionRepublishedError,
+    PublishCatalogError,
     PublishError,
     PublishStateError,
-    StorageError,
+    PublishStorageError,
     UnknownStagedAttemptError,
 )
 from backfill_orchestrator.publish.layout import PublishLayout, default_root
@@ -27,7 +27,7 @@ from backfill_orchestrator.publish.storage import DataStore, FileDataStore
 __all__ = [
     "DEFAULT_RETENTION",
     "BackupsExpiredError",
-    "CatalogUnavailableError",
+    "PublishCatalogError",
     "ChecksFailedError",
     "DataStore",
     "FileDataStore",
@@ -40,7 +40,7 @@ __all__ = [
     "PublishStateError",
     "Publisher",
     "Side",
-    "StorageError",
+    "PublishStorageError",
     "SweepResult",
     "UnknownStagedAttemptError",
     "default_root",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from backfill_orchestrator.contracts.publish import TableKind
-from backfill_orchestrator.publish.errors import CatalogUnavailableError, issue
+from backfill_orchestrator.publish.errors import PublishCatalogError, issue
 from backfill_orchestrator.publish.layout import partition_values
 
 GLUE_PAGE = 100
@@ -33,7 +33,7 @@ class PartitionCatalog(Protocol):
 def split_name(table: str) -> tuple[str, str]:
     database, _, name = table.partition(".")
     if not database or not name:
-        raise CatalogUnavailableError([issue(table, "expected database.table")])
+        raise PublishCatalogError([issue(table, "expected database.table")])
     return database, name
 
 
@@ -64,7 +64,7 @@ class GlueCatalog:
             code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
             if code == "EntityNotFoundException" and operation == "get_partition":
                 return None
-            raise CatalogUnavailableError([issue(table, f"glue {operation}: {code or error}")]) from None
+            raise PublishCatalogError([issue(table, f"glue {operation}: {code or error}")]) from None
 
     def table_exists(self, table: str) -> bool:
         database, name = split_name(table)
@@ -73,7 +73,7 @@ class GlueCatalog:
         except Exception as error:
             if getattr(error, "response", {}).get("Error", {}).get("Code", "") == "EntityNotFoundException":
                 return False
-            raise CatalogUnavailableError([issue(table, f"glue get_table: {error}")]) from None
+            raise PublishCatalogError([issue(table, f"glue get_table: {error}")]) from None
         return True
 
     def _storage(self, table: str) -> dict[str, Any]:
@@ -83,7 +83,7 @@ class GlueCatalog:
             try:
                 found = self._glue().get_table(**self._catalog, DatabaseName=database, Name=name)
             except Exception as error:
-                raise CatalogUnavailableError([issue(table, f"glue get_table: {error}")]) from None
+                raise PublishCatalogError([issue(table, f"glue get_table: {error}")]) from None
             self._descriptors[table] = dict(found["Table"].get("StorageDescriptor") or {})
         return self._descriptors[table]
 
@@ -111,7 +111,7 @@ class GlueCatalog:
                     path = "/".join(f"{k}={v}" for k, v in zip(keys, entry["Values"], strict=True))
                     found[path] = entry["StorageDescriptor"]["Location"]
         except Exception as error:
-            raise CatalogUnavailableError([issue(table, f"glue get_partitions: {error}")]) from None
+            raise PublishCatalogError([issue(table, f"glue get_partitions: {error}")]) from None
         return found
 
     def _partition_keys(self, table: str) -> list[str]:
@@ -119,7 +119,7 @@ class GlueCatalog:
         try:
             found = self._glue().get_table(**self._catalog, DatabaseName=database, Name=name)
         except Exception as error:
-            raise CatalogUnavailableError([issue(table, f"glue get_table: {error}")]) from None
+            raise PublishCatalogError([issue(table, f"glue get_table: {error}")]) from None
         return [key["Name"] for key in found["Table"].get("PartitionKeys", [])]
 
     def _input(self, table: str, partition: str, location: str) -> dict[str, Any]:

@@ -50,12 +50,12 @@ class BackupsExpiredError(PublishError, PolicyRefusal):
     """Undo refused: the replaced partitions' retention is over, or a backup is gone."""
 
 
-class CatalogUnavailableError(PublishError, ServiceError):
+class PublishCatalogError(PublishError, ServiceError):
     """The table's catalog is not reachable from here (a Hive table needs a Spark session with
     Hive support), or a catalog call failed."""
 
 
-class StorageError(PublishError, ServiceError):
+class PublishStorageError(PublishError, ServiceError):
     """A move or delete in the table's storage failed."""
 
 

@@ -32,10 +32,10 @@ from backfill_orchestrator.errors import ConfigIssue
 from backfill_orchestrator.publish.catalogs import PartitionCatalog
 from backfill_orchestrator.publish.errors import (
     BackupsExpiredError,
-    CatalogUnavailableError,
     ChecksFailedError,
     PartitionChangedError,
     PartitionRepublishedError,
+    PublishCatalogError,
     PublishStateError,
     UnknownStagedAttemptError,
     issue,
@@ -156,7 +156,7 @@ class Publisher:
                 if manifest.table_kind is TableKind.HIVE
                 else "a Glue client"
             )
-            raise CatalogUnavailableError(
+            raise PublishCatalogError(
                 [
                     issue(
                         f"{manifest.key}",
@@ -552,7 +552,7 @@ class Publisher:
                 elif manifest.state is ManifestState.STAGING and now - manifest.updated_at > STALE_STAGING:
                     self.discard(manifest)
                     result.discarded.append(manifest.key)
-            except CatalogUnavailableError as error:
+            except PublishCatalogError as error:
                 result.skipped.append(f"{manifest.key}: {error.problems[0] if error.problems else error}")
         return result
 

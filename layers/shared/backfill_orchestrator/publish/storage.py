@@ -10,7 +10,7 @@ import shutil
 from typing import Any, Protocol
 
 from backfill_orchestrator import documents
-from backfill_orchestrator.publish.errors import StorageError, issue
+from backfill_orchestrator.publish.errors import PublishStorageError, issue
 
 
 class DataStore(Protocol):
@@ -34,7 +34,7 @@ class FileDataStore:
 
     def move(self, source: str, target: str) -> None:
         if documents.is_s3(source) != documents.is_s3(target):
-            raise StorageError([issue(source, f"cannot move between stores (to {target})")])
+            raise PublishStorageError([issue(source, f"cannot move between stores (to {target})")])
         try:
             if documents.is_s3(source):
                 self._s3_move(source, target)
@@ -43,7 +43,7 @@ class FileDataStore:
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 documents.local_path(source).rename(destination)
         except OSError as error:
-            raise StorageError([issue(source, f"cannot move to {target}: {error}")]) from None
+            raise PublishStorageError([issue(source, f"cannot move to {target}: {error}")]) from None
 
     def delete(self, uri: str) -> None:
         if documents.is_s3(uri):
