@@ -35,20 +35,19 @@ pytestmark = pytest.mark.slow
 DAY = date(2021, 5, 5)
 DEFAULT = PublishPolicy()
 TOUCHED = (ORDERS, ORDERS_7_DAYS)  # the tables PLAN rewrites; the others are not read through the catalog
-PLAN = hand_plan(
-    [hand_step("etl_orders", [DAY])],
-    [hand_step("etl_orders_7_days", [DAY], upstream=["etl_orders"])],
+PLAN = hand_plan(  # one feed: each partition swap is a few metastore transactions on Derby
+    [hand_step("etl_orders", [DAY], feeds=["web"])],
+    [hand_step("etl_orders_7_days", [DAY], upstream=["etl_orders"], feeds=["web"])],
 )
+BROKEN = Scope(days=(DAY,), feeds=("web",))
 
 
 @pytest.fixture
 def hive_warehouse(spark, warehouse: Path):
-    """The sample's processed tables in the session's metastore, over a warehouse whose orders
-    of DAY lost every other row."""
+    """The tables PLAN rewrites in the session's metastore, over a warehouse whose web orders of
+    DAY lost every other row."""
     spark.sql("DROP DATABASE IF EXISTS food_delivery CASCADE")  # external tables: the data stays
-    break_partitions(
-        spark=spark, warehouse=str(warehouse), table=ORDERS, scope=Scope(days=(DAY,)), mode="corrupt"
-    )
+    break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS, scope=BROKEN, mode="corrupt")
     for table in TOUCHED:
         register_table(spark, table=table, warehouse=str(warehouse))
     yield warehouse
@@ -178,9 +177,7 @@ def test_glue_tables_are_published_in_the_job_and_undone_from_plain_python(
     spark, pristine, warehouse, mocked_aws
 ):
     glue = boto3.client("glue", region_name="us-east-1")
-    break_partitions(
-        spark=spark, warehouse=str(warehouse), table=ORDERS, scope=Scope(days=(DAY,)), mode="corrupt"
-    )
+    break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS, scope=BROKEN, mode="corrupt")
     before = warehouse.parent / "before"
     shutil.copytree(warehouse, before)
     register_glue_tables(glue, warehouse=str(warehouse), tables=TOUCHED)
