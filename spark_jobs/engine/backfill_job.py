@@ -1,15 +1,18 @@
 """The generic backfill job: run a plan's spark steps in one Spark application.
 
     python -m spark_jobs.engine.backfill_job --plan PLAN --warehouse WAREHOUSE [--report REPORT]
-        [--registry MODULE:NAME]
+        [--registry MODULE:NAME] [--publish-policy POLICY] [--publish-root URI] [--attempt N]
+        [--rules RULES] [--catalog none|hive|glue]
     spark-submit spark_jobs/engine/backfill_job.py --plan s3://.../plan.json --warehouse s3a://lake
 
 PLAN is a plan document (plan_version 1) on local disk or S3; the run report goes to
 REPORT, by default `run_report.json` next to the plan. The transforms come from the
 Registry MODULE:NAME, by default $BACKFILL_SPARK_REGISTRY or else the food delivery sample's.
+Each step's output is staged, checked and published when POLICY allows (else held: the step
+is `awaiting_publish`); docs/spark.md, "Safe publish".
 
-Exit codes: 0 every spark step succeeded; 1 a step failed or was blocked, or the report
-could not be written; 2 bad arguments, a registry that cannot be loaded, or an unreadable,
+Exit codes: 0 every spark step succeeded (was published); 1 a step failed, was blocked or
+awaits publish, or the report could not be written; 2 bad arguments, policy or rules, a registry that cannot be loaded, or an unreadable,
 invalid or unrunnable plan (nothing is read or written then)."""
 
 from __future__ import annotations
@@ -46,8 +49,17 @@ from typing import Any  # noqa: E402
 
 from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
 from backfill_orchestrator.contracts.plan import Plan  # noqa: E402
+from backfill_orchestrator.contracts.publish import PublishPolicy  # noqa: E402
 from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
 from backfill_orchestrator.errors import UserError  # noqa: E402
+from backfill_orchestrator.publish import PublishError, default_root  # noqa: E402
+from backfill_orchestrator.reconciliation import (  # noqa: E402
+    InvalidRulesError,
+    ReconciliationRules,
+    RulesUnavailableError,
+    load_rules,
+)
+from spark_jobs.engine.catalogs import CATALOG_MODES  # noqa: E402
 from spark_jobs.engine.cli_args import positive  # noqa: E402
 from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
 from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
@@ -100,12 +112,72 @@ def build_parser() -> argparse.ArgumentParser:
         help="most steps of one wave run at once (default: all)",
     )
     parser.add_argument(
+        "--publish-policy",
+        metavar="POLICY",
+        help="publish policy document (PublishPolicy JSON: a path or s3://); default: publish every "
+        "step whose checks pass",
+    )
+    parser.add_argument(
+        "--publish-root",
+        metavar="URI",
+        help="where staged data, backups, manifests, checks and the partition ledger live "
+        "(default: WAREHOUSE/_backfill)",
+    )
+    parser.add_argument(
+        "--attempt",
+        type=positive,
+        default=_attempt_from_environment(),
+        help=f"the backfill's attempt (default: ${ATTEMPT_VARIABLE}, else 1)",
+    )
+    parser.add_argument(
+        "--rules",
+        default=os.environ.get(RULES_VARIABLE) or None,
+        metavar="RULES",
+        help=f"reconciliation rules checked on each staged step (default: ${RULES_VARIABLE}; none: not checked)",
+    )
+    parser.add_argument(
+        "--catalog",
+        choices=CATALOG_MODES,
+        default="none",
+        help="where tables are catalogued: none (every table by path), hive (the session's metastore; "
+        "on EMR the Glue Data Catalog as metastore), glue (the Glue API)",
+    )
+    parser.add_argument(
         "--registry",
         default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
         metavar="MODULE:NAME",
         help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
     )
     return parser
+
+
+def _attempt_from_environment() -> int:
+    value = os.environ.get(ATTEMPT_VARIABLE, "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def load_policy(uri: str | None, *, s3_client: Any = None) -> PublishPolicy:
+    if uri is None:
+        return PublishPolicy()
+    try:
+        body = read_bytes(uri, max_bytes=PublishPolicy.max_bytes, s3_client=s3_client)
+    except DocumentError as error:
+        raise InvalidPlanError([f"--publish-policy {error}"]) from None
+    try:
+        return PublishPolicy.from_json(body, source=uri)
+    except InvalidDocumentError as error:
+        raise InvalidPlanError(error.render().splitlines()) from None
+
+
+def load_check_rules(uri: str | None, *, s3_client: Any = None) -> ReconciliationRules | None:
+    if uri is None:
+        return None
+    try:
+        return load_rules(uri, s3_client=s3_client)
+    except RulesUnavailableError as error:
+        raise InvalidPlanError([f"--rules {error}"]) from None
+    except InvalidRulesError as error:
+        raise InvalidPlanError(error.render().splitlines()) from None
 
 
 def _summary(report: RunReport) -> str:
@@ -115,12 +187,15 @@ def _summary(report: RunReport) -> str:
             StepStatus.SUCCEEDED: f"{len(step.partitions_written)} partitions, {step.rows_in} rows in, {step.rows_out} out",
             StepStatus.FAILED: step.error or "",
             StepStatus.BLOCKED: f"upstream {', '.join(step.blocked_by)} did not succeed",
+            StepStatus.AWAITING_PUBLISH: step.detail or "",
+            StepStatus.PENDING: "",
         }[step.status]
         lines.append(f"  wave {step.wave} {step.id}: {step.status} ({step.seconds:.1f}s) {detail}")
     return "\n".join(lines)
 
 
 ATTEMPT_VARIABLE, TRACE_VARIABLE = "BACKFILL_ATTEMPT", "BACKFILL_TRACE_ID"  # set by the DAG's local runner
+RULES_VARIABLE = "BACKFILL_RECONCILIATION_RULES"
 STOP_WITH_PARENT_VARIABLE = "BACKFILL_STOP_WITH_PARENT"  # likewise (dags/backfill_runtime/runners/local.py)
 PARENT_POLL_SECONDS = 1.0
 
@@ -201,6 +276,8 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
         registry = load_registry(args.registry)
         warehouse = resolve_warehouse(args.warehouse)
         plan = load_plan(args.plan, registry=registry, s3_client=s3_client)
+        policy = load_policy(args.publish_policy, s3_client=s3_client)
+        rules = load_check_rules(args.rules, s3_client=s3_client)
     except RegistryNotFoundError as error:
         print(f"backfill_job: --registry {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -208,10 +285,29 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
         print(f"backfill_job: {error}", file=sys.stderr)
         return EXIT_USAGE
 
+    from spark_jobs.engine.catalogs import Catalogs
+    from spark_jobs.engine.publishing import PublishSettings
     from spark_jobs.engine.session import spark_session  # pyspark only once there is something to run
 
     with spark_session(f"backfill-{plan.backfill_id}") as spark:
         stop = stop_on_sigterm(spark)
+        try:
+            catalogs = Catalogs(spark, args.catalog)
+        except PublishError as error:  # --catalog hive in a session without Hive support
+            print(f"backfill_job: --catalog {args.catalog}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        publishing = PublishSettings.build(
+            spark=spark,
+            backfill_id=plan.backfill_id,
+            attempt=args.attempt,
+            root=args.publish_root or default_root(warehouse),
+            warehouse=warehouse,
+            policy=policy,
+            catalogs=catalogs,
+            rules=rules,
+            stop=stop,
+            s3_client=s3_client,
+        )
         report = run_plan(
             spark=spark,
             plan=plan,
@@ -220,6 +316,7 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
             max_parallel=args.max_parallel,
             plan_uri=args.plan,
             stop=stop,
+            publishing=publishing,
         )
     print(_summary(report))
     print(_json_lines(report), flush=True)

@@ -10,17 +10,12 @@ left behind by late raw data, one orphaned by raw data deleted at the source."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING
-
-from pyspark.sql import functions as F
-from pyspark.sql.types import NumericType
 
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.errors import ConfigIssue
 from backfill_orchestrator.planner.catalog import JobCatalog
 from backfill_orchestrator.reconciliation import (
-    Check,
     InvalidRulesError,
     MeasureDiff,
     Mismatch,
@@ -28,16 +23,14 @@ from backfill_orchestrator.reconciliation import (
     TableNode,
     TableRules,
 )
+from spark_jobs.engine.measures import measured, number, table_rule_issues
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.runner import conform, input_frames
 from spark_jobs.engine.scope import Scope
 from spark_jobs.engine.table_io import read_table
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
-
-# Row hashes are summed modulo this prime: order-independent, and no overflow below ~9e9 rows.
-CHECKSUM_MODULUS = 1_000_000_007
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,7 @@ def subjects(
                 )
             )
             continue
-        problems = _table_issues(table_rules, transform, where)
+        problems = table_rule_issues(table_rules, transform, where)
         job = jobs.get(transform.name)
         if job is None:
             problems.append(
@@ -97,68 +90,6 @@ def subjects(
     return found
 
 
-def _table_issues(rules: TableRules, transform: Transform, where: str) -> list[ConfigIssue]:
-    issues = []
-    reads = sorted(spec.table.name for spec in transform.inputs.values())
-    if sorted(rules.upstream) != reads:
-        issues.append(
-            ConfigIssue(
-                f"{where}.upstream",
-                f"transform {transform.name} reads {', '.join(reads)}, not {', '.join(sorted(rules.upstream))}",
-            )
-        )
-    table = transform.output
-    for position, column in enumerate(rules.grain):
-        if column not in table.partition_columns:
-            issues.append(
-                ConfigIssue(f"{where}.grain[{position}]", f"{table.name} is not partitioned by {column}")
-            )
-    types = {field.name: field.dataType for field in table.schema}
-    for check_index, check in enumerate(rules.checks):
-        at = f"{where}.checks[{check_index}]"
-        if check.column is not None:
-            if check.column not in types:
-                issues.append(ConfigIssue(f"{at}.column", f"no column {check.column!r} in {table.name}"))
-            elif not isinstance(types[check.column], NumericType):
-                issues.append(
-                    ConfigIssue(
-                        f"{at}.column",
-                        f"{check.column} is {types[check.column].simpleString()}, not a number",
-                    )
-                )
-        for position, column in enumerate(check.columns or ()):
-            if column not in types:
-                issues.append(
-                    ConfigIssue(f"{at}.columns[{position}]", f"no column {column!r} in {table.name}")
-                )
-    return issues
-
-
-def _aggregate(check: Check) -> Column:
-    if check.measure == "row_count":
-        return F.count(F.lit(1))
-    if check.measure == "distinct_keys":
-        return F.count_distinct(*[F.col(column) for column in check.columns or ()])
-    if check.measure == "sum":
-        return F.sum(F.col(check.column or ""))
-    return F.sum(
-        F.pmod(F.xxhash64(*[F.col(column) for column in check.columns or ()]), F.lit(CHECKSUM_MODULUS))
-    )
-
-
-def _measured(frame: DataFrame, rules: TableRules, side: str) -> DataFrame:
-    aggregates = [_aggregate(check).alias(f"{side}{index}") for index, check in enumerate(rules.checks)]
-    return frame.groupBy(*rules.grain_columns).agg(*aggregates)
-
-
-def _number(value: object) -> int | float:
-    if value is None:  # no rows on that side: nothing counted, nothing summed
-        return 0
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value  # type: ignore[return-value]
-
-
 def reconcile_table(*, spark: SparkSession, warehouse: str, subject: Subject, scope: Scope) -> TableOutcome:
     """Mismatched grain partitions of one table within `scope` (days; hours and feeds as given)."""
     transform, rules = subject.transform, subject.rules
@@ -172,13 +103,13 @@ def reconcile_table(*, spark: SparkSession, warehouse: str, subject: Subject, sc
         recomputed = recomputed.where(predicate)
     held = read_table(spark=spark, warehouse=warehouse, table=transform.output, scope=output_scope)
     grain = rules.grain_columns
-    compared = _measured(recomputed, rules, "e").join(_measured(held, rules, "a"), grain, "full_outer")
+    compared = measured(recomputed, rules, "e").join(measured(held, rules, "a"), grain, "full_outer")
     mismatches = []
     rows = compared.collect()
     for row in rows:
         diffs = []
         for index, check in enumerate(rules.checks):
-            expected, actual = _number(row[f"e{index}"]), _number(row[f"a{index}"])
+            expected, actual = number(row[f"e{index}"]), number(row[f"a{index}"])
             if not check.tolerance.allows(expected=expected, actual=actual):
                 diffs.append(MeasureDiff(check=check.label, expected=expected, actual=actual))
         if diffs:

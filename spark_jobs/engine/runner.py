@@ -4,21 +4,36 @@ skipping only the steps that depend on it."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
+from backfill_orchestrator.contracts.publish import (
+    ChecksVerdict,
+    ManifestState,
+    PartitionAction,
+    PublishManifest,
+)
 from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.publish import PublishError, UnknownStagedAttemptError
+from spark_jobs.engine.catalogs import Catalogs
+from spark_jobs.engine.publishing import AUTO_PUBLISHER, PublishSettings, StagedStep, stage_step
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.scope import Scope
-from spark_jobs.engine.table_io import read_table, replace_partitions
+from spark_jobs.engine.table_io import (
+    TASKS_END_TIMEOUT_SECONDS,
+    read_table,
+    replace_partitions,
+    wait_for_the_step_tasks,
+)
 from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
@@ -69,7 +84,12 @@ def conform(frame: DataFrame, table: Table) -> DataFrame:
 
 
 def input_frames(
-    *, spark: SparkSession, warehouse: str, transform: Transform, scope: Scope
+    *,
+    spark: SparkSession,
+    warehouse: str,
+    transform: Transform,
+    scope: Scope,
+    catalogs: Catalogs | None = None,
 ) -> Mapping[str, DataFrame]:
     """Each input read for just what the step's output partitions need (pruned at the scan).
 
@@ -82,6 +102,7 @@ def input_frames(
             warehouse=warehouse,
             table=spec.table,
             scope=output_scope.looking_back(spec.lookback_days),
+            catalogs=catalogs,
         )
         for name, spec in transform.inputs.items()
     }
@@ -96,38 +117,82 @@ def describe_error(error: BaseException) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
+def _failed(step: PlanStep, wave: int, started: float, error: str, **extra: Any) -> StepResult:
+    return StepResult(
+        id=step.id,
+        transform=step.transform or "",
+        wave=wave,
+        status=StepStatus.FAILED,
+        seconds=round(time.monotonic() - started, 3),
+        error=error,
+        **extra,
+    )
+
+
 def run_step(
-    *, spark: SparkSession, step: PlanStep, wave: int, warehouse: str, registry: Registry
+    *,
+    spark: SparkSession,
+    step: PlanStep,
+    wave: int,
+    warehouse: str,
+    registry: Registry,
+    publishing: PublishSettings | None = None,
 ) -> StepResult:
     """One step, start to finish; every failure becomes a failed result, never an exception,
-    so that siblings on other threads carry on."""
+    so that siblings on other threads carry on. With `publishing`, the output is staged,
+    checked and published (or held) instead of written over the live partitions."""
     started = time.monotonic()
     spark.sparkContext.setJobGroup(f"step:{step.id}", f"backfill step {step.id} ({step.transform})")
     frames: Mapping[str, DataFrame] = {}
+    catalogs = publishing.catalogs if publishing else None
     try:
         transform = registry[step.transform or ""]
         scope = Scope.of_step(step)
+        if publishing is not None:
+            done = _published_before(publishing, step)
+            if done is not None:
+                return _result_of_published(step, wave, started, transform, done)
         # Cached: counting the rows in and computing the result then read the files once.
         frames = {
             name: frame.persist(StorageLevel.MEMORY_AND_DISK)
             for name, frame in input_frames(
-                spark=spark, warehouse=warehouse, transform=transform, scope=scope
+                spark=spark, warehouse=warehouse, transform=transform, scope=scope, catalogs=catalogs
             ).items()
         }
         rows_in = {name: frame.count() for name, frame in frames.items()}
         output = conform(transform.apply(frames), transform.output)
-        written = replace_partitions(
-            spark=spark, frame=output, warehouse=warehouse, table=transform.output, scope=scope
-        )
+        if publishing is None:
+            written = replace_partitions(
+                spark=spark, frame=output, warehouse=warehouse, table=transform.output, scope=scope
+            )
+            rows_by_partition, deleted, size = (
+                written.rows_by_partition,
+                written.deleted,
+                written.bytes_written,
+            )
+            status, extra = StepStatus.SUCCEEDED, {}
+        else:
+            staged = stage_step(
+                spark=spark,
+                settings=publishing,
+                step_id=step.id,
+                transform=transform,
+                output=output,
+                warehouse=warehouse,
+                scope=scope,
+            )
+            status, extra = _publish_or_hold(publishing, staged)
+            rows_by_partition, deleted, size = staged.rows_by_partition, staged.deleted, staged.bytes_staged
+            if status is StepStatus.FAILED:
+                return _failed(step, wave, started, **extra)  # type: ignore[arg-type]
     except Exception as error:  # a step's failure is data for the report, not a crash of the job
-        return StepResult(
-            id=step.id,
-            transform=step.transform or "",
-            wave=wave,
-            status=StepStatus.FAILED,
-            seconds=round(time.monotonic() - started, 3),
-            error=describe_error(error),
-        )
+        extra = {}
+        if publishing is not None:
+            # A cancelled write's tasks end when they notice; once they did, nothing they write
+            # comes back after the cleanup.
+            wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
+            extra = _clean_up_after_failure(publishing, step)
+        return _failed(step, wave, started, describe_error(error), **extra)
     finally:
         for frame in frames.values():
             frame.unpersist()
@@ -136,17 +201,124 @@ def run_step(
         id=step.id,
         transform=transform.name,
         wave=wave,
-        status=StepStatus.SUCCEEDED,
+        status=status,
         seconds=round(time.monotonic() - started, 3),
         rows_in=sum(rows_in.values()),
         rows_in_by_input=rows_in,
-        rows_out=written.rows,
-        partitions_written=list(written.rows_by_partition),
-        partitions_deleted=written.deleted,
-        bytes_written=written.bytes_written,
+        rows_out=sum(rows_by_partition.values()),
+        partitions_written=list(rows_by_partition),
+        partitions_deleted=deleted,
+        bytes_written=size,
         output_table=transform.output.name,
         input_tables={name: spec.table.name for name, spec in transform.inputs.items()},
+        **extra,
     )
+
+
+def _publish_or_hold(publishing: PublishSettings, staged: StagedStep) -> tuple[StepStatus, dict[str, Any]]:
+    """The policy's verdict carried out: publish now, hold for a person, or fail and discard."""
+    manifest, checks = staged.manifest, staged.checks
+    references = {"checks_uri": manifest.checks_uri, "manifest_uri": _manifest_uri(publishing, manifest)}
+    if checks.verdict is ChecksVerdict.FAILED:
+        publishing.publisher.discard(manifest)
+        return StepStatus.FAILED, {
+            "error": "checks failed, nothing published: " + "; ".join(checks.reasons[:5]),
+            **references,
+        }
+    if checks.verdict is ChecksVerdict.HOLD:
+        return StepStatus.AWAITING_PUBLISH, {"hold_reasons": checks.reasons[:20], **references}
+    published = publishing.publisher.publish(manifest, by=AUTO_PUBLISHER, stop=publishing.stop)
+    if published.state is not ManifestState.PUBLISHED:
+        return StepStatus.FAILED, {
+            "error": "publish interrupted (the backfill was cancelled): every partition is old or new; "
+            "the next attempt finishes it",
+            **references,
+        }
+    return StepStatus.SUCCEEDED, references
+
+
+def _manifest_uri(publishing: PublishSettings, manifest: PublishManifest) -> str:
+    return publishing.publisher.layout.manifest_uri(manifest.backfill_id, manifest.attempt, manifest.step_id)
+
+
+def _clean_up_after_failure(publishing: PublishSettings, step: PlanStep) -> dict[str, Any]:
+    """After a failure: what was staged goes (a publish under way is rolled back first, so live
+    is as before); if even that fails, the manifest stays for the next attempt's recovery."""
+    publisher = publishing.publisher
+    uri = publisher.layout.manifest_uri(publishing.backfill_id, publishing.attempt, step.id)
+    try:
+        manifest = publisher.load_manifest(publishing.backfill_id, publishing.attempt, step.id)
+    except UnknownStagedAttemptError:
+        return {}  # failed before staging began
+    except Exception as error:  # noqa: BLE001 - an unreadable manifest: reported, left for a person
+        _warn(step, f"its manifest cannot be read ({describe_error(error)})")
+        return {"manifest_uri": uri}
+    if manifest.state in (ManifestState.STAGING, ManifestState.STAGED, ManifestState.PUBLISHING):
+        try:
+            publisher.discard(manifest)
+        except Exception as error:  # noqa: BLE001 - reported; the next attempt's recovery retries it
+            _warn(step, f"staged data not cleaned up ({describe_error(error)}); the next attempt does it")
+    return {"manifest_uri": uri}
+
+
+def _warn(step: PlanStep, message: str) -> None:
+    print(f"backfill_job: {step.id}: {message}", file=sys.stderr, flush=True)
+
+
+def _published_before(publishing: PublishSettings, step: PlanStep) -> PublishManifest | None:
+    """This attempt already published the step (the job ran again after a crash): not again."""
+    try:
+        manifest = publishing.publisher.load_manifest(publishing.backfill_id, publishing.attempt, step.id)
+    except UnknownStagedAttemptError:
+        return None
+    return manifest if manifest.state is ManifestState.PUBLISHED else None
+
+
+def _result_of_published(
+    step: PlanStep, wave: int, started: float, transform: Transform, manifest: PublishManifest
+) -> StepResult:
+    written = {
+        entry.partition: entry.rows
+        for entry in manifest.partitions
+        if entry.action is not PartitionAction.DELETE
+    }
+    return StepResult(
+        id=step.id,
+        transform=transform.name,
+        wave=wave,
+        status=StepStatus.SUCCEEDED,
+        seconds=round(time.monotonic() - started, 3),
+        rows_out=sum(written.values()),
+        partitions_written=list(written),
+        partitions_deleted=[e.partition for e in manifest.partitions if e.action is PartitionAction.DELETE],
+        output_table=transform.output.name,
+        input_tables={name: spec.table.name for name, spec in transform.inputs.items()},
+        checks_uri=manifest.checks_uri,
+        manifest_uri=None,
+    )
+
+
+def prepare_publishing(publishing: PublishSettings, plan: Plan) -> None:
+    """Before the first step: finish what a crash or cancel of an earlier run left under way
+    (a publish is finished, a staging write discarded), and discard what earlier attempts
+    staged and held for the steps this run stages again."""
+    publisher = publishing.publisher
+    try:
+        publisher.recover(publishing.backfill_id, finish=True)
+        manifests = publisher.manifests(publishing.backfill_id)
+    except UnknownStagedAttemptError:
+        return
+    except PublishError as error:  # the steps restage over it; a person or the lifecycle decides
+        print(f"backfill_job: earlier publishes not recovered: {error}", file=sys.stderr, flush=True)
+        return
+    rerun = {step.id for step in plan.steps if step.kind == "spark"}
+    for manifest in manifests:
+        if (
+            manifest.state is ManifestState.STAGED
+            and manifest.step_id in rerun
+            and manifest.attempt != publishing.attempt
+        ):
+            publisher.discard(manifest)
 
 
 def _now() -> str:
@@ -162,14 +334,19 @@ def run_plan(
     max_parallel: int | None = None,
     plan_uri: str = "",
     stop: threading.Event | None = None,
+    publishing: PublishSettings | None = None,
 ) -> RunReport:
     """Run every spark step of `plan`; raises PlanNotRunnableError before touching any data.
 
     `stop` (set on SIGTERM: the backfill was cancelled) lets no new step start; steps already
-    writing are stopped by cancelling their Spark jobs, which aborts their uncommitted output."""
+    writing are stopped by cancelling their Spark jobs, which aborts their uncommitted output.
+    `publishing`: stage, check and publish each step (safe publish); without it each step
+    writes its partitions directly (the clean run, benchmarks' baseline)."""
     problems = check_plan(plan, registry)
     if problems:
         raise PlanNotRunnableError(problems)
+    if publishing is not None:
+        prepare_publishing(publishing, plan)
     started_at, started = _now(), time.monotonic()
     results: dict[str, StepResult] = {}
     for wave in plan.waves:
@@ -208,7 +385,13 @@ def run_plan(
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave.index}") as pool:
             futures = {
                 step.id: pool.submit(
-                    run_step, spark=spark, step=step, wave=wave.index, warehouse=warehouse, registry=registry
+                    run_step,
+                    spark=spark,
+                    step=step,
+                    wave=wave.index,
+                    warehouse=warehouse,
+                    registry=registry,
+                    publishing=publishing,
                 )
                 for step in ready
             }

@@ -93,3 +93,14 @@ class HadoopFs:
     def delete(self, uri: str) -> None:
         path = self._path(uri)
         path.getFileSystem(self._conf).delete(path, True)
+
+    def move(self, source: str, target: str) -> None:
+        """A directory to a target that does not exist yet (its parents are made): a rename,
+        atomic on HDFS and local disks, a copy and delete on object stores."""
+        from backfill_orchestrator.publish.errors import PublishStorageError, issue
+
+        origin, destination = self._path(source), self._path(target)
+        fs = origin.getFileSystem(self._conf)
+        fs.mkdirs(destination.getParent())
+        if not fs.rename(origin, destination):
+            raise PublishStorageError([issue(source, f"cannot move to {target}")])

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from pyspark import StorageLevel
 
+from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.errors import UserError
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
 from spark_jobs.engine.staging import remove_dead_staging
@@ -25,6 +26,8 @@ from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from spark_jobs.engine.catalogs import Catalogs
 
 Partition = tuple[tuple[str, object], ...]  # (("day", date), ("hour", 3), ("feed", "web"))
 TASKS_END_TIMEOUT_SECONDS = 30.0  # a cancelled task stops within seconds (the job's SIGTERM budget is 60)
@@ -43,7 +46,7 @@ def _format(value: object) -> str:
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
-def _parse(column: str, text: str) -> object:
+def parse_value(column: str, text: str) -> object:
     if column == DAY:
         return date.fromisoformat(text)
     if column == HOUR:
@@ -51,10 +54,17 @@ def _parse(column: str, text: str) -> object:
     return text
 
 
-def read_table(*, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL) -> DataFrame:
+def read_table(
+    *, spark: SparkSession, warehouse: str, table: Table, scope: Scope = ALL, catalogs: Catalogs | None = None
+) -> DataFrame:
     """The table's rows within `scope`. Only the named days' directories are listed (a table of
     years of hourly partitions is not walked for a few days), and the filter on partition
-    columns prunes hours and feeds at the scan."""
+    columns prunes hours and feeds at the scan. A catalogued table (`catalogs`) is read through
+    its catalog, where its partitions may live elsewhere than under its location."""
+    if catalogs is not None and catalogs.kind(table) is not TableKind.PATH:
+        from spark_jobs.engine.catalogs import read_catalogued
+
+        return read_catalogued(spark=spark, catalogs=catalogs, table=table, scope=scope)
     uri = table.uri(warehouse)
     filesystem = HadoopFs(spark)
     empty = spark.createDataFrame([], table.schema)
@@ -99,7 +109,7 @@ def list_partitions(
     for directory in HadoopFs(spark).glob_directories(pattern):
         parts = directory.rstrip("/").split("/")[-len(table.partition_columns) :]
         partition = tuple(
-            (column, _parse(column, unquote(part.split("=", 1)[1])))
+            (column, parse_value(column, unquote(part.split("=", 1)[1])))
             for column, part in zip(table.partition_columns, parts, strict=True)
         )
         if scope.contains(dict(partition)):
@@ -156,7 +166,7 @@ def replace_partitions(
                 # Spark aborts a failed or cancelled (SIGTERM) write's job at once, but its tasks
                 # end when they notice: one still writing makes its staging directories again
                 # after the abort removed them. Once they ended, this write's own litter goes.
-                _wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
+                wait_for_the_step_tasks(spark, timeout_seconds=TASKS_END_TIMEOUT_SECONDS)
                 _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
                 raise
     finally:
@@ -173,7 +183,7 @@ def replace_partitions(
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
 
 
-def _wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> None:
+def wait_for_the_step_tasks(spark: SparkSession, *, timeout_seconds: float) -> None:
     """Until no task of this thread's job group (the step's, runner.py) runs, or the timeout."""
     tracker = spark.sparkContext.statusTracker()
     group = spark.sparkContext.getLocalProperty("spark.jobGroup.id") or None

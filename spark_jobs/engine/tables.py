@@ -17,6 +17,12 @@ class Table:
     format: Literal["json", "parquet"]
     schema: StructType  # data columns followed by partition columns
     partition_columns: tuple[str, ...] = ()
+    # `database.table` where a catalog (Hive metastore, Glue) may register it; whether it is
+    # registered is found at run time, and a table that is not is read and published by path.
+    catalog_name: str | None = None
+    # Columns that identify a row within a partition: the publish diff counts keys added and
+    # removed by them (none: rows only).
+    key_columns: tuple[str, ...] = ()
 
     def uri(self, warehouse: str) -> str:
         return f"{warehouse.rstrip('/')}/{self.location}"

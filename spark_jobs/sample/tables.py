@@ -2,7 +2,8 @@
 
 Layout under the warehouse root (a local directory or any URI Spark can write):
 `raw/orders` (JSON lines as landed by the feeds), `raw/menu_items` (reference data),
-and the processed layer `processed/<table>` in Parquet."""
+and the processed layer `processed/<table>` in Parquet. The processed tables may be registered
+in a metastore as `food_delivery.<table>` (external, partitions at these locations)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ MENU_ITEMS = Table(
 ORDERS = Table(
     name="orders",
     location="processed/orders",
+    catalog_name="food_delivery.orders",
     format="parquet",
     schema=StructType(
         _fields(
@@ -85,11 +87,13 @@ ORDERS = Table(
         + _DAY_HOUR_FEED
     ),
     partition_columns=(DAY, HOUR, FEED),
+    key_columns=("order_id",),
 )
 
 ORDERS_7_DAYS = Table(
     name="orders_7_days",
     location="processed/orders_7_days",
+    catalog_name="food_delivery.orders_7_days",
     format="parquet",
     schema=StructType(
         _fields(
@@ -110,11 +114,13 @@ ORDERS_7_DAYS = Table(
         + _DAY_FEED
     ),
     partition_columns=(DAY, FEED),
+    key_columns=("order_id",),
 )
 
 DELIVERY_7_DAYS = Table(
     name="delivery_7_days",
     location="processed/delivery_7_days",
+    catalog_name="food_delivery.delivery_7_days",
     format="parquet",
     schema=StructType(
         _fields(
@@ -134,11 +140,13 @@ DELIVERY_7_DAYS = Table(
         + _DAY_FEED
     ),
     partition_columns=(DAY, FEED),
+    key_columns=("order_id",),
 )
 
 TOP_DELIVERY_TIMES = Table(
     name="top_delivery_times",
     location="processed/top_delivery_times",
+    catalog_name="food_delivery.top_delivery_times",
     format="parquet",
     schema=StructType(
         _fields(
@@ -154,6 +162,7 @@ TOP_DELIVERY_TIMES = Table(
         + _DAY_FEED
     ),
     partition_columns=(DAY, FEED),
+    key_columns=("order_id",),
 )
 
 RAW_TABLES = (RAW_ORDERS, MENU_ITEMS)

@@ -179,10 +179,11 @@ def test_a_cancel_killed_between_its_state_and_the_claims_release_releases_them_
     harness = control_harness
     first = harness.submit().backfill_id
     second = harness.submit(second_config(), key="incoming/second.yaml").backfill_id
+
     # the release's first write: the shared key item, rewritten without the cancelled backfill's entry
-    releasing = lambda params: (
-        params.get("TableName") == CLAIMS and params["Item"]["pk"]["S"].startswith("key#")
-    )  # noqa: E731
+    def releasing(params: dict[str, Any]) -> bool:
+        return params.get("TableName") == CLAIMS and params["Item"]["pk"]["S"].startswith("key#")
+
     aws_faults.crash(harness.dynamodb, "PutItem", when=releasing)
     key, event = harness.upload_control(first, "cancel")
 

@@ -1,5 +1,6 @@
-"""One local SparkSession for every Spark test, and a small generated warehouse with its
-clean run, built once and copied for each test that changes it."""
+"""One local SparkSession for every Spark test, with an embedded Hive metastore (Derby, in the
+session's temporary directory; started only when a test touches the catalog), and a small
+generated warehouse with its clean run, built once and copied for each test that changes it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from backfill_local.hive import hive_settings
 from spark_jobs.engine.runner import run_everything
 from spark_jobs.engine.session import configure
 from spark_jobs.sample.data import GeneratorSettings, generate
@@ -18,9 +20,10 @@ from tests.support.spark import DAYS, ORDERS_PER_HOUR, START
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.config(map=hive_settings(tmp_path_factory.mktemp("metastore")))
+        .master("local[2]")
         .appName("spark-jobs-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -19,10 +19,13 @@ ORDERS_PER_HOUR = 2
 
 
 def file_snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    """Every data file under `root`: relative path -> (size, mtime in ns, sha256)."""
+    """Every data file under `root`, as readers see them (no file or directory whose name starts
+    with `.` or `_`: Spark's markers, staging, safe publish's `_backfill`): relative path ->
+    (size, mtime in ns, sha256)."""
     snapshot = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.startswith((".", "_")):
+        hidden = any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
+        if path.is_file() and not hidden:
             stat = path.stat()
             snapshot[str(path.relative_to(root))] = (
                 stat.st_size,

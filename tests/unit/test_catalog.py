@@ -74,7 +74,7 @@ jobs:
         "jobs[2].window_days: input should be greater than or equal to 1, got 0",
         "jobs[3].kind: input should be 'spark' or 'airflow_dag', got 'flink'",
         "jobs[4].dag_id: string should match pattern '^[A-Za-z0-9_.-]{1,250}$', got 'has space'",
-        "jobs[5].windows: unknown key; known keys: namespace, name, kind, dag_id, transform, window_days, grain, feeds, inputs",
+        "jobs[5].windows: unknown key; known keys: namespace, name, kind, dag_id, transform, window_days, grain, feeds, inputs, output",
         "jobs[6].namespace: field required",
     ]
 

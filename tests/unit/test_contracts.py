@@ -35,6 +35,7 @@ from backfill_orchestrator.contracts import (
 )
 from backfill_orchestrator.contracts.schemas import contract_schema, stale
 from backfill_orchestrator.errors import UserError
+from tests.support.publish import sample_ledger, sample_manifest, sample_policy, sample_step_checks
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2021, 6, 14, 9, 30, tzinfo=UTC)
@@ -225,6 +226,10 @@ SAMPLES: dict[str, Any] = {
         dates_done={"email_discounts": ["2021-06-04"]},
     ),
     "run-state": sample_run_state,
+    "publish-policy": sample_policy,
+    "step-checks": sample_step_checks,
+    "publish-manifest": sample_manifest,
+    "partition-ledger": sample_ledger,
 }
 
 
@@ -308,7 +313,7 @@ def test_a_malformed_run_report_names_every_problem_where_it_is() -> None:
     assert caught.value.problems == [
         "steps[0].rows_out: input should be greater than or equal to 0, got -1",
         "steps[1].eror: unknown key; did you mean 'error'?",
-        "steps[2].status: input should be 'pending', 'succeeded', 'failed' or 'blocked', got 'skipped'",
+        "steps[2].status: input should be 'pending', 'succeeded', 'failed', 'blocked' or 'awaiting_publish', got 'skipped'",
     ]
     assert (
         str(caught.value)

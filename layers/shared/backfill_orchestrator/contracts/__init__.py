@@ -9,6 +9,10 @@
 | result file | `ResultFile` | trigger function, then the DAG | people with S3 access |
 | control document | `ControlRequest` | people (cancel/retry/approve/reject) | the orchestrator |
 | DAG run state (XCom) | `RunState` | each task of the DAG run | the task after it |
+| publish policy | `PublishPolicy` | the deployment's policy | Spark job |
+| step checks | `StepChecks` | Spark job, per staged step | people, status pages, the DAG |
+| publish manifest | `PublishManifest` | Spark job, then publish/discard/undo | publish/discard/undo |
+| partition ledger | `PartitionLedger` | publish and undo | undo |
 
 Read every one with `parse_document(Model, data, source=...)` (or `Model.from_json`): an
 unknown version or a malformed document raises `InvalidDocumentError` (a `UserError`) that
@@ -20,6 +24,18 @@ from backfill_orchestrator.contracts.backfill_report import BackfillFigures, Bac
 from backfill_orchestrator.contracts.base import Contract, InvalidDocumentError, parse_document
 from backfill_orchestrator.contracts.control_request import ControlAction, ControlRequest
 from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
+from backfill_orchestrator.contracts.publish import (
+    ChecksVerdict,
+    ManifestPartition,
+    ManifestState,
+    PartitionAction,
+    PartitionLedger,
+    PartitionRecord,
+    PublishManifest,
+    PublishPolicy,
+    StepChecks,
+    TableKind,
+)
 from backfill_orchestrator.contracts.result_file import LocatedError, PlanSummary, ResultFile, ResultOutcome
 from backfill_orchestrator.contracts.run_conf import RunConf
 from backfill_orchestrator.contracts.run_report import RunReport, StepResult
@@ -37,6 +53,10 @@ CONTRACTS: dict[str, type[Contract]] = {
     "control": ControlRequest,
     "attempt": AttemptDone,
     "run-state": RunState,
+    "publish-policy": PublishPolicy,
+    "step-checks": StepChecks,
+    "publish-manifest": PublishManifest,
+    "partition-ledger": PartitionLedger,
 }
 
 __all__ = [
@@ -45,13 +65,21 @@ __all__ = [
     "BackfillFigures",
     "BackfillReport",
     "BackfillState",
+    "ChecksVerdict",
     "Contract",
     "ControlAction",
     "ControlRequest",
     "InvalidDocumentError",
+    "ManifestPartition",
+    "ManifestState",
+    "PartitionAction",
+    "PartitionLedger",
+    "PartitionRecord",
     "Plan",
     "PlanStep",
     "PlanSummary",
+    "PublishManifest",
+    "PublishPolicy",
     "RerunChunk",
     "LocatedError",
     "ResultFile",
@@ -61,11 +89,13 @@ __all__ = [
     "RunReport",
     "RunState",
     "SparkSubmission",
+    "StepChecks",
     "StepFigures",
     "StepOutcome",
     "StepProblem",
     "StepResult",
     "StepStatus",
+    "TableKind",
     "Wave",
     "parse_document",
 ]

@@ -16,14 +16,16 @@ from backfill_orchestrator.contracts.fields import BackfillId
 from backfill_orchestrator.contracts.steps import StepFigures, StepStatus
 
 RUN_REPORT_VERSION: Final = 2
-RunStatus = Literal["succeeded", "failed"]
+RunStatus = Literal["succeeded", "failed", "awaiting_publish"]
 
 
 class StepResult(Contract):
     id: str
     transform: str
     wave: int = Field(ge=0)
-    status: StepStatus = Field(description="succeeded, failed or blocked (a run report has no pending step)")
+    status: StepStatus = Field(
+        description="succeeded (published), failed, blocked or awaiting_publish (a run report has no pending step)"
+    )
     seconds: float = Field(ge=0)
     rows_in: int = Field(default=0, ge=0)
     rows_in_by_input: dict[str, int] = Field(default_factory=dict)
@@ -38,6 +40,16 @@ class StepResult(Contract):
         default=None, description="The table the step rewrote (for lineage events)"
     )
     input_tables: dict[str, str] = Field(default_factory=dict, description="Input name -> the table it reads")
+    checks_uri: str | None = Field(
+        default=None, description="The step's checks document (StepChecks): schema, rules, data diff"
+    )
+    manifest_uri: str | None = Field(
+        default=None,
+        description="The step's publish manifest (PublishManifest): what publish, discard, undo use",
+    )
+    hold_reasons: list[str] = Field(
+        default_factory=list, max_length=20, description="awaiting_publish: why the policy held it"
+    )
     error: str | None = Field(default=None, description="failed: what went wrong")
     blocked_by: list[str] = Field(
         default_factory=list, description="blocked: the upstream steps that did not succeed"
@@ -74,6 +86,8 @@ class StepResult(Contract):
         """One line for people: the error, or what blocked the step."""
         if self.status is StepStatus.BLOCKED:
             return f"not run: upstream {', '.join(self.blocked_by)} did not succeed"
+        if self.status is StepStatus.AWAITING_PUBLISH:
+            return "staged, awaiting publish: " + "; ".join(self.hold_reasons[:3])
         return self.error
 
     @property
@@ -84,6 +98,30 @@ class StepResult(Contract):
             rows_out=self.rows_out,
             partitions_written_count=self.partitions_written_count,
         )
+
+
+def run_status(steps: list[Any]) -> RunStatus:
+    """succeeded: every step did; awaiting_publish: every step that did not succeed is held for
+    publish, or blocked only by held steps (transitively); else failed. `steps`: StepResults
+    or their dicts, in plan order."""
+    rows = [
+        (s.id, str(s.status), s.blocked_by)
+        if isinstance(s, StepResult)
+        else ((s or {}).get("id"), str((s or {}).get("status")), (s or {}).get("blocked_by") or [])
+        for s in steps
+    ]
+    if all(status == StepStatus.SUCCEEDED for _, status, _ in rows):
+        return "succeeded"
+    waiting = {step_id for step_id, status, _ in rows if status == StepStatus.AWAITING_PUBLISH}
+    if not waiting:
+        return "failed"
+    for step_id, status, blocked_by in rows:  # plan order: a step's parents come before it
+        if status in (StepStatus.SUCCEEDED, StepStatus.AWAITING_PUBLISH):
+            continue
+        if status != StepStatus.BLOCKED or not blocked_by or not set(blocked_by) <= waiting:
+            return "failed"
+        waiting.add(step_id)
+    return "awaiting_publish"
 
 
 class RunReport(Contract):
@@ -99,7 +137,10 @@ class RunReport(Contract):
     started_at: datetime
     finished_at: datetime
     seconds: float = Field(ge=0)
-    status: RunStatus = Field(description="succeeded when every step succeeded")
+    status: RunStatus = Field(
+        description="succeeded when every step succeeded; awaiting_publish when the rest is held "
+        "for publish or blocked by a held step; else failed"
+    )
     steps: list[StepResult] = Field(description="One per spark step, in plan order")
     external_steps: list[str] = Field(
         default_factory=list, description="The plan's non-spark steps, taken as done (the DAG orders kinds)"
@@ -109,12 +150,7 @@ class RunReport(Contract):
     @classmethod
     def _derive_status(cls, data: Any) -> Any:
         if isinstance(data, dict) and "status" not in data:
-            steps = data.get("steps") or []
-            ok = all(
-                (s.status if isinstance(s, StepResult) else (s or {}).get("status")) == "succeeded"
-                for s in steps
-            )
-            data = {**data, "status": "succeeded" if ok else "failed"}
+            data = {**data, "status": run_status(list(data.get("steps") or []))}
         return data
 
     @model_validator(mode="after")
@@ -124,11 +160,16 @@ class RunReport(Contract):
             if step.id in seen:
                 raise ValueError(f"step {step.id} is reported twice")
             seen.add(step.id)
+        expected = run_status(list(self.steps))
         not_ok = [step.id for step in self.steps if not step.succeeded]
         if self.status == "succeeded" and not_ok:
             raise ValueError(f"status is succeeded but steps {', '.join(not_ok)} did not succeed")
-        if self.status == "failed" and not not_ok:
-            raise ValueError("status is failed but every step succeeded")
+        if self.status != expected:
+            raise ValueError(
+                "status is failed but every step succeeded"
+                if expected == "succeeded"
+                else f"status is {self.status} but the steps say {expected}"
+            )
         return self
 
     @property

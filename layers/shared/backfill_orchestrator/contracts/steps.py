@@ -14,6 +14,9 @@ class StepStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # ran and failed (after its retries)
     BLOCKED = "blocked"  # not run: a step it depends on did not succeed
+    # Spark only: staged and checked, held by the publish policy; live untouched, dependants
+    # not run until it is published (docs/spark.md, "Safe publish")
+    AWAITING_PUBLISH = "awaiting_publish"
 
     @property
     def done(self) -> bool:

@@ -12,6 +12,7 @@
         feeds: [web, app]      # the feeds it has partitions for (preflight checks `feeds`)
         inputs:                # spark only: warehouse tables it reads (preflight lists them)
           - {location: processed/orders, lookback_days: 6}
+        output: {location: processed/orders_7_days}   # spark only: the table it rewrites (staging estimate)
 
 A job without an entry maps to its DAG by `parentJobName`, then by the name of the DAG in the
 Airflow run facet, then by its own name, as kind `airflow_dag` with window 1. A task job without
@@ -70,6 +71,15 @@ class CatalogInput(BaseModel):
     lookback_days: Annotated[StrictInt, Field(ge=0, le=MAX_LOOKBACK_DAYS)] = 0
 
 
+class CatalogOutput(BaseModel):
+    """The warehouse table a Spark step rewrites: preflight lists the partitions it replaces,
+    which the step stages and whose old versions the publish keeps as backups."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    location: Annotated[str, Field(pattern=LOCATION_PATTERN, max_length=512)]
+
+
 class CatalogEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -82,6 +92,7 @@ class CatalogEntry(BaseModel):
     grain: Grain = "day"
     feeds: Annotated[list[Annotated[str, Field(pattern=FEED_PATTERN)]], Field(min_length=1)] | None = None
     inputs: list[CatalogInput] | None = None
+    output: CatalogOutput | None = None
 
     @model_validator(mode="after")
     def _transform_only_for_spark(self) -> CatalogEntry:
@@ -89,6 +100,8 @@ class CatalogEntry(BaseModel):
             raise ValueError("transform is only for kind spark")
         if self.inputs is not None and self.kind != "spark":
             raise ValueError("inputs are only for kind spark")
+        if self.output is not None and self.kind != "spark":
+            raise ValueError("output is only for kind spark")
         if self.feeds is not None and len(set(self.feeds)) != len(self.feeds):
             raise ValueError("feeds: each feed once")
         return self

@@ -1,5 +1,5 @@
-"""How big a plan is: partitions to rewrite, bytes to read (listed), DAG reruns, duration and
-cost; and the input check that comes with the listing (nothing to reprocess, missing dates).
+"""How big a plan is: partitions to rewrite, bytes to read and to stage (listed), DAG reruns,
+duration and cost; and the input check that comes with the listing (nothing to reprocess, missing dates).
 A step's duration is measured (Marquez run history, per date) or assumed (per partition)."""
 
 from __future__ import annotations
@@ -78,6 +78,15 @@ def read_inputs(
     return Figure(total, "measured", "bytes"), findings
 
 
+def staged_bytes(step: PlanStep, entry: CatalogEntry, lister: Lister) -> Figure:
+    """Bytes of the live partitions of the step's output in its scope: about what the step
+    stages, and what the publish then keeps as backups (docs/spark.md, "Safe publish")."""
+    assert entry.output is not None
+    days, hourly = _wanted(step, 0), entry.grain == "hour"
+    selected = [f for f in lister(entry.output.location) if _selected(f, days, step, hourly=hourly)]
+    return Figure(sum(f.size for f in selected), "measured", "bytes")
+
+
 def estimate_plan(
     config: BackfillConfig,
     plan: Plan,
@@ -97,17 +106,19 @@ def estimate_plan(
     for step in plan.steps:
         entry = entries.get(step.id)
         partitions = partitions_figure(step, entry)
-        read = None
+        read = staged = None
         if lister is not None and entry is not None and entry.inputs:
             read, found = read_inputs(step, entry, lister, root=step.id in root_ids)
             findings += found
+        if lister is not None and entry is not None and entry.output is not None:
+            staged = staged_bytes(step, entry, lister)
         if step.id in history:
             seconds = Figure(history[step.id] * len(step.dates), "measured", "seconds")
         else:
             seconds = Figure(DEFAULT_SECONDS_PER_PARTITION * partitions.value, "assumed", "seconds")
         if step.kind == "spark":
             spark_seconds += seconds.value
-        steps.append(StepEstimate(step.id, partitions, read, seconds))
+        steps.append(StepEstimate(step.id, partitions, read, seconds, staged))
     rounds = plan_rounds(plan)
     vcpus, memory_gb = limits.profile_sizes.get(config.effective_spark.profile, (0, 0))
     hours = spark_seconds / 3600

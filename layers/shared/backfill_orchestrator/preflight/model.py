@@ -47,6 +47,9 @@ class StepEstimate:
     partitions: Figure
     bytes_to_read: Figure | None  # spark steps with declared inputs only
     seconds: Figure
+    # spark steps with a declared output only: the live partitions the step replaces, about what
+    # it stages, and what the publish keeps as backups for the retention
+    bytes_to_stage: Figure | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -56,6 +59,8 @@ class StepEstimate:
         }
         if self.bytes_to_read is not None:
             out["bytes_to_read"] = self.bytes_to_read.as_dict()
+        if self.bytes_to_stage is not None:
+            out["bytes_to_stage"] = self.bytes_to_stage.as_dict()
         return out
 
 
@@ -76,10 +81,17 @@ class Estimate:
         listed = [step.bytes_to_read.value for step in self.steps if step.bytes_to_read is not None]
         return sum(listed) if listed else None
 
+    @property
+    def bytes_to_stage(self) -> float | None:
+        """None when no output was listed."""
+        listed = [step.bytes_to_stage.value for step in self.steps if step.bytes_to_stage is not None]
+        return sum(listed) if listed else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "partitions": self.partitions,
             "bytes_to_read": self.bytes_to_read,
+            "bytes_to_stage": self.bytes_to_stage,
             "dag_reruns": self.dag_reruns.as_dict(),
             "rounds": self.rounds.as_dict(),
             "cost": self.cost.as_dict(),

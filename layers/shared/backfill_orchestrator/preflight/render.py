@@ -45,6 +45,8 @@ def step_estimate_text(entry: dict[str, Any] | None) -> str:
     parts = [_figure(entry["partitions"], f"{int(entry['partitions']['value'])} partitions")]
     if "bytes_to_read" in entry:
         parts.append(_figure(entry["bytes_to_read"], f"reads {size(entry['bytes_to_read']['value'])}"))
+    if "bytes_to_stage" in entry:
+        parts.append(_figure(entry["bytes_to_stage"], f"stages {size(entry['bytes_to_stage']['value'])}"))
     parts.append(_figure(entry["seconds"], f"~{duration(entry['seconds']['value'])}"))
     return ", ".join(parts)
 
@@ -67,6 +69,10 @@ def estimate_text(plan: Plan) -> str:
             if estimate["bytes_to_read"] is None
             else f"{size(estimate['bytes_to_read'])} (measured)"
         ),
+    ]
+    if estimate.get("bytes_to_stage") is not None:
+        lines.append(f"  bytes to stage (and keep as backups): {size(estimate['bytes_to_stage'])} (measured)")
+    lines += [
         "  " + _figure(estimate["dag_reruns"], f"DAG reruns: {int(estimate['dag_reruns']['value'])}"),
         "  " + _figure(estimate["rounds"], f"rounds: {int(estimate['rounds']['value'])}"),
         "  "
@@ -86,6 +92,8 @@ def estimate_line(estimate: dict[str, Any]) -> str:
         if estimate.get("bytes_to_read") is None
         else f"reads {size(estimate['bytes_to_read'])}"
     )
+    if estimate.get("bytes_to_stage") is not None:
+        read += f", stages {size(estimate['bytes_to_stage'])}"
     return (
         f"{int(estimate['partitions'])} partitions, {read}, {int(estimate['dag_reruns']['value'])} DAG reruns, "
         f"~{duration(seconds)} of steps ({basis}), ${estimate['cost']['value']:.2f} ({estimate['cost']['basis']})"
