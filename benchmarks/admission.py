@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-# Smaller figures for a quick look: ADMISSION_BENCH="uploads,containers,measured" (e.g. "20,4,5").
+# Smaller figures for a quick look: ADMISSION_BENCH="uploads,containers,measured" (e.g. "20,4,5";
+# measured 0: no in-flight part).
 _QUICK = [int(n) for n in os.environ.get("ADMISSION_BENCH", "").split(",") if n]
 UPLOADS, CONTAINERS, MEASURED = _QUICK or (200, 16, 25)  # MEASURED: uploads timed per in-flight count
 IN_FLIGHT = (0, 100, 1000)
@@ -104,7 +105,22 @@ def container(env: dict[str, str], warmup: dict[str, Any], tasks: Any, results: 
     sys.path.insert(0, str(REPO / "functions" / "trigger"))
     import app
 
-    def invoke(index: int, event: dict[str, Any]) -> tuple[float, str]:
+    from backfill_orchestrator.claims.registry import ClaimRegistry
+
+    admitting = [0.0]  # seconds spent in ClaimRegistry.admit during the current invocation
+    admit = ClaimRegistry.admit
+
+    def timed_admit(self: ClaimRegistry, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return admit(self, **kwargs)
+        finally:
+            admitting[0] += time.perf_counter() - started
+
+    ClaimRegistry.admit = timed_admit  # type: ignore[method-assign]
+
+    def invoke(index: int, event: dict[str, Any]) -> tuple[float, str, float]:
+        admitting[0] = 0.0
         started = time.perf_counter()
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # EMF lines
@@ -112,14 +128,13 @@ def container(env: dict[str, str], warmup: dict[str, Any], tasks: Any, results: 
             outcome = str(answer["results"][0]["disposition"])
         except Exception as error:  # the platform would deliver the event again
             outcome = f"raised {type(error).__name__}: {str(error)[:200]}"
-        return time.perf_counter() - started, outcome
+        return time.perf_counter() - started, outcome, admitting[0]
 
     invoke(-1, warmup)
-    results.put(("ready", 0.0, ""))
+    results.put(("ready", 0.0, "", 0.0))
     while (task := tasks.get()) is not None:
         index, event = task
-        elapsed, outcome = invoke(index, event)
-        results.put((index, elapsed, outcome))
+        results.put((index, *invoke(index, event)))
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,8 @@ class Run:
     wall_s: float
     seconds: list[float]  # the handler's time per upload, in upload order
     outcomes: list[str]
+    admit_seconds: list[float]  # of which in ClaimRegistry.admit
+    cpu_s: float  # CPU seconds of the containers, the moto server and this process (the doubles)
 
     @property
     def failed(self) -> int:
@@ -137,7 +154,15 @@ class Run:
         return len(self.seconds) / self.wall_s
 
 
-def deliver(env: dict[str, str], warmups: list[dict[str, Any]], events: list[dict[str, Any]]) -> Run:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (Linux: /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def deliver(
+    env: dict[str, str], warmups: list[dict[str, Any]], events: list[dict[str, Any]], *, server_pid: int
+) -> Run:
     """Hand `events` at once to len(warmups) fresh containers (each warmed by its own event)."""
     spawn = multiprocessing.get_context("spawn")
     tasks, results = spawn.Queue(), spawn.Queue()
@@ -147,22 +172,25 @@ def deliver(env: dict[str, str], warmups: list[dict[str, Any]], events: list[dic
     try:
         for _ in workers:
             assert results.get(timeout=300)[0] == "ready"
+        pids = [server_pid, os.getpid(), *(worker.pid for worker in workers if worker.pid is not None)]
+        cpu_before = sum(map(cpu_seconds, pids))
         started = time.perf_counter()
         for index, event in enumerate(events):
             tasks.put((index, event))
+        seconds, outcomes, admit_seconds = [0.0] * len(events), [""] * len(events), [0.0] * len(events)
+        for _ in events:
+            index, elapsed, outcome, admitting = results.get(timeout=900)
+            seconds[index], outcomes[index], admit_seconds[index] = elapsed, outcome, admitting
+        wall = time.perf_counter() - started
+        cpu = sum(map(cpu_seconds, pids)) - cpu_before
         for _ in workers:
             tasks.put(None)
-        seconds, outcomes = [0.0] * len(events), [""] * len(events)
-        for _ in events:
-            index, elapsed, outcome = results.get(timeout=900)
-            seconds[index], outcomes[index] = elapsed, outcome
-        wall = time.perf_counter() - started
     finally:
         for worker in workers:
             worker.join(timeout=60)
             if worker.is_alive():
                 worker.kill()
-    return Run(wall, seconds, outcomes)
+    return Run(wall, seconds, outcomes, admit_seconds, cpu)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -193,6 +221,7 @@ class World:
             stderr=subprocess.DEVNULL,
         )
         stack.callback(stop, moto)
+        self.server_pid = moto.pid
         self.endpoint = f"http://127.0.0.1:{port}"
         os.environ.update({**BASE_ENV, "AWS_ENDPOINT_URL": self.endpoint})
         self.s3 = boto3.client("s3")
@@ -209,7 +238,8 @@ class World:
             Name="bench/airflow", SecretString=json.dumps({"username": "admin", "password": "admin"})
         )["ARN"]
 
-    def deployment(self, name: str) -> dict[str, str]:
+    def deployment(self, name: str, *, admission: bool = True) -> dict[str, str]:
+        """Without `admission`, no claims table: the trigger admits every upload unchecked."""
         from backfill_local.template_tables import create_table
 
         bucket, status, claims = f"bench-{name}", f"bench-status-{name}", f"bench-claims-{name}"
@@ -225,7 +255,7 @@ class World:
             "AWS_ENDPOINT_URL": self.endpoint,
             "CONFIG_BUCKET": bucket,
             "STATUS_TABLE": status,
-            "CLAIMS_TABLE": claims,
+            **({"CLAIMS_TABLE": claims} if admission else {}),
             "MARQUEZ_URL": self.marquez.url,
             "AIRFLOW_URL": self.airflow.url,
             "AIRFLOW_SECRET_ID": self.airflow_secret,
@@ -310,56 +340,83 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     burst_days = [FIRST_DAY + timedelta(days=7 * i) for i in range(UPLOADS)]
+    medians: dict[int, float] = {}
+    firsts: dict[int, float] = {}
     with contextlib.ExitStack() as stack:
         world = World(stack)
 
-        env = world.deployment("sequential")
-        sequential = deliver(env, world.warmups(env, 1), world.uploads(env, burst_days, "seq"))
-        env = world.deployment("burst")
-        burst = deliver(env, world.warmups(env, CONTAINERS), world.uploads(env, burst_days, "burst"))
+        def run(name: str, containers: int, *, admission: bool = True) -> Run:
+            env = world.deployment(name, admission=admission)
+            uploads = world.uploads(env, burst_days, name)
+            return deliver(env, world.warmups(env, containers), uploads, server_pid=world.server_pid)
 
-        medians: dict[int, float] = {}
-        firsts: dict[int, float] = {}
+        sequential = run("sequential", 1)
+        burst = run("burst", CONTAINERS)
+        bare = run("bare", CONTAINERS, admission=False)  # the same burst with no admission at all
+
         months = months_from(date(2015, 1, 1), max(MEASURED, 8))  # 8 months hold 1,000 seeds
-        for count in IN_FLIGHT:
+        for count in IN_FLIGHT if MEASURED else ():
             env = world.deployment(f"inflight-{count}")
             started = time.perf_counter()
             world.seed_in_flight(env, count, months)
             seeded_s = time.perf_counter() - started
-            run = deliver(env, world.warmups(env, 1), world.uploads(env, months[:MEASURED], f"m{count}"))
-            assert run.failed == 0, run.outcomes
-            medians[count], firsts[count] = statistics.median(run.seconds), run.seconds[0]
+            measured = deliver(
+                env,
+                world.warmups(env, 1),
+                world.uploads(env, months[:MEASURED], f"m{count}"),
+                server_pid=world.server_pid,
+            )
+            assert measured.failed == 0, measured.outcomes
+            medians[count], firsts[count] = statistics.median(measured.seconds), measured.seconds[0]
             print(
                 f"{count:>5} in flight (seeded in {seeded_s:.0f} s): p50 {medians[count] * 1000:.0f} ms, "
-                f"p90 {percentile(run.seconds, 0.9) * 1000:.0f} ms, a fresh container's first {firsts[count] * 1000:.0f} ms"
+                f"p90 {percentile(measured.seconds, 0.9) * 1000:.0f} ms, "
+                f"a fresh container's first {firsts[count] * 1000:.0f} ms"
             )
 
-    failures = [outcome for outcome in burst.outcomes if outcome not in ("accepted", "queued")]
-    print(f"{UPLOADS} non-overlapping uploads, moto server and the doubles on 127.0.0.1")
-    print(f"{'':<34}{'uploads/s':>10}{'p50 s':>8}{'p99 s':>8}{'max s':>8}{'failed':>8}")
-    for label, run in (
+    cpus = os.cpu_count() or 1
+    print(f"{UPLOADS} non-overlapping uploads, moto server and the doubles on 127.0.0.1, {cpus} CPUs")
+    print(
+        f"{'':<36}{'uploads/s':>10}{'p50 s':>8}{'p99 s':>8}{'max s':>8}{'failed':>8}"
+        f"{'admit p50':>10}{'admit p99':>10}{'CPU busy':>9}"
+    )
+    for label, measured in (
         ("one container, one by one", sequential),
         (f"{CONTAINERS} containers at once", burst),
+        (f"{CONTAINERS} containers, no admission", bare),
     ):
         print(
-            f"{label:<34}{run.per_second:>10.2f}{statistics.median(run.seconds):>8.2f}"
-            f"{percentile(run.seconds, 0.99):>8.2f}{max(run.seconds):>8.2f}{run.failed:>8}"
+            f"{label:<36}{measured.per_second:>10.2f}{statistics.median(measured.seconds):>8.2f}"
+            f"{percentile(measured.seconds, 0.99):>8.2f}{max(measured.seconds):>8.2f}{measured.failed:>8}"
+            f"{statistics.median(measured.admit_seconds):>10.3f}{percentile(measured.admit_seconds, 0.99):>10.3f}"
+            f"{measured.cpu_s / measured.wall_s / cpus:>9.0%}"
         )
+    failures = [outcome for outcome in burst.outcomes if outcome not in ("accepted", "queued")]
     causes = [re.sub(r"s3://\S+: ", "", outcome) for outcome in failures]  # one line per cause
     for cause in sorted(set(causes)):
         print(f"  failed: {causes.count(cause)} x {cause}")
     ratio = burst.per_second / sequential.per_second
-    p50_ratio = medians[1000] / medians[0]
     print(
         f"more: sequential_per_s={sequential.per_second:.2f} burst_per_s={burst.per_second:.2f} "
-        f"burst_p50_s={statistics.median(burst.seconds):.2f} sequential_failed={sequential.failed} "
-        + " ".join(f"p50_ms_{count}_inflight={medians[count] * 1000:.0f}" for count in IN_FLIGHT)
-        + f" first_ms_1000={firsts[1000] * 1000:.0f}"
+        f"bare_per_s={bare.per_second:.2f} burst_p50_s={statistics.median(burst.seconds):.2f} "
+        f"sequential_failed={sequential.failed} bare_failed={bare.failed} "
+        f"cpu_ms_per_upload_sequential={sequential.cpu_s / UPLOADS * 1000:.0f} "
+        f"cpu_ms_per_upload_burst={burst.cpu_s / UPLOADS * 1000:.0f} "
+        f"cpu_ms_per_upload_bare={bare.cpu_s / UPLOADS * 1000:.0f} "
+        + " ".join(f"p50_ms_{count}_inflight={medians[count] * 1000:.0f}" for count in medians)
+    )
+    in_flight = (
+        f" p50_ratio_1000_inflight={medians[1000] / medians[0]:.2f} p50_ms_0={medians[0] * 1000:.0f}"
+        f" p50_ms_1000={medians[1000] * 1000:.0f} first_ms_1000={firsts[1000] * 1000:.0f}"
+        if 1000 in medians
+        else ""
     )
     print(
         f"BENCH admission failed_first_delivery={burst.failed} throughput_vs_sequential={ratio:.2f} "
-        f"p99_s={percentile(burst.seconds, 0.99):.2f} p50_ratio_1000_inflight={p50_ratio:.2f} "
-        f"p50_ms_0={medians[0] * 1000:.0f} p50_ms_1000={medians[1000] * 1000:.0f} first_ms_1000={firsts[1000] * 1000:.0f}"
+        f"p99_s={percentile(burst.seconds, 0.99):.2f}{in_flight} "
+        f"p99_s_no_admission={percentile(bare.seconds, 0.99):.2f} "
+        f"throughput_vs_no_admission={burst.per_second / bare.per_second:.2f} "
+        f"admit_p99_s={percentile(burst.admit_seconds, 0.99):.2f}"
     )
     return 0
 

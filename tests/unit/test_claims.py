@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import date, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -134,7 +133,7 @@ def key_item(world: World, step: str, week: str) -> dict[str, Any]:
 
 
 def entries(world: World, step: str, week: str) -> list[str]:
-    return sorted(json.loads(key_item(world, step, week).get("entries", {}).get("S", "{}")))
+    return sorted(name[2:] for name in key_item(world, step, week) if name.startswith("e#"))
 
 
 def test_a_claim_cannot_outlive_its_backfill(world):
@@ -183,11 +182,17 @@ def test_a_retry_claiming_less_drops_the_entries_of_its_earlier_admission(world)
 
 
 def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight(world):
-    """120 backfills in flight on other steps and weeks: admitting one more touches only its
-    own (step, week) keys (read at once, leased, then its entry) and its holder item. No
-    listing of the holders, no other backfill's claim set, no status read."""
+    """120 backfills in flight on other steps and weeks, and one on the Monday of each of its
+    keys: admitting one more that overlaps none of them is one conditional write per key of
+    its own (all at once) and its holder item. Nothing read or leased: no listing of the
+    holders, no other backfill's claim set, no status read."""
     for n in range(120):
         world.admit(f"x-{n}", claims(**{f"step{n % 10}": days(60 + n)}), at=f"t{n:04d}")
+    steps = ("s", "t", "u", "v", "w", "x")
+    for step in steps:  # the same (step, week) keys, another day
+        assert world.admit(f"monday-{step}", claims(**{step: days(-1)}), at="t0") == Admitted(
+            f"monday-{step}"
+        )
     calls: list[tuple[str, str]] = []
 
     def record(model: Any, params: dict[str, Any], **_: Any) -> None:
@@ -203,33 +208,46 @@ def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight
         load_claims=lambda uri: loaded.append(uri) or ClaimSet.from_json(world.documents[uri]),  # type: ignore[func-returns-value]
         live_holders=lambda ids: states.append(ids) or set(ids),  # type: ignore[func-returns-value]
     )
-    steps = ("s", "t", "u", "v", "w", "x")
     plan = claims(**{name: days(0, 1, 2, 3, 4, 5) for name in steps})  # Tuesday to Sunday: one week
     assert world.admit("new-1", plan, at="t9999", registry=registry) == Admitted("new-1")
-    keys = {("PutItem", f"key#{step} 2021-W22") for step in steps}
-    assert calls[0] == ("BatchGetItem", "None None")  # its holder item (none yet) and its keys
-    assert set(calls[1:7]) == keys  # each key leased (all at once)
-    assert set(calls[7:]) == keys | {("PutItem", "holder new-1")} and len(calls) == 14  # its entries
+    assert set(calls[:6]) == {("UpdateItem", f"key#{step} 2021-W22") for step in steps}
+    assert calls[6:] == [("PutItem", "holder new-1")]  # last: the admission is done
     assert loaded == [] and states == []
+    assert entries(world, "s", "2021-W22") == ["monday-s", "new-1"]
 
 
-def test_admissions_on_different_keys_never_wait_for_each_other(world):
-    calls: list[str] = []
-
-    def interleave(model: Any, **_: Any) -> None:
-        calls.append(model.name)
-        if calls == ["BatchGetItem", "PutItem"]:  # a-1 holds the lease of its key: b-1 admits elsewhere
-            started = world.now[0]
-            assert world.admit("b-1", claims(s=days(40)), at="t2") == Admitted("b-1")
-            assert world.now[0] == started  # it never waited
-
+def racing_registry(world: World, interleave: Any) -> ClaimRegistry:
+    """A registry whose DynamoDB calls run `interleave(model)` after each answer."""
     client = boto3.client("dynamodb", region_name="us-east-1")
     client.meta.events.register("after-call.dynamodb.*", interleave)
     world.ddb = client
     racing = world.make_registry()
     world.ddb = world.registry._ddb
-    assert world.admit("a-1", claims(s=days(0)), at="t1", registry=racing) == Admitted("a-1")
-    assert calls == ["BatchGetItem", "PutItem", "PutItem", "PutItem"]
+    return racing
+
+
+@pytest.mark.parametrize("other", [claims(s=days(40)), claims(s=days(1))], ids=["another key", "another day"])
+def test_an_admission_deciding_under_a_lease_never_holds_up_one_that_overlaps_nothing(world, other):
+    """a-1 meets the entry of an ended backfill on its day, so it decides under the lease of
+    its key (reading, then asking whether the blocker is live). Meanwhile b-1, on another key
+    or on another day of the leased key, is admitted without waiting; a-1 then finds its key
+    changed, reads it again and is admitted too."""
+    world.admit("gone-1", claims(s=days(0)), at="t0")
+    world.live.discard("gone-1")
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["UpdateItem", "BatchGetItem", "PutItem"]:  # a-1 holds the lease of its key
+            started = world.now[0]
+            assert world.admit("b-1", other, at="t2") == Admitted("b-1")
+            assert world.now[0] == started  # it never waited
+
+    assert world.admit(
+        "a-1", claims(s=days(0)), at="t1", registry=racing_registry(world, interleave)
+    ) == Admitted("a-1")
+    assert world.registry.holders() == {"active": ["a-1", "b-1"], "queued": []}
+    assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
 
 
 def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world):
@@ -241,15 +259,11 @@ def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world
 
     def interleave(model: Any, **_: Any) -> None:
         calls.append(model.name)
-        if calls == ["BatchGetItem", "PutItem"]:
+        if calls == ["UpdateItem", "BatchGetItem", "PutItem"]:  # refused a-1's day; then leased
             world.live.discard("a-1")
             assert world.registry.release("a-1") == []  # c-1 has not written anything yet
 
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    client.meta.events.register("after-call.dynamodb.*", interleave)
-    world.ddb = client
-    racing = world.make_registry()
-    world.ddb = world.registry._ddb
+    racing = racing_registry(world, interleave)
     assert world.admit("c-1", claims(s=days(10, 11)), at="t3", registry=racing) == Admitted("c-1")
     assert calls.count("BatchGetItem") == 2  # a second attempt
     assert world.registry.holders() == {"active": ["c-1"], "queued": []}
@@ -277,7 +291,18 @@ def test_a_plan_over_more_keys_than_a_dynamodb_transaction_takes_is_admitted(wor
     assert world.registry.release("wide-1") == ["small-1"]  # wide-3 still waits for small-1
 
 
-def lease(world: World, step: str, week: str, *, seconds: int) -> None:
+def lease(world: World, step: str, week: str, *, seconds: int, claimed: bool = True) -> None:
+    """A key leased by an admission that crashed; `claimed`: every day of it held by the
+    entry of a backfill that has ended (so an admission there decides under the lease)."""
+    gone = (
+        {
+            "e#gone-1": {"S": '["active","t0#gone-1",127,0]'},
+            "n": {"N": "1"},
+            **{f"d{day}": {"SS": ["gone-1"]} for day in range(7)},
+        }
+        if claimed
+        else {}
+    )
     world.ddb.put_item(
         TableName="claims",
         Item={
@@ -286,6 +311,7 @@ def lease(world: World, step: str, week: str, *, seconds: int) -> None:
             "ver": {"N": "1"},
             "lease": {"S": "dead"},
             "lease_until": {"N": str(int(world.now[0]) + seconds)},
+            **gone,
         },
     )
 
@@ -295,7 +321,9 @@ def test_a_crashed_lease_holder_blocks_its_keys_for_at_most_the_lease(world):
     # waits (on the fake clock) until the dead holder's lease is over, then admits
     assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
     assert world.now[0] >= 1_000_030
-    # a key nobody leased is admitted at once
+    assert entries(world, "s", "2021-W22") == ["a-1"]  # the ended backfill's entry dropped
+    # a leased key whose days nobody claims is admitted at once (nothing to decide)
+    lease(world, "t", "2021-W22", seconds=30, claimed=False)
     before = world.now[0]
     assert world.admit("b-1", claims(t=days(0)), at="t2") == Admitted("b-1")
     assert world.now[0] == before

@@ -61,6 +61,7 @@ OnOverlap = Literal["wait", "refuse"]
 Kind = Literal["active", "queued"]
 HOLDER_PK = "holder"
 KEY_PK_PREFIX = "key#"
+ENTRY_PREFIX = "e#"  # a key item's attribute per entry: `e#<backfill id>`
 MAX_BATCH_KEYS = 100  # BatchGetItem's keys per request
 MAX_POLL_SECONDS = 0.05  # a taken key is asked for again at most this long after (it is held briefly)
 MAX_PARALLEL = 8  # claim keys written at once by one admission
@@ -106,6 +107,7 @@ class Entry:
     kind: Kind
     order: str  # `<submitted at>#<backfill id>`: queue order
     mask: int
+    at: int = 0  # when it was written (epoch seconds): a young entry without a holder item is being admitted
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,11 @@ class _Blockers:
     kinds: dict[str, Kind] = field(default_factory=dict)
     orders: dict[str, str] = field(default_factory=dict)
     overlap: dict[str, dict[str, set[date]]] = field(default_factory=dict)  # id -> step -> days
+    written: dict[str, int] = field(default_factory=dict)  # id -> its newest blocking entry's `at`
 
     def add(self, backfill_id: str, entry: Entry, key: ClaimKey, mask: int) -> None:
         self.kinds[backfill_id], self.orders[backfill_id] = entry.kind, entry.order
+        self.written[backfill_id] = max(self.written.get(backfill_id, 0), entry.at)
         self.overlap.setdefault(backfill_id, {}).setdefault(key.step_id, set()).update(key.days(mask))
 
     def ids(self) -> list[str]:
@@ -155,8 +159,8 @@ class _Blockers:
 
 
 class _Contended(Exception):
-    """A key changed under a lease that ran out, or an earlier admission's claims were dropped:
-    lease, read and decide again."""
+    """A key changed under a lease, an earlier admission's claims were dropped, or a blocker is
+    still being admitted: lease, read and decide again."""
 
 
 class ClaimRegistry:
@@ -196,6 +200,10 @@ class ClaimRegistry:
         masks = claims.buckets()
         digest = claims.digest()
         keys = list(masks)
+        if self._admit_unopposed(
+            Holder(backfill_id, "active", f"{submitted_at}#{backfill_id}", claims_uri, digest), masks
+        ):
+            return Admitted(backfill_id)
 
         def attempt(token: str) -> Admission:
             items, mine = self._read(keys, holder=backfill_id)
@@ -218,6 +226,8 @@ class ClaimRegistry:
                 )
                 dead = self._dead(blockers.ids())
                 live = [i for i in blockers.ids() if i not in dead]
+                if self._being_admitted(blockers, live):
+                    raise _Contended  # decided in a moment: hand the leases back and look again
                 kind: Kind = "queued" if live else "active"
                 answer: Admission
                 if not live:
@@ -281,6 +291,18 @@ class ClaimRegistry:
     # -- deciding --------------------------------------------------------------------------
     def _dead(self, backfill_ids: list[str]) -> set[str]:
         return set(backfill_ids) - self._alive(backfill_ids) if backfill_ids else set()
+
+    def _being_admitted(self, blockers: _Blockers, live: list[str]) -> bool:
+        """Whether a live blocker's entries were written moments ago and its holder item is not
+        there yet: its admission is still writing (the unopposed path writes the holder item
+        last) or is taking them back to decide under leases. Its entries say nothing final
+        yet. After `lease_seconds` such entries stand as written (a crashed admission's, until
+        its retry or the sweep)."""
+        recent = self._clock() - self._lease_seconds
+        young = [i for i in live if blockers.written[i] >= recent]
+        if not young:
+            return False
+        return len(self._holders_of(young)) < len(young)
 
     def _alive(self, backfill_ids: list[str]) -> set[str]:
         ids = sorted(set(backfill_ids))
@@ -370,6 +392,91 @@ class ClaimRegistry:
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         except (ClientError, BotoCoreError) as error:
             raise ClaimsUnavailableError(f"listing the holders in {self._table}: {error}") from error
+
+    # -- the unopposed path ----------------------------------------------------------------
+    def _admit_unopposed(self, holder: Holder, masks: Mapping[ClaimKey, int]) -> bool:
+        """Admit without reading or leasing anything when no other entry on its keys claims
+        any of its days: one conditional write per key adds the entry (all at once), then
+        the holder item, on the condition that there is none yet, says it is done. Two
+        admissions on one key with disjoint days never wait for each other. False (with
+        every entry it added taken back) when a key holds an entry on one of its days, its
+        own entry from an earlier admission, or its 2,000 entries, or when a holder item
+        exists: then it decides under leases.
+
+        Safe beside the leased path: of two admissions whose days meet on a key, the one
+        that writes that key second sees the first's entry (a lease holder's write is
+        conditional on the version, which every write raises)."""
+        keys = list(masks)
+        added = _parallel(lambda key: self._add_entry(key, masks[key], holder), keys)
+        mine = {key: masks[key] for key, ok in zip(keys, added, strict=True) if ok}
+        if len(mine) == len(keys) and self._put_holder(holder, keys=len(keys), new=True):
+            return True
+        _parallel(lambda key: self._take_back(key, mine[key], holder.backfill_id), list(mine))
+        return False
+
+    def _add_entry(self, key: ClaimKey, mask: int, holder: Holder) -> bool:
+        entry = Entry(holder.kind, holder.order, mask, int(self._clock()))
+        days = _bits(mask)
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=_key_of(key),
+                UpdateExpression="SET #e = :e ADD ver :one, n :one, " + ", ".join(f"d{d} :me" for d in days),
+                ConditionExpression=" AND ".join(
+                    [
+                        "attribute_not_exists(#e)",
+                        "(attribute_not_exists(n) OR n < :max)",
+                        *(f"attribute_not_exists(d{d})" for d in days),
+                    ]
+                ),
+                ExpressionAttributeNames={"#e": ENTRY_PREFIX + holder.backfill_id},
+                ExpressionAttributeValues={
+                    ":e": {"S": _entry_to(entry)},
+                    ":one": {"N": "1"},
+                    ":me": {"SS": [holder.backfill_id]},
+                    ":max": {"N": str(MAX_ENTRIES_PER_KEY)},
+                },
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise ClaimsUnavailableError(
+                f"adding a claim to the key {key} of {self._table}: {error}"
+            ) from error
+        except BotoCoreError as error:
+            raise ClaimsUnavailableError(
+                f"adding a claim to the key {key} of {self._table}: {error}"
+            ) from error
+        return True
+
+    def _take_back(self, key: ClaimKey, mask: int, backfill_id: str) -> None:
+        """Remove an entry the unopposed path added (it is still there: only its own backfill
+        writes it, and a release or a dead holder's drop removes it whole); a key left empty
+        goes."""
+        try:
+            left = self._ddb.update_item(
+                TableName=self._table,
+                Key=_key_of(key),
+                UpdateExpression="REMOVE #e ADD ver :one, n :less DELETE "
+                + ", ".join(f"d{d} :me" for d in _bits(mask)),
+                ConditionExpression="attribute_exists(#e)",
+                ExpressionAttributeNames={"#e": ENTRY_PREFIX + backfill_id},
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":less": {"N": "-1"},
+                    ":me": {"SS": [backfill_id]},
+                },
+                ReturnValues="ALL_NEW",
+            )["Attributes"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return
+            raise ClaimsUnavailableError(f"taking a claim back from the key {key}: {error}") from error
+        except BotoCoreError as error:
+            raise ClaimsUnavailableError(f"taking a claim back from the key {key}: {error}") from error
+        item = _key_item_from(left)
+        if not item.entries and not item.lease:
+            self._delete_key(item)
 
     # -- leases ----------------------------------------------------------------------------
     def _lease(
@@ -493,7 +600,7 @@ class ClaimRegistry:
                     f"{len(entries)} backfills already hold or wait for {key.step_id} in {key.week}; "
                     f"at most {MAX_ENTRIES_PER_KEY} can"
                 )
-            entries[holder.backfill_id] = Entry(holder.kind, holder.order, mask)
+            entries[holder.backfill_id] = Entry(holder.kind, holder.order, mask, int(self._clock()))
             written.append(KeyItem(key, item.version + 1, entries))
 
         def write(item: KeyItem | None) -> bool:
@@ -536,7 +643,8 @@ class ClaimRegistry:
             ) from error
         return _key_item_from(raw["Item"]) if "Item" in raw else KeyItem(key, 0, {})
 
-    def _put_holder(self, holder: Holder, *, keys: int) -> None:
+    def _put_holder(self, holder: Holder, *, keys: int, new: bool = False) -> bool:
+        """Write the holder item; with `new`, only when there is none (False when there is)."""
         item = {
             **_holder_key(holder.backfill_id),
             "backfill_id": {"S": holder.backfill_id},
@@ -547,12 +655,20 @@ class ClaimRegistry:
             "keys": {"N": str(keys)},
             "at": {"N": str(int(self._clock()))},
         }
+        condition = {"ConditionExpression": "attribute_not_exists(pk)"} if new else {}
         try:
-            self._ddb.put_item(TableName=self._table, Item=item)
-        except (ClientError, BotoCoreError) as error:
+            self._ddb.put_item(TableName=self._table, Item=item, **condition)
+        except ClientError as error:
+            if new and error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
             raise ClaimsUnavailableError(
                 f"writing the holder item of {holder.backfill_id}: {error}"
             ) from error
+        except BotoCoreError as error:
+            raise ClaimsUnavailableError(
+                f"writing the holder item of {holder.backfill_id}: {error}"
+            ) from error
+        return True
 
     def _remove(self, backfill_id: str, keys: Sequence[ClaimKey]) -> set[str]:
         """Remove the backfill's entry from these keys (leased or not: it only frees days; the
@@ -619,7 +735,9 @@ class ClaimRegistry:
                     raise ClaimsUnavailableError(
                         f"{what}: its claim keys in {self._table} kept changing for {self._wait:.0f} s"
                     ) from None
-                log.info("%s: a claim key changed under its lease; leasing again", what)
+                log.info(
+                    "%s: a claim key changed under its lease, or a blocker is being admitted; again", what
+                )
                 self._sleep(random.uniform(delay / 2, delay))
                 delay = min(delay * 2, 0.2)
 
@@ -666,10 +784,25 @@ def _holder_key(backfill_id: str) -> dict[str, Any]:
     return {"pk": {"S": HOLDER_PK}, "sk": {"S": backfill_id}}
 
 
+def _bits(mask: int) -> list[int]:
+    """The days of a week's mask, 0 for Monday."""
+    return [day for day in range(7) if mask >> day & 1]
+
+
+def _entry_to(entry: Entry) -> str:
+    return json.dumps([entry.kind, entry.order, entry.mask, entry.at], separators=(",", ":"))
+
+
+def _entry_from(text: str) -> Entry:
+    kind, order, mask, at = json.loads(text)
+    return Entry("active" if kind == "active" else "queued", order, mask, at)
+
+
 def _key_item_from(raw: Mapping[str, Any]) -> KeyItem:
     entries = {
-        backfill_id: Entry(kind="active" if kind == "active" else "queued", order=order, mask=mask)
-        for backfill_id, (kind, order, mask) in json.loads(raw.get("entries", {}).get("S", "{}")).items()
+        name[len(ENTRY_PREFIX) :]: _entry_from(value["S"])
+        for name, value in raw.items()
+        if name.startswith(ENTRY_PREFIX)
     }
     return KeyItem(
         key=ClaimKey(raw["pk"]["S"][len(KEY_PK_PREFIX) :], raw["sk"]["S"]),
@@ -681,13 +814,19 @@ def _key_item_from(raw: Mapping[str, Any]) -> KeyItem:
 
 
 def _key_item_to(item: KeyItem) -> dict[str, Any]:
-    """The entries as one JSON string: compact, and read and written whole anyway."""
-    entries = {i: [e.kind, e.order, e.mask] for i, e in sorted(item.entries.items())}
+    """One attribute per entry (so the unopposed path adds one without reading the item), and
+    the day sets and count derived from them (what its conditions test)."""
     raw: dict[str, Any] = {
         **_key_of(item.key),
         "ver": {"N": str(item.version)},
-        "entries": {"S": json.dumps(entries, separators=(",", ":"))},
+        "n": {"N": str(len(item.entries))},
     }
+    days: dict[int, list[str]] = {}
+    for backfill_id, entry in sorted(item.entries.items()):
+        raw[ENTRY_PREFIX + backfill_id] = {"S": _entry_to(entry)}
+        for day in _bits(entry.mask):
+            days.setdefault(day, []).append(backfill_id)
+    raw.update({f"d{day}": {"SS": ids} for day, ids in days.items()})  # a set is never empty
     if item.lease:
         raw["lease"], raw["lease_until"] = {"S": item.lease}, {"N": str(item.lease_until)}
     return raw
