@@ -61,7 +61,6 @@ OnOverlap = Literal["wait", "refuse"]
 Kind = Literal["active", "queued"]
 HOLDER_PK = "holder"
 KEY_PK_PREFIX = "key#"
-ENTRY_PREFIX = "e#"  # a key item's attribute per entry: `e#<backfill id>`
 MAX_BATCH_KEYS = 100  # BatchGetItem's keys per request
 MAX_POLL_SECONDS = 0.05  # a taken key is asked for again at most this long after (it is held briefly)
 MAX_PARALLEL = 8  # claim keys written at once by one admission
@@ -159,8 +158,9 @@ class _Blockers:
 
 
 class _Contended(Exception):
-    """A key changed under a lease, an earlier admission's claims were dropped, or a blocker is
-    still being admitted: lease, read and decide again."""
+    """A key changed under a lease, an earlier admission's claims were dropped, a claim on its
+    days appeared while it was writing unopposed, or a blocker is still being admitted: read
+    and decide again."""
 
 
 class ClaimRegistry:
@@ -200,13 +200,15 @@ class ClaimRegistry:
         masks = claims.buckets()
         digest = claims.digest()
         keys = list(masks)
-        if self._admit_unopposed(
-            Holder(backfill_id, "active", f"{submitted_at}#{backfill_id}", claims_uri, digest), masks
-        ):
-            return Admitted(backfill_id)
 
         def attempt(token: str) -> Admission:
             items, mine = self._read(keys, holder=backfill_id)
+            if mine is None and not any(_meets(items[key], mask) for key, mask in masks.items()):
+                # Nothing to decide: nobody holds or waits for any of its days.
+                holder = Holder(backfill_id, "active", f"{submitted_at}#{backfill_id}", claims_uri, digest)
+                if self._admit_unopposed(holder, masks, items):
+                    return Admitted(backfill_id)
+                raise _Contended
             if mine is not None and mine.digest != digest:  # an earlier admission's claims (a retry's)
                 self._drop_stale(backfill_id, mine, keep=masks)
                 raise _Contended
@@ -293,16 +295,13 @@ class ClaimRegistry:
         return set(backfill_ids) - self._alive(backfill_ids) if backfill_ids else set()
 
     def _being_admitted(self, blockers: _Blockers, live: list[str]) -> bool:
-        """Whether a live blocker's entries were written moments ago and its holder item is not
-        there yet: its admission is still writing (the unopposed path writes the holder item
-        last) or is taking them back to decide under leases. Its entries say nothing final
-        yet. After `lease_seconds` such entries stand as written (a crashed admission's, until
-        its retry or the sweep)."""
+        """Whether a live blocker wrote its entries moments ago and has no holder item yet: its
+        admission is still writing them (the unopposed path writes the holder item last) or
+        taking them back, so they say nothing final yet. After `lease_seconds` such entries
+        stand as written (a crashed admission's, until its retry or the sweep)."""
         recent = self._clock() - self._lease_seconds
         young = [i for i in live if blockers.written[i] >= recent]
-        if not young:
-            return False
-        return len(self._holders_of(young)) < len(young)
+        return bool(young) and len(self._holders_of(young)) < len(young)
 
     def _alive(self, backfill_ids: list[str]) -> set[str]:
         ids = sorted(set(backfill_ids))
@@ -394,89 +393,52 @@ class ClaimRegistry:
             raise ClaimsUnavailableError(f"listing the holders in {self._table}: {error}") from error
 
     # -- the unopposed path ----------------------------------------------------------------
-    def _admit_unopposed(self, holder: Holder, masks: Mapping[ClaimKey, int]) -> bool:
-        """Admit without reading or leasing anything when no other entry on its keys claims
-        any of its days: one conditional write per key adds the entry (all at once), then
-        the holder item, on the condition that there is none yet, says it is done. Two
-        admissions on one key with disjoint days never wait for each other. False (with
-        every entry it added taken back) when a key holds an entry on one of its days, its
-        own entry from an earlier admission, or its 2,000 entries, or when a holder item
-        exists: then it decides under leases.
+    def _admit_unopposed(
+        self, holder: Holder, masks: Mapping[ClaimKey, int], items: Mapping[ClaimKey, KeyItem]
+    ) -> bool:
+        """Admit without leases when no entry on its keys meets its days (as read): its entry
+        is added to every key at once, each write conditional on the version read (a key
+        that changed meanwhile is read again and, while nothing meets its days there,
+        written again), then the holder item, on the condition that there is none, says it is
+        done. Admissions of disjoint days on one key never wait for each other; of two whose
+        days meet on a key, the one that writes it second sees the other's entry. False, with
+        the entries it wrote taken back, when a claim on its days appeared meanwhile."""
+        now = int(self._clock())
+        entry = Entry(holder.kind, holder.order, 0, now)
+        mine = {key: replace(entry, mask=mask) for key, mask in masks.items()}
 
-        Safe beside the leased path: of two admissions whose days meet on a key, the one
-        that writes that key second sees the first's entry (a lease holder's write is
-        conditional on the version, which every write raises)."""
+        def add(key: ClaimKey) -> bool:
+            item = items[key]
+            while not _meets(item, mine[key].mask) and len(item.entries) < MAX_ENTRIES_PER_KEY:
+                written = replace(
+                    item, version=item.version + 1, entries={**item.entries, holder.backfill_id: mine[key]}
+                )
+                if self._put_key(written, expected=item.version):
+                    return True
+                item = self._get_key(key)
+            return False
+
         keys = list(masks)
-        added = _parallel(lambda key: self._add_entry(key, masks[key], holder), keys)
-        mine = {key: masks[key] for key, ok in zip(keys, added, strict=True) if ok}
-        if len(mine) == len(keys) and self._put_holder(holder, keys=len(keys), new=True):
+        added = [key for key, ok in zip(keys, _parallel(add, keys), strict=True) if ok]
+        if len(added) == len(keys) and self._put_holder(holder, keys=len(keys), new=True):
             return True
-        _parallel(lambda key: self._take_back(key, mine[key], holder.backfill_id), list(mine))
+        _parallel(lambda key: self._take_back(key, holder.backfill_id, mine[key]), added)
         return False
 
-    def _add_entry(self, key: ClaimKey, mask: int, holder: Holder) -> bool:
-        entry = Entry(holder.kind, holder.order, mask, int(self._clock()))
-        days = _bits(mask)
-        try:
-            self._ddb.update_item(
-                TableName=self._table,
-                Key=_key_of(key),
-                UpdateExpression="SET #e = :e ADD ver :one, n :one, " + ", ".join(f"d{d} :me" for d in days),
-                ConditionExpression=" AND ".join(
-                    [
-                        "attribute_not_exists(#e)",
-                        "(attribute_not_exists(n) OR n < :max)",
-                        *(f"attribute_not_exists(d{d})" for d in days),
-                    ]
-                ),
-                ExpressionAttributeNames={"#e": ENTRY_PREFIX + holder.backfill_id},
-                ExpressionAttributeValues={
-                    ":e": {"S": _entry_to(entry)},
-                    ":one": {"N": "1"},
-                    ":me": {"SS": [holder.backfill_id]},
-                    ":max": {"N": str(MAX_ENTRIES_PER_KEY)},
-                },
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise ClaimsUnavailableError(
-                f"adding a claim to the key {key} of {self._table}: {error}"
-            ) from error
-        except BotoCoreError as error:
-            raise ClaimsUnavailableError(
-                f"adding a claim to the key {key} of {self._table}: {error}"
-            ) from error
-        return True
-
-    def _take_back(self, key: ClaimKey, mask: int, backfill_id: str) -> None:
-        """Remove an entry the unopposed path added (it is still there: only its own backfill
-        writes it, and a release or a dead holder's drop removes it whole); a key left empty
-        goes."""
-        try:
-            left = self._ddb.update_item(
-                TableName=self._table,
-                Key=_key_of(key),
-                UpdateExpression="REMOVE #e ADD ver :one, n :less DELETE "
-                + ", ".join(f"d{d} :me" for d in _bits(mask)),
-                ConditionExpression="attribute_exists(#e)",
-                ExpressionAttributeNames={"#e": ENTRY_PREFIX + backfill_id},
-                ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":less": {"N": "-1"},
-                    ":me": {"SS": [backfill_id]},
-                },
-                ReturnValues="ALL_NEW",
-            )["Attributes"]
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+    def _take_back(self, key: ClaimKey, backfill_id: str, entry: Entry) -> None:
+        """Remove an entry the unopposed path wrote, if it is still the one written; a key left
+        with no entry and no lease goes."""
+        item = self._get_key(key)
+        while item.entries.get(backfill_id) == entry:
+            entries = {i: e for i, e in item.entries.items() if i != backfill_id}
+            if not entries and not item.lease:
+                if self._delete_key(item):
+                    return
+            elif self._put_key(
+                replace(item, version=item.version + 1, entries=entries), expected=item.version
+            ):
                 return
-            raise ClaimsUnavailableError(f"taking a claim back from the key {key}: {error}") from error
-        except BotoCoreError as error:
-            raise ClaimsUnavailableError(f"taking a claim back from the key {key}: {error}") from error
-        item = _key_item_from(left)
-        if not item.entries and not item.lease:
-            self._delete_key(item)
+            item = self._get_key(key)
 
     # -- leases ----------------------------------------------------------------------------
     def _lease(
@@ -735,9 +697,7 @@ class ClaimRegistry:
                     raise ClaimsUnavailableError(
                         f"{what}: its claim keys in {self._table} kept changing for {self._wait:.0f} s"
                     ) from None
-                log.info(
-                    "%s: a claim key changed under its lease, or a blocker is being admitted; again", what
-                )
+                log.info("%s: its claim keys changed meanwhile, or a blocker is being admitted; again", what)
                 self._sleep(random.uniform(delay / 2, delay))
                 delay = min(delay * 2, 0.2)
 
@@ -764,6 +724,11 @@ def _blockers(
     return blockers
 
 
+def _meets(item: KeyItem, mask: int) -> bool:
+    """Whether any entry on the key, its own included, holds or waits for one of these days."""
+    return any(entry.mask & mask for entry in item.entries.values())
+
+
 def _entries_match(
     backfill_id: str, kind: Kind, masks: Mapping[ClaimKey, int], items: Mapping[ClaimKey, KeyItem]
 ) -> bool:
@@ -784,25 +749,10 @@ def _holder_key(backfill_id: str) -> dict[str, Any]:
     return {"pk": {"S": HOLDER_PK}, "sk": {"S": backfill_id}}
 
 
-def _bits(mask: int) -> list[int]:
-    """The days of a week's mask, 0 for Monday."""
-    return [day for day in range(7) if mask >> day & 1]
-
-
-def _entry_to(entry: Entry) -> str:
-    return json.dumps([entry.kind, entry.order, entry.mask, entry.at], separators=(",", ":"))
-
-
-def _entry_from(text: str) -> Entry:
-    kind, order, mask, at = json.loads(text)
-    return Entry("active" if kind == "active" else "queued", order, mask, at)
-
-
 def _key_item_from(raw: Mapping[str, Any]) -> KeyItem:
     entries = {
-        name[len(ENTRY_PREFIX) :]: _entry_from(value["S"])
-        for name, value in raw.items()
-        if name.startswith(ENTRY_PREFIX)
+        backfill_id: Entry("active" if kind == "active" else "queued", order, mask, *at)
+        for backfill_id, (kind, order, mask, *at) in json.loads(raw.get("entries", {}).get("S", "{}")).items()
     }
     return KeyItem(
         key=ClaimKey(raw["pk"]["S"][len(KEY_PK_PREFIX) :], raw["sk"]["S"]),
@@ -814,19 +764,13 @@ def _key_item_from(raw: Mapping[str, Any]) -> KeyItem:
 
 
 def _key_item_to(item: KeyItem) -> dict[str, Any]:
-    """One attribute per entry (so the unopposed path adds one without reading the item), and
-    the day sets and count derived from them (what its conditions test)."""
+    """The entries as one JSON string: compact, and read and written whole anyway."""
+    entries = {i: [e.kind, e.order, e.mask, e.at] for i, e in sorted(item.entries.items())}
     raw: dict[str, Any] = {
         **_key_of(item.key),
         "ver": {"N": str(item.version)},
-        "n": {"N": str(len(item.entries))},
+        "entries": {"S": json.dumps(entries, separators=(",", ":"))},
     }
-    days: dict[int, list[str]] = {}
-    for backfill_id, entry in sorted(item.entries.items()):
-        raw[ENTRY_PREFIX + backfill_id] = {"S": _entry_to(entry)}
-        for day in _bits(entry.mask):
-            days.setdefault(day, []).append(backfill_id)
-    raw.update({f"d{day}": {"SS": ids} for day, ids in days.items()})  # a set is never empty
     if item.lease:
         raw["lease"], raw["lease_until"] = {"S": item.lease}, {"N": str(item.lease_until)}
     return raw
