@@ -144,6 +144,7 @@ class Run:
     outcomes: list[str]
     admit_seconds: list[float]  # of which in ClaimRegistry.admit
     cpu_s: float  # CPU seconds of the containers, the moto server and this process (the doubles)
+    server_cpu_s: float  # of which the moto server's
 
     @property
     def failed(self) -> int:
@@ -173,7 +174,7 @@ def deliver(
         for _ in workers:
             assert results.get(timeout=300)[0] == "ready"
         pids = [server_pid, os.getpid(), *(worker.pid for worker in workers if worker.pid is not None)]
-        cpu_before = sum(map(cpu_seconds, pids))
+        cpu_before, server_before = sum(map(cpu_seconds, pids)), cpu_seconds(server_pid)
         started = time.perf_counter()
         for index, event in enumerate(events):
             tasks.put((index, event))
@@ -182,7 +183,7 @@ def deliver(
             index, elapsed, outcome, admitting = results.get(timeout=900)
             seconds[index], outcomes[index], admit_seconds[index] = elapsed, outcome, admitting
         wall = time.perf_counter() - started
-        cpu = sum(map(cpu_seconds, pids)) - cpu_before
+        cpu, server = sum(map(cpu_seconds, pids)) - cpu_before, cpu_seconds(server_pid) - server_before
         for _ in workers:
             tasks.put(None)
     finally:
@@ -190,7 +191,7 @@ def deliver(
             worker.join(timeout=60)
             if worker.is_alive():
                 worker.kill()
-    return Run(wall, seconds, outcomes, admit_seconds, cpu)
+    return Run(wall, seconds, outcomes, admit_seconds, cpu, server)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -378,7 +379,7 @@ def main() -> int:
     print(f"{UPLOADS} non-overlapping uploads, moto server and the doubles on 127.0.0.1, {cpus} CPUs")
     print(
         f"{'':<36}{'uploads/s':>10}{'p50 s':>8}{'p99 s':>8}{'max s':>8}{'failed':>8}"
-        f"{'admit p50':>10}{'admit p99':>10}{'CPU busy':>9}"
+        f"{'admit p50':>10}{'admit p99':>10}{'CPU busy':>9}{'CPU ms':>8}{'moto ms':>8}"
     )
     for label, measured in (
         ("one container, one by one", sequential),
@@ -389,8 +390,13 @@ def main() -> int:
             f"{label:<36}{measured.per_second:>10.2f}{statistics.median(measured.seconds):>8.2f}"
             f"{percentile(measured.seconds, 0.99):>8.2f}{max(measured.seconds):>8.2f}{measured.failed:>8}"
             f"{statistics.median(measured.admit_seconds):>10.3f}{percentile(measured.admit_seconds, 0.99):>10.3f}"
-            f"{measured.cpu_s / measured.wall_s / cpus:>9.0%}"
+            f"{measured.cpu_s / measured.wall_s / cpus:>9.0%}{measured.cpu_s / UPLOADS * 1000:>8.0f}"
+            f"{measured.server_cpu_s / UPLOADS * 1000:>8.0f}"
         )
+    print(
+        "  (CPU busy: the share of the machine's CPUs all these processes used; CPU ms and moto ms: "
+        "CPU milliseconds per upload, all of them and the moto server's)"
+    )
     failures = [outcome for outcome in burst.outcomes if outcome not in ("accepted", "queued")]
     causes = [re.sub(r"s3://\S+: ", "", outcome) for outcome in failures]  # one line per cause
     for cause in sorted(set(causes)):
