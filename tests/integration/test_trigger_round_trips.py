@@ -144,9 +144,9 @@ def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
     what admitting a backfill adds to the eight above, here with other backfills active (their
     runs never end on the double). The plan's six steps in one week are six (step, week)
-    keys: one BatchGetItem reads them with the holder item, a PutItem leases each and another
-    writes its entry, one more writes the holder item. Nothing about the backfills in flight
-    is read: a new container admits with the same calls as a warm one."""
+    keys: one BatchGetItem reads them with the holder item; nothing claims its days there, so
+    a PutItem writes its entry on each (no lease) and one more the holder item. Nothing about
+    the backfills in flight is read: a new container admits with the same calls as a warm one."""
     import boto3
 
     from backfill_orchestrator.claims import registry
@@ -187,9 +187,9 @@ def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
     admission = {
         "s3.PutObject": 1,  # claims.json (named by the version written)
         "dynamodb.BatchGetItem": 1,  # the holder item and the six keys
-        "dynamodb.PutItem": 6 + 6 + 1,  # six leases, six entries, the holder item
+        "dynamodb.PutItem": 6 + 1,  # six entries, the holder item
     }
     expected = Counter(EXPECTED) + Counter(admission)
     assert Counter(calls["second"]) == expected, Counter(calls["second"])
     assert Counter(calls["third"]) == expected, Counter(calls["third"])
-    assert sum(expected.values()) == 8 + 15
+    assert sum(expected.values()) == 8 + 9

@@ -252,6 +252,116 @@ def test_an_admission_deciding_under_a_lease_never_holds_up_one_that_overlaps_no
     assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
 
 
+def scanned_leases(world: World) -> list[dict[str, Any]]:
+    return [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item]
+
+
+def test_admissions_of_other_days_of_one_key_racing_each_other_never_wait(world):
+    """b-1 writes the key between a-1's read and a-1's write (other days of the same step and
+    week): a-1's write finds the key changed, reads it again, still meets nothing and writes.
+    Neither leases anything nor waits."""
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem"]:
+            assert world.admit("b-1", claims(s=days(1, 2)), at="t2") == Admitted("b-1")
+
+    started = world.now[0]
+    racing = racing_registry(world, interleave)
+    assert world.admit("a-1", claims(s=days(0)), at="t1", registry=racing) == Admitted("a-1")
+    assert calls == ["BatchGetItem", "PutItem", "GetItem", "PutItem", "PutItem"]  # refused once, then holder
+    assert world.now[0] == started and scanned_leases(world) == []
+    assert entries(world, "s", "2021-W22") == ["a-1", "b-1"]
+    assert world.registry.holders() == {"active": ["a-1", "b-1"], "queued": []}
+
+
+def test_an_admission_that_meets_a_claim_written_meanwhile_takes_its_entries_back_and_queues(world):
+    """a-1 read two keys where nothing met its days; before it wrote, b-1 claimed its day on
+    the second. a-1's entry on the first is taken back and it decides under leases: it waits
+    for b-1, which it now sees, in the queue (never active beside it)."""
+    calls: list[str] = []
+
+    def interleave(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if calls == ["BatchGetItem"]:
+            assert world.admit("b-1", claims(t=days(0)), at="t2") == Admitted("b-1")
+
+    racing = racing_registry(world, interleave)
+    plan = claims(s=days(0), t=days(0))
+    assert world.admit("a-1", plan, at="t1", registry=racing) == Queued("a-1", ["b-1"], {"t": days(0)})
+    assert world.registry.holders() == {"active": ["b-1"], "queued": ["a-1"]}
+    item = json.loads(key_item(world, "s", "2021-W22")["entries"]["S"])
+    assert item["a-1"][0] == "queued"  # its place on the key it did not share
+    assert scanned_leases(world) == []
+
+
+def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world):
+    client = boto3.client("dynamodb", region_name="us-east-1")
+
+    def die(params: dict[str, Any], **_: Any) -> None:
+        if params["Item"]["pk"]["S"] == "holder":
+            raise RuntimeError("killed")
+
+    client.meta.events.register("before-parameter-build.dynamodb.PutItem", die)
+    world.ddb = client
+    dying = world.make_registry()
+    world.ddb = world.registry._ddb
+    plan = claims(s=days(0), t=days(0, 1))
+    with pytest.raises(RuntimeError, match="killed"):
+        world.admit("a-1", plan, at="t1", registry=dying)
+    assert entries(world, "s", "2021-W22") == ["a-1"] and world.registry.holders()["active"] == []
+    assert world.admit("a-1", plan, at="t1") == Admitted("a-1")  # the platform delivers it again
+    assert world.admit("a-1", plan, at="t1") == Admitted("a-1")  # and once more: nothing changes
+    assert world.registry.holders() == {"active": ["a-1"], "queued": []}
+    assert entries(world, "s", "2021-W22") == ["a-1"] and entries(world, "t", "2021-W22") == ["a-1"]
+    assert world.admit("b-1", claims(t=days(1)), at="t2") == Queued("b-1", ["a-1"], {"t": days(1)})
+
+
+@pytest.mark.parametrize("retried", [True, False], ids=["its retry finishes it", "no retry comes"])
+def test_an_overlapping_admission_waits_for_one_that_is_still_writing_its_entries(world, retried):
+    """a-1 wrote its entries but not yet its holder item (still writing, or killed). b-1,
+    which overlaps it, neither queues behind nor jumps ahead of a half-made admission: it
+    holds nothing and looks again until a-1's holder item is there, and then queues behind
+    it; when no retry comes, a-1's entries stand as written once they are older than a lease."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register(
+        "before-parameter-build.dynamodb.PutItem",
+        lambda params, **_: (
+            (_ for _ in ()).throw(RuntimeError("killed")) if params["Item"]["pk"]["S"] == "holder" else None
+        ),
+    )
+    world.ddb = client
+    dying = world.make_registry()
+    world.ddb = world.registry._ddb
+    with pytest.raises(RuntimeError, match="killed"):
+        world.admit("a-1", claims(s=days(0)), at="t1", registry=dying)
+    seen: list[list[str]] = []
+
+    def sleep(seconds: float) -> None:
+        seen.append([i["pk"]["S"] for i in scanned_leases(world)])
+        if retried and len(seen) == 3:
+            assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
+        world.now[0] += seconds
+
+    waiting = ClaimRegistry(
+        dynamodb_client=world.ddb,
+        table_name="claims",
+        load_claims=lambda uri: ClaimSet.from_json(world.documents[uri]),
+        live_holders=lambda ids: {i for i in ids if i in world.live},
+        clock=lambda: world.now[0],
+        sleep=sleep,
+    )
+    started = world.now[0]
+    assert world.admit("b-1", claims(s=days(0, 1)), at="t2", registry=waiting) == Queued(
+        "b-1", ["a-1"], {"s": days(0)}
+    )
+    assert len(seen) >= 3 and all(held == [] for held in seen)  # it held no lease while it waited
+    if not retried:
+        assert world.now[0] >= started + 30
+    assert world.registry.holders()["queued"] == ["b-1"]
+
+
 def test_a_release_under_a_lease_sends_the_lease_holder_back_to_read_again(world):
     """c-1 has leased its key and read a-1's active entry there (it would queue); a-1 ends and
     releases meanwhile: c-1's write finds the key changed, so it reads again and is admitted,
