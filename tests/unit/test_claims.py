@@ -296,17 +296,23 @@ def test_an_admission_that_meets_a_claim_written_meanwhile_takes_its_entries_bac
     assert scanned_leases(world) == []
 
 
-def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world):
-    client = boto3.client("dynamodb", region_name="us-east-1")
+def dying_registry(world: World) -> ClaimRegistry:
+    """A registry whose process is killed as it writes a holder item (after the entries)."""
 
     def die(params: dict[str, Any], **_: Any) -> None:
         if params["Item"]["pk"]["S"] == "holder":
             raise RuntimeError("killed")
 
+    client = boto3.client("dynamodb", region_name="us-east-1")
     client.meta.events.register("before-parameter-build.dynamodb.PutItem", die)
     world.ddb = client
     dying = world.make_registry()
     world.ddb = world.registry._ddb
+    return dying
+
+
+def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world):
+    dying = dying_registry(world)
     plan = claims(s=days(0), t=days(0, 1))
     with pytest.raises(RuntimeError, match="killed"):
         world.admit("a-1", plan, at="t1", registry=dying)
@@ -324,18 +330,8 @@ def test_an_overlapping_admission_waits_for_one_that_is_still_writing_its_entrie
     which overlaps it, neither queues behind nor jumps ahead of a half-made admission: it
     holds nothing and looks again until a-1's holder item is there, and then queues behind
     it; when no retry comes, a-1's entries stand as written once they are older than a lease."""
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    client.meta.events.register(
-        "before-parameter-build.dynamodb.PutItem",
-        lambda params, **_: (
-            (_ for _ in ()).throw(RuntimeError("killed")) if params["Item"]["pk"]["S"] == "holder" else None
-        ),
-    )
-    world.ddb = client
-    dying = world.make_registry()
-    world.ddb = world.registry._ddb
     with pytest.raises(RuntimeError, match="killed"):
-        world.admit("a-1", claims(s=days(0)), at="t1", registry=dying)
+        world.admit("a-1", claims(s=days(0)), at="t1", registry=dying_registry(world))
     seen: list[list[str]] = []
 
     def sleep(seconds: float) -> None:
