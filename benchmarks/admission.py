@@ -11,10 +11,15 @@ dry run first; the deployment has the template's claims table (overlap protectio
 - burst: UPLOADS configs (each repairs etl_orders and its five dependants for one week; their
   weeks never meet, so no two overlap), all put in S3 first, then their events handed to
   CONTAINERS workers at once (each week runs Wednesday to Tuesday, so neighbours share a
-  (step, ISO week) key of the claims index). `failed_first_delivery`: events whose handler raised (Lambda
-  would deliver them again); `p99_s`: the 99th percentile of the handler's time per upload;
-  `throughput_vs_sequential`: uploads per second of the burst over those of one container
-  handling the same uploads one after the other (in fresh tables).
+  (step, ISO week) key of the claims index, on other days). `failed_first_delivery`: events
+  whose handler raised (Lambda would deliver them again); `p99_s`: the 99th percentile of the
+  handler's time per upload; `throughput_vs_sequential`: uploads per second of the burst over
+  those of one container handling the same uploads one after the other (in fresh tables).
+  The baseline: the same burst with no claims table (`p99_s_no_admission`,
+  `throughput_vs_no_admission`), so that what admission costs stands apart from what 16
+  processes on 2 cores cost anyway; `admit_p99_s`: the time in `ClaimRegistry.admit` per
+  upload of the burst. Each way also prints the CPU its processes used per upload (the
+  containers, this process with the doubles, and the moto server on its own).
 - in flight: N other backfills already admitted (live status records, claim sets stored in S3
   like the trigger's), placed on the very steps and months of the measured uploads on the days
   those do not rewrite, so every measured admission meets them; then a fresh container handles
@@ -24,7 +29,7 @@ dry run first; the deployment has the template's claims table (overlap protectio
 
 The last line is what tooling reads:
 
-    BENCH admission failed_first_delivery=... throughput_vs_sequential=... p99_s=... p50_ratio_1000_inflight=...
+    BENCH admission failed_first_delivery=... throughput_vs_sequential=... p99_s=... p50_ratio_1000_inflight=... ...
 
     .venv/bin/python benchmarks/admission.py
 """
