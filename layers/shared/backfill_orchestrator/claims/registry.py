@@ -5,23 +5,36 @@ The claims table (partition key `pk`, sort key `sk`, both strings) is an index o
 
 - a key item, `pk=key#<step id>, sk=<YYYY-Www>`: every backfill that holds (`active`) or waits
   for (`queued`) days of that step in that week (`entries`, one JSON string: each backfill's
-  kind, its place in the queue `<submitted at>#<id>` and its days as a 7-bit mask); `ver`,
+  kind, its place in the queue `<submitted at>#<id>`, its days as a 7-bit mask and when the
+  entry was written); `ver`,
   which every write raises; and, while an admission decides, its lease (`lease`,
   `lease_until`);
 - a holder item, `pk=holder, sk=<backfill id>`: its kind, place and claim set (URI, digest).
 
 An admission reads its holder item and the key items of the (step, week) pairs its plan
-touches (one BatchGetItem), leases those keys (each written back as read, with the lease, on
-the condition that its version is unchanged; all at once), decides from their entries, then
-writes its holder item and its entry on each key (all at once), each entry write handing
-that key's lease back. Two admissions wait for each other only when they touch a common key,
-and never in a circle (`_lease`: a small plan holds nothing while it waits, a large one waits
-in key order); a lease left by a crashed admission runs out after `lease_seconds`. The cost
-of an admission follows its own keys and the backfills on them (at most 7 active ones per
-key: active claims never share a day), not the number of backfills in flight, and it reads
-no other backfill's claim set. Single-item writes rather than TransactWriteItems: no item
-limit per admission (30 steps over 90 days are 420 keys), and a transaction's
-cost on the local moto server grows with the whole table (it copies it).
+touches (one BatchGetItem). When no entry on those keys holds or waits for any of its days
+(the common case, however many backfills share its keys on other days) it has nothing to
+decide: it writes its entry on every key at once, each write conditional on the version it
+read (a key that changed meanwhile is read again and written again while still nothing
+meets its days there), then its holder item, which says it is done (`_admit_unopposed`). Of
+two admissions whose days meet on a key, the one that writes that key second sees the
+other's entry; one that meets a claim written meanwhile takes its entries back and decides
+as below. No lease, no waiting: disjoint days of one key never wait for each other.
+
+Otherwise it leases those keys (each written back as read, with the lease, on the condition
+that its version is unchanged; all at once), decides from their entries, then writes its
+holder item and its entry on each key (all at once), each entry write handing that key's
+lease back. Such admissions wait for each other only when they touch a common key, and
+never in a circle (`_lease`: a small plan holds nothing while it waits, a large one waits in
+key order); a lease left by a crashed admission runs out after `lease_seconds`. A blocker
+whose entries were written moments ago and which has no holder item yet is still being
+admitted (or taking them back): the decision hands its leases back and looks again, until
+such entries are older than a lease (then they stand as written). The cost of an admission
+follows its own keys and the backfills on them (at most 7 active ones per key: active
+claims never share a day), not the number of backfills in flight, and it reads no other
+backfill's claim set. Single-item writes rather than TransactWriteItems: no item limit per
+admission (30 steps over 90 days are 420 keys), and a transaction's cost on the local moto
+server grows with the whole table (it copies it).
 
 A backfill that overlaps an active one, or an earlier queued one, waits (QUEUED, its entries
 `queued` on every key, so later ones queue behind it: submission order, none starved) or is
