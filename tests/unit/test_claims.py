@@ -229,7 +229,9 @@ def racing_registry(world: World, interleave: Any) -> ClaimRegistry:
 
 
 @pytest.mark.parametrize("other", [claims(s=days(40)), claims(s=days(1))], ids=["another key", "another day"])
-def test_an_admission_deciding_under_a_lease_never_holds_up_one_that_overlaps_nothing(world, other):
+def test_an_admission_deciding_under_a_lease_never_holds_up_one_that_overlaps_nothing(
+    world: World, other: ClaimSet
+) -> None:
     """a-1 meets the entry of an ended backfill on its day, so it decides under the lease of
     its key (reading, then asking whether the blocker is live). Meanwhile b-1, on another key
     or on another day of the leased key, is admitted without waiting; a-1 then finds its key
@@ -256,7 +258,7 @@ def scanned_leases(world: World) -> list[dict[str, Any]]:
     return [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item]
 
 
-def test_admissions_of_other_days_of_one_key_racing_each_other_never_wait(world):
+def test_admissions_of_other_days_of_one_key_racing_each_other_never_wait(world: World) -> None:
     """b-1 writes the key between a-1's read and a-1's write (other days of the same step and
     week): a-1's write finds the key changed, reads it again, still meets nothing and writes.
     Neither leases anything nor waits."""
@@ -276,7 +278,9 @@ def test_admissions_of_other_days_of_one_key_racing_each_other_never_wait(world)
     assert world.registry.holders() == {"active": ["a-1", "b-1"], "queued": []}
 
 
-def test_an_admission_that_meets_a_claim_written_meanwhile_takes_its_entries_back_and_queues(world):
+def test_an_admission_that_meets_a_claim_written_meanwhile_takes_its_entries_back_and_queues(
+    world: World,
+) -> None:
     """a-1 read two keys where nothing met its days; before it wrote, b-1 claimed its day on
     the second. a-1's entry on the first is taken back and it decides under leases: it waits
     for b-1, which it now sees, in the queue (never active beside it)."""
@@ -311,7 +315,7 @@ def dying_registry(world: World) -> ClaimRegistry:
     return dying
 
 
-def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world):
+def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world: World) -> None:
     dying = dying_registry(world)
     plan = claims(s=days(0), t=days(0, 1))
     with pytest.raises(RuntimeError, match="killed"):
@@ -325,7 +329,9 @@ def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retr
 
 
 @pytest.mark.parametrize("retried", [True, False], ids=["its retry finishes it", "no retry comes"])
-def test_an_overlapping_admission_waits_for_one_that_is_still_writing_its_entries(world, retried):
+def test_an_overlapping_admission_waits_for_one_that_is_still_writing_its_entries(
+    world: World, retried: bool
+) -> None:
     """a-1 wrote its entries but not yet its holder item (still writing, or killed). b-1,
     which overlaps it, neither queues behind nor jumps ahead of a half-made admission: it
     holds nothing and looks again until a-1's holder item is there, and then queues behind
