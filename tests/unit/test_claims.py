@@ -507,3 +507,18 @@ def test_a_large_plan_that_meets_a_taken_key_waits_for_it_holding_only_the_small
     assert seen and all(held == smaller for held in seen)
     assert world.now[0] >= 1_000_030
     assert [item for item in world.ddb.scan(TableName="claims")["Items"] if "lease" in item] == []
+
+
+def test_a_full_key_is_a_service_error_naming_it_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backfill_orchestrator.claims import registry
+
+    monkeypatch.setattr(registry, "MAX_ENTRIES_PER_KEY", 2)
+    assert world.admit("a-1", claims(s=days(0)), at="t1") == Admitted("a-1")
+    assert world.admit("b-1", claims(s=days(1)), at="t2") == Admitted("b-1")
+    started = world.now[0]
+    with pytest.raises(ClaimsUnavailableError, match="2 backfills already hold or wait for s in 2021-W22"):
+        world.admit("c-1", claims(s=days(2)), at="t3")
+    assert world.now[0] == started  # refused, not retried until the wait ran out
+    assert entries(world, "s", "2021-W22") == ["a-1", "b-1"]

@@ -216,8 +216,11 @@ class ClaimRegistry:
 
         def attempt(token: str) -> Admission:
             items, mine = self._read(keys, holder=backfill_id)
-            if mine is None and not any(_meets(items[key], mask) for key, mask in masks.items()):
-                # Nothing to decide: nobody holds or waits for any of its days.
+            if mine is None and not any(
+                _meets(items[key], mask) or _full(items[key]) for key, mask in masks.items()
+            ):
+                # Nothing to decide: nobody holds or waits for any of its days (a full key: the
+                # leased path says so).
                 holder = Holder(backfill_id, "active", f"{submitted_at}#{backfill_id}", claims_uri, digest)
                 if self._admit_unopposed(holder, masks, items):
                     return Admitted(backfill_id)
@@ -311,7 +314,7 @@ class ClaimRegistry:
         """Whether a live blocker wrote its entries moments ago and has no holder item yet: its
         admission is still writing them (the unopposed path writes the holder item last) or
         taking them back, so they say nothing final yet. After `lease_seconds` such entries
-        stand as written (a crashed admission's, until its retry or the sweep)."""
+        stand as written (a crashed admission's, until its retry finishes it)."""
         recent = self._clock() - self._lease_seconds
         young = [i for i in live if blockers.written[i] >= recent]
         return bool(young) and len(self._holders_of(young)) < len(young)
@@ -422,7 +425,7 @@ class ClaimRegistry:
 
         def add(key: ClaimKey) -> bool:
             item = items[key]
-            while not _meets(item, mine[key].mask) and len(item.entries) < MAX_ENTRIES_PER_KEY:
+            while not _meets(item, mine[key].mask) and not _full(item):
                 written = replace(
                     item, version=item.version + 1, entries={**item.entries, holder.backfill_id: mine[key]}
                 )
@@ -740,6 +743,10 @@ def _blockers(
 def _meets(item: KeyItem, mask: int) -> bool:
     """Whether any entry on the key, its own included, holds or waits for one of these days."""
     return any(entry.mask & mask for entry in item.entries.values())
+
+
+def _full(item: KeyItem) -> bool:
+    return len(item.entries) >= MAX_ENTRIES_PER_KEY
 
 
 def _entries_match(
