@@ -12,13 +12,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
 import requests
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
-from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.aws import aws_client
 from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
@@ -90,12 +89,9 @@ class TriggerWiring:
     @classmethod
     def from_env(cls) -> TriggerWiring:
         """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        boto3's clients with the package's retry policy (`aws.aws_client`)."""
         settings = DeploymentSettings.from_env()
-
-        def client(name: str) -> Any:
-            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
-
+        client = aws_client
         return cls(
             settings,
             s3_client=client("s3"),
