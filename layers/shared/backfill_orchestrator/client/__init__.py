@@ -33,7 +33,6 @@ from backfill_orchestrator.client.preflight import (
     deployment_policy,
     incoming_prefix,
     preflight_checked,
-    preflight_prepared,
 )
 from backfill_orchestrator.client.sources import (
     ConfigFileNotFoundError,
@@ -90,7 +89,6 @@ __all__ = [
     "looks_like_path",
     "plan_backfill",
     "preflight_checked",
-    "preflight_prepared",
     "prepare_bytes",
     "prepare_config",
     "reject_backfill",
