@@ -135,33 +135,25 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
             name=f"{facts.backfill_id}.{step.id}",
             facets={"jobType": _job_type("SPARK_STEP")},
         )
-        start_facets: dict = {"parent": parent_facet(facts)}
-        end_facets: dict = {"parent": parent_facet(facts)}
+        end_facets: dict = {}
         if not step.succeeded:
             end_facets["errorMessage"] = _error(step.error or "step failed")
         inputs = _inputs(step, warehouse)
-        events.append(
-            RunEvent(
-                eventType=RunState.START,
-                eventTime=_iso(report.started_at),
-                run=Run(runId=run_id, facets=start_facets),
-                job=job,
-                inputs=inputs,
-                outputs=_outputs(step, warehouse, final=False),
-                producer=PRODUCER,
+        for kind, when, facets, final in (
+            (RunState.START, report.started_at, {}, False),
+            (RunState.COMPLETE if step.succeeded else RunState.FAIL, report.finished_at, end_facets, True),
+        ):
+            events.append(
+                RunEvent(
+                    eventType=kind,
+                    eventTime=_iso(when),
+                    run=Run(runId=run_id, facets={"parent": parent_facet(facts), **facets}),
+                    job=job,
+                    inputs=inputs,
+                    outputs=_outputs(step, warehouse, final=final),
+                    producer=PRODUCER,
+                )
             )
-        )
-        events.append(
-            RunEvent(
-                eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL,
-                eventTime=_iso(report.finished_at),
-                run=Run(runId=run_id, facets=end_facets),
-                job=job,
-                inputs=inputs,
-                outputs=_outputs(step, warehouse, final=True),
-                producer=PRODUCER,
-            )
-        )
     return events
 
 
