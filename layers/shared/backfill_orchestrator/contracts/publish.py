@@ -288,11 +288,11 @@ class HeldStep(Contract):
         """Two or more lines for people: what changes, why it waits, the top partitions."""
         keys = f", {self.keys_removed} keys removed" if self.keys_removed else ""
         lines = [
-            f"{self.step} ({self.table}): rows {self.rows_before} -> {self.rows_after}{keys} over "
+            f"{self.step} ({self.table}): rows {self.rows_before} before, {self.rows_after} after{keys}, over "
             f"{self.partitions} partitions ({self.partitions_emptied} emptied, {self.partitions_new} new)",
             *(f"  held: {reason}" for reason in self.reasons),
             *(
-                f"  {p.partition}: {p.change}, rows {p.rows_before} -> {p.rows_after}"
+                f"  {p.partition}: {p.change}, rows {p.rows_before} before, {p.rows_after} after"
                 + (f", {p.keys_removed} keys removed" if p.keys_removed else "")
                 for p in self.top
             ),
