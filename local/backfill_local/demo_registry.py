@@ -36,7 +36,7 @@ def _with_fault(transform: Transform) -> Transform:
 
 
 def _registry(sample: Registry) -> Registry:
-    transforms = {name: sample[name] for name in sample.names()}
+    transforms = {name: sample[name] for name in sample.names}
     return Registry({name: _with_fault(t) if name == "etl_orders" else t for name, t in transforms.items()})
 
 

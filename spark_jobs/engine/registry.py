@@ -72,9 +72,6 @@ class Registry:
     def copy(self) -> Registry:
         return Registry(self._transforms)
 
-    def names(self) -> list[str]:
-        return sorted(self._transforms)
-
     def __getitem__(self, name: str) -> Transform:
         try:
             return self._transforms[name]
