@@ -22,7 +22,7 @@ from backfill_orchestrator.client import (
 )
 from backfill_orchestrator.policy import ACTION_STATES
 from backfill_orchestrator.status import BackfillState
-from backfill_orchestrator.trigger.control_documents import NOT_STARTED, RETRYABLE, RUNNING
+from backfill_orchestrator.trigger.control_actions import NOT_STARTED, RETRYABLE, RUNNING
 from tests.support.trigger import TABLE, VALID, TriggerHarness
 
 FINISHED = "etl-orders-0604-aaaaaaaa"

@@ -69,7 +69,8 @@ class RunStatus:
 
 
 class SparkRunner(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # the runner's kind, a class attribute
 
     def submit(self, spec: JobSpec) -> RunHandle: ...
     def poll(self, handle: RunHandle) -> RunStatus: ...

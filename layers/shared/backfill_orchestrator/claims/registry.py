@@ -154,9 +154,9 @@ class _Blockers:
         return {step_id: frozenset(days) for step_id, days in steps.items()}
 
 
-class _Contended(Exception):
+class _Contended(ServiceError):
     """A key changed under a lease that ran out, or an earlier admission's claims were dropped:
-    lease, read and decide again."""
+    lease, read and decide again (caught inside the registry; a service error if it escaped)."""
 
 
 class ClaimRegistry:
