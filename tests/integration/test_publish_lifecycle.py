@@ -318,3 +318,65 @@ def test_a_looser_publish_override_in_the_config_is_rejected_located(deployment)
     )
     assert plan["publish_policy"]["max_rows_removed_percent"] == 5.0
     assert plan["publish_policy"]["allow_emptied_partitions"] is False  # the deployment's stays
+
+
+class FailingMoves:
+    """The tables' storage, whose `at`-th move fails as S3 does when throttled past its retries."""
+
+    def __init__(self, inner: Any, at: int) -> None:
+        self._inner, self.at, self.moves = inner, at, 0
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._inner.exists(uri))
+
+    def delete(self, uri: str) -> None:
+        self._inner.delete(uri)
+
+    def move(self, source: str, target: str) -> None:
+        from backfill_orchestrator.publish import PublishStorageError
+        from backfill_orchestrator.publish.errors import issue
+
+        self.moves += 1
+        if self.moves == self.at:
+            raise PublishStorageError([issue(source, "SlowDown: please reduce your request rate")])
+        self._inner.move(source, target)
+
+
+def test_a_publish_that_fails_half_way_is_finished_by_the_retry_exactly_once(deployment):
+    from backfill_orchestrator.publish import Publisher
+    from backfill_orchestrator.trigger import TriggerFailedError
+
+    backfill_id = deployment.submit_held()
+    wiring = deployment.h.wiring
+    build = wiring.publisher
+    failing: list[FailingMoves] = []
+
+    def publisher(root: str) -> Publisher:
+        built = build(root)
+        failing.append(FailingMoves(built.store, at=3))  # the second partition's first move
+        return Publisher(layout=built.layout, store=failing[-1], catalogs=built.catalogs)
+
+    wiring.publisher = publisher  # type: ignore[method-assign]  # this container's storage, failing
+    document = {
+        "control_version": 1,
+        "action": "publish",
+        "backfill_id": backfill_id,
+        "reason": "read the diff",
+        "requested_by": "bob@example.com",
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
+    key = f"control/{backfill_id}/publish-{deployment.h.next_sequencer()}.json"
+    event = deployment.upload(json.dumps(document).encode(), key=key, by=BOB)
+    with pytest.raises(TriggerFailedError):
+        deployment.h.invoke_lambda(event, request_id="publish-request")
+    assert deployment.h.control_result(key)["outcome"] == "failed"  # and the trigger retries
+    assert deployment.h.status.get(backfill_id).state is BackfillState.AWAITING_PUBLISH
+    wiring.publisher = build  # type: ignore[method-assign]  # S3 answers again
+    answer = deployment.h.invoke_lambda(event, request_id="publish-request")  # Lambda's retry
+    assert answer["results"][0]["disposition"] == "accepted", answer
+    assert deployment.rows() == STAGED_ROWS
+    record = deployment.h.status.get(backfill_id)
+    assert (record.state, record.run_attempt) == (BackfillState.TRIGGERED, 2)
+    assert len([r for r in deployment.h.airflow.requests if r["method"] == "POST"]) == 2  # one attempt 2
+    (again,) = deployment.h.invoke(event)
+    assert again.disposition == "duplicate"

@@ -46,7 +46,7 @@ from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.publish import ManifestState
 from backfill_orchestrator.contracts.run_conf import MAX_ATTEMPTS
 from backfill_orchestrator.contracts.steps import StepStatus
-from backfill_orchestrator.errors import UserError
+from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.lineage_events import backfill_aborted, backfill_undone
 from backfill_orchestrator.publish import Publisher, PublishError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
@@ -551,7 +551,11 @@ def _publisher(call: ActionCall, record: StatusRecord) -> Publisher:
 
 
 def _refused(action: str, record: StatusRecord, error: Exception) -> ControlRefusedError:
-    """A publish refusal (or a table out of reach) as the control document's located refusal."""
+    """A publish refusal (or a table out of reach) as the control document's located refusal.
+    A failing catalog or storage (a ServiceError) is raised as it is: the redelivery resumes
+    the action from the manifests."""
+    if isinstance(error, ServiceError):
+        raise error
     detail = publishing.refusal(error) if isinstance(error, PublishError) else str(error)
     later = getattr(error, "later_backfills", None)
     hint = f" (undo {', '.join(later)} first)" if later else ""
