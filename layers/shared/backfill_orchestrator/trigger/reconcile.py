@@ -95,8 +95,8 @@ def _finish(
         if report.succeeded:
             detail = f"{summary}; report {report_uri}; {found}"
         elif report.awaiting_publish:
-            held = [p.step for p in report.problems if p.status is StepStatus.AWAITING_PUBLISH]
-            detail = f"awaiting publish: {', '.join(held[:20])}; {summary}; {found}"
+            waiting = [p.step for p in report.problems if p.status is StepStatus.AWAITING_PUBLISH]
+            detail = f"awaiting publish: {', '.join(waiting[:20])}; {summary}; {found}"
         else:
             failed = [problem.step for problem in report.problems]
             detail = f"{len(failed)} step(s) failed or not run: {', '.join(failed[:20])}; {summary}; {found}"
