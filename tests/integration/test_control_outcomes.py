@@ -222,7 +222,7 @@ def test_approve_and_reject_are_commands_and_refuse_what_awaits_no_approval(harn
 
 def test_the_control_table_is_the_lifecycles_rules():
     """One entry per control (adding one is one entry); its states are the policy's and the trigger's."""
-    assert set(CONTROLS) == {"cancel", "retry", "approve", "reject"}
+    assert set(CONTROLS) == {"cancel", "retry", "approve", "reject", "publish", "discard", "undo"}
     for action, control in CONTROLS.items():
         assert control.allowed_states == ACTION_STATES[action]
     trigger_cancel = {str(state) for state in NOT_STARTED | RUNNING} | {"CANCELLED"}

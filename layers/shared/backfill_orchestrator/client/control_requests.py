@@ -1,4 +1,5 @@
-"""Act on a backfill from a notebook or the CLI: cancel, retry, approve, reject.
+"""Act on a backfill from a notebook or the CLI: cancel, retry, approve, reject, and the safe
+publish's publish, discard, undo.
 
 Each writes a control document to `s3://<bucket>/control/<backfill id>/<action>-<UTC time>.json`,
 which the trigger acts on under the deployment's policy (it stays the authority), and then,
@@ -432,6 +433,92 @@ def reject_backfill(
     )
 
 
+def publish_backfill(
+    backfill_id: str,
+    *,
+    reason: str = "published",
+    bucket: str,
+    requested_by: str | None = None,
+    wait: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    table: str | None = None,
+    session: Any = None,
+    **options: Unpack[ControlOptions],
+) -> ControlOutcome:
+    """Publish the steps a backfill AWAITING_PUBLISH holds (a person allowed by the policy;
+    not its submitter where the policy says four eyes) and wait for the trigger's answer: the
+    steps that waited then run (attempt n+1), or the backfill SUCCEEDED."""
+    return request_control(
+        "publish",
+        backfill_id,
+        reason=reason,
+        bucket=bucket,
+        requested_by=requested_by,
+        wait=wait,
+        timeout=timeout,
+        table=table,
+        session=session,
+        **options,
+    )
+
+
+def discard_backfill(
+    backfill_id: str,
+    *,
+    reason: str,
+    bucket: str,
+    requested_by: str | None = None,
+    wait: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    table: str | None = None,
+    session: Any = None,
+    **options: Unpack[ControlOptions],
+) -> ControlOutcome:
+    """Discard what a backfill AWAITING_PUBLISH staged (the warehouse stays as it was; it ends
+    DISCARDED, its claims released) and wait for the trigger's answer."""
+    return request_control(
+        "discard",
+        backfill_id,
+        reason=reason,
+        bucket=bucket,
+        requested_by=requested_by,
+        wait=wait,
+        timeout=timeout,
+        table=table,
+        session=session,
+        **options,
+    )
+
+
+def undo_backfill(
+    backfill_id: str,
+    *,
+    reason: str,
+    bucket: str,
+    requested_by: str | None = None,
+    wait: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    table: str | None = None,
+    session: Any = None,
+    **options: Unpack[ControlOptions],
+) -> ControlOutcome:
+    """Put every partition a SUCCEEDED backfill published back to what it was (it ends UNDONE)
+    and wait for the trigger's answer; refused, located, when a later backfill republished one
+    of them or the backups expired."""
+    return request_control(
+        "undo",
+        backfill_id,
+        reason=reason,
+        bucket=bucket,
+        requested_by=requested_by,
+        wait=wait,
+        timeout=timeout,
+        table=table,
+        session=session,
+        **options,
+    )
+
+
 @dataclass(frozen=True)
 class Control:
     """One control action: its function, what it does, the states it is allowed in (checked
@@ -463,6 +550,25 @@ CONTROLS: dict[str, Control] = {
             default_reason="approved",
         ),
         Control("reject", reject_backfill, "reject a backfill awaiting approval", ACTION_STATES["reject"]),
+        Control(
+            "publish",
+            publish_backfill,
+            "publish the steps a backfill awaiting publish holds (its diff in Slack and `backfill status`)",
+            ACTION_STATES["publish"],
+            default_reason="published",
+        ),
+        Control(
+            "discard",
+            discard_backfill,
+            "discard what a backfill awaiting publish staged; the warehouse stays as it was",
+            ACTION_STATES["discard"],
+        ),
+        Control(
+            "undo",
+            undo_backfill,
+            "put every partition a succeeded backfill published back to what it was",
+            ACTION_STATES["undo"],
+        ),
     )
 }
 

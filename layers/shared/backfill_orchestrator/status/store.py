@@ -64,6 +64,7 @@ SETTABLE = frozenset(
         "root_jobs",
         "approval_reasons",
         "approval",
+        "publish",
     }
 )
 STATES_ROUNDS = 8  # BatchGetItem rounds for keys DynamoDB leaves unprocessed (throttling)
