@@ -82,7 +82,7 @@ def register_control(commands: argparse._SubParsersAction, control: Control) -> 
 def run(args: argparse.Namespace) -> int:
     control = CONTROLS[args.action]
     progress = Progress()
-    outcome = control.request(
+    outcome = control(
         args.backfill_id,
         reason=args.reason,
         bucket=require_bucket(args.bucket),
