@@ -415,8 +415,8 @@ class ClaimRegistry:
     ) -> bool:
         """Admit without leases when no entry on its keys meets its days (as read): its entry
         is added to every key at once, each write conditional on the version read (a key
-        that changed meanwhile is read again and, while nothing meets its days there,
-        written again), then the holder item, on the condition that there is none, says it is
+        that changed meanwhile comes back with the refusal and, while nothing meets its days
+        there, is written again), then the holder item, on the condition that there is none, says it is
         done. Admissions of disjoint days on one key never wait for each other; of two whose
         days meet on a key, the one that writes it second sees the other's entry. False, with
         the entries it wrote taken back, when a claim on its days appeared meanwhile."""
@@ -425,15 +425,15 @@ class ClaimRegistry:
         mine = {key: replace(entry, mask=mask) for key, mask in masks.items()}
 
         def add(key: ClaimKey) -> bool:
-            item = items[key]
-            while not _meets(item, mine[key].mask) and not _full(item):
+            item: KeyItem | None = items[key]
+            while item is not None:
+                if _meets(item, mine[key].mask) or _full(item):
+                    return False
                 written = replace(
                     item, version=item.version + 1, entries={**item.entries, holder.backfill_id: mine[key]}
                 )
-                if self._put_key(written, expected=item.version):
-                    return True
-                item = self._get_key(key)
-            return False
+                item = self._put_key_or_current(written, expected=item.version)  # None: written
+            return True
 
         keys = list(masks)
         added = [key for key, ok in zip(keys, _parallel(add, keys), strict=True) if ok]
@@ -594,16 +594,27 @@ class ClaimRegistry:
     def _put_key(self, item: KeyItem, *, expected: int) -> bool:
         """Write a key item whole, on the condition that its version is `expected` (0: that it
         does not exist); False when it is not."""
+        return self._put_key_or_current(item, expected=expected) is None
+
+    def _put_key_or_current(self, item: KeyItem, *, expected: int) -> KeyItem | None:
+        """`_put_key`, answering the item as it is when the condition fails (DynamoDB returns
+        it with the refusal: no read more)."""
         condition = (
             {"ConditionExpression": "ver = :ver", "ExpressionAttributeValues": {":ver": {"N": str(expected)}}}
             if expected
             else {"ConditionExpression": "attribute_not_exists(pk)"}
         )
         try:
-            self._ddb.put_item(TableName=self._table, Item=_key_item_to(item), **condition)
+            self._ddb.put_item(
+                TableName=self._table,
+                Item=_key_item_to(item),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **condition,
+            )
         except ClientError as error:
             if condition_failed(error):
-                return False
+                current = error.response.get("Item")
+                return _key_item_from(current) if current else KeyItem(item.key, 0, {})
             raise ClaimsUnavailableError(
                 f"writing the claim key {item.key} to {self._table}: {error}"
             ) from error
@@ -611,7 +622,7 @@ class ClaimRegistry:
             raise ClaimsUnavailableError(
                 f"writing the claim key {item.key} to {self._table}: {error}"
             ) from error
-        return True
+        return None
 
     def _get_key(self, key: ClaimKey) -> KeyItem:
         try:
