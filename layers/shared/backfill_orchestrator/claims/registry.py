@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 from cachetools import LRUCache
@@ -613,7 +613,9 @@ class ClaimRegistry:
             )
         except ClientError as error:
             if condition_failed(error):
-                current = error.response.get("Item")
+                current = cast(
+                    "Mapping[str, Any] | None", error.response.get("Item")
+                )  # botocore types it loosely
                 return _key_item_from(current) if current else KeyItem(item.key, 0, {})
             raise ClaimsUnavailableError(
                 f"writing the claim key {item.key} to {self._table}: {error}"
