@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,18 +55,36 @@ BUCKET = "bench-configs"
 TABLE = "bench-status"
 
 
+@dataclass(frozen=True)
+class Call:
+    name: str  # e.g. s3.GetObject, "marquez GET /api/v1/lineage"
+    sent: float  # time.monotonic() when it was sent
+
+
 class RoundTrips:
     """Counts the round trips of the code under test, per kind: every AWS call attempt with
     botocore's `before-send` hook (retries included; registered first, so moto's in-process
     stub cannot answer before it), every other HTTP request at `http.client`'s `putrequest`,
     where requests/urllib3 (Marquez, Airflow, PagerDuty) and slack_sdk's urllib all end up.
     Requests to `aws_ports` (a moto server) are left to the botocore hook, so nothing counts
-    twice. `names` labels the other servers by port."""
+    twice. `names` labels the other servers by port.
 
-    def __init__(self, *, aws_ports: set[int] | None = None, names: dict[int, str] | None = None):
+    With a `latency`, every call waits that long before it is sent, as if each answer took
+    that long to come back: calls sent side by side overlap, and `waits` tells how many round
+    trips the code waited for one after another."""
+
+    def __init__(
+        self,
+        *,
+        aws_ports: set[int] | None = None,
+        names: dict[int, str] | None = None,
+        latency: float = 0.0,
+    ):
         self.aws_ports = aws_ports or set()
         self.names = names or {}
-        self.calls: list[str] = []
+        self.latency = latency
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
         self._original = http.client.HTTPConnection.putrequest
 
     def watch_events(self, events: object) -> None:
@@ -80,9 +99,7 @@ class RoundTrips:
             connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object
         ) -> None:
             if connection.port not in counter.aws_ports:
-                counter.calls.append(
-                    f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}"
-                )
+                counter._sent(f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}")
             return original(connection, method, url, *args, **kwargs)
 
         http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
@@ -92,13 +109,36 @@ class RoundTrips:
         http.client.HTTPConnection.putrequest = self._original  # type: ignore[method-assign]
 
     def take(self) -> list[str]:
-        """The calls counted since the last take."""
-        calls, self.calls = self.calls, []
-        return calls
+        """The calls counted since the last take, in the order they were sent."""
+        return [call.name for call in self.take_calls()]
+
+    def take_calls(self) -> list[Call]:
+        with self._lock:
+            calls, self.calls = self.calls, []
+        return sorted(calls, key=lambda call: call.sent)
+
+    def _sent(self, name: str) -> None:
+        with self._lock:
+            self.calls.append(Call(name, time.monotonic()))
+        if self.latency:
+            time.sleep(self.latency)
 
     def _aws(self, event_name: str, **_: object) -> None:
-        self.calls.append(event_name.removeprefix("before-send."))  # e.g. s3.GetObject
+        self._sent(event_name.removeprefix("before-send."))  # e.g. s3.GetObject
         return None
+
+
+def waits(calls: list[Call], latency: float) -> int:
+    """The round trips waited for one after another: the longest chain of calls each sent
+    after the one before it had its answer (`latency` after it was sent). Calls sent side by
+    side overlap, so they count once; `latency` must be far longer than starting a thread
+    takes. The code's own work between two calls only delays the later one."""
+    ordered = sorted(calls, key=lambda call: call.sent)
+    chain: list[int] = []
+    for index, call in enumerate(ordered):
+        before = [chain[j] for j in range(index) if ordered[j].sent + latency <= call.sent]
+        chain.append(1 + max(before, default=0))
+    return max(chain, default=0)
 
 
 def percentile(values: list[float], fraction: float) -> float:

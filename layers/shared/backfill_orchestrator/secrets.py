@@ -15,7 +15,10 @@ Accepted secret strings (JSON, or the bare value where noted):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -53,8 +56,29 @@ class SecretReader:
     def __init__(self, *, provider: SecretsProvider, max_age: int = 300):
         self._provider = provider
         self._max_age = max_age
+        self._reading: dict[str, Future[str]] = {}  # reads started ahead (`read_ahead`)
+
+    def read_ahead(
+        self, secret_ids: Iterable[str], submit: Callable[[Callable[[], str]], Future[str]]
+    ) -> list[Future[str]]:
+        """Start reading these secrets side by side (`submit` runs a call on another thread):
+        a later use waits for its read instead of sending another. A read that fails is
+        sent again by the use, which raises as usual."""
+        started = []
+        for secret_id in dict.fromkeys(secret_ids):
+            reading = self._reading.get(secret_id)
+            if reading is None or reading.done():
+                self._reading[secret_id] = reading = submit(partial(self._read, secret_id))
+            started.append(reading)
+        return started
 
     def _raw(self, secret_id: str) -> str:
+        reading = self._reading.get(secret_id)
+        if reading is not None:
+            wait([reading])  # then the provider's cache answers, unless that read failed
+        return self._read(secret_id)
+
+    def _read(self, secret_id: str) -> str:
         try:
             value = self._provider.get(secret_id, max_age=self._max_age)
         except GetParameterError as error:
