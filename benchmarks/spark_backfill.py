@@ -1,7 +1,7 @@
 """Spark backfill benchmark: one application for the whole plan against the usual ways.
 
 The sample pipeline over 90 days (3 feeds, every hour); the processed orders of 30
-noncontiguous days (every third day) are lost for two feeds. The same repair three ways,
+noncontiguous days (every third day) are lost for two feeds. The same repair four ways,
 each from its own copy of the broken warehouse:
 
   single          one `spark-submit` running the planner's plan for all 30 days, every step
@@ -15,7 +15,11 @@ each from its own copy of the broken warehouse:
 Times are wall seconds of the whole subprocesses (JVM start included: it is what each way
 pays in production too). Afterwards every processed table of the four warehouses is compared
 with a clean run of the whole pipeline; `identical=true` when all four equal it exactly.
-`publish_overhead` is published / single - 1.
+`publish_overhead` is published / single - 1; `ratio_vs_submit` per_day_submit / published,
+`single_vs_submit` per_day_submit / single, `ratio_vs_loop` loop / single. Where each way's
+time went is printed from its run reports (`StepResult.phase_seconds`): read, transform,
+write, check, commit summed over the steps, and the time outside the steps (JVM and session
+start, plan loading, publish recovery).
 
     .venv/bin/python benchmarks/spark_backfill.py [--days 90 --broken 30 --orders-per-hour 4]
 """
@@ -37,6 +41,11 @@ SPARK_SUBMIT = REPO / ".venv" / "bin" / "spark-submit"
 MASTER = "local[2]"
 START = date(2021, 3, 1)
 BROKEN_FEEDS = ("app", "web")
+# Small data on a small machine, every way alike: no web UI, a few shuffle partitions, and
+# partition directories listed by the driver (as the demo does: a listing job of one task per
+# path costs more than it saves here). Every JVM also reads the local Spark tuning
+# (`use_local_spark_defaults`, as the demo and the tests do): file writes without a forked
+# `chmod` per file, which would otherwise weigh on every way by the file rather than by the work.
 SUBMIT_CONF = [
     "--conf",
     "spark.ui.enabled=false",
@@ -44,6 +53,8 @@ SUBMIT_CONF = [
     "spark.sql.shuffle.partitions=8",
     "--conf",
     "spark.ui.showConsoleProgress=false",
+    "--conf",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold=100000",
 ]
 
 
@@ -138,7 +149,14 @@ def setup(work: Path, *, days: int, broken: list[date], orders_per_hour: int) ->
 
     clean, damaged = work / "clean", work / "broken"
     clean.mkdir()
-    with spark_session("bench-setup", extra={"spark.master": MASTER, "spark.ui.enabled": "false"}) as spark:
+    with spark_session(
+        "bench-setup",
+        extra={
+            "spark.master": MASTER,
+            "spark.ui.enabled": "false",
+            "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        },
+    ) as spark:
         spark.sparkContext.setLogLevel("ERROR")
         generate(
             spark=spark,
@@ -221,6 +239,9 @@ def main() -> int:
         return 0
     if args.broken * 3 > args.days:
         parser.error("--broken days, every third day, must fit in --days")
+    from backfill_local.local_spark import use_local_spark_defaults
+
+    use_local_spark_defaults()  # before any JVM starts: the spark-submits inherit it
 
     broken = [START + timedelta(days=3 * n + 1) for n in range(args.broken)]
     work = Path(tempfile.mkdtemp(prefix="bench-spark-backfill-"))

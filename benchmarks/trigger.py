@@ -99,7 +99,9 @@ class RoundTrips:
             connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object
         ) -> None:
             if connection.port not in counter.aws_ports:
-                counter._sent(f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}")
+                counter._sent(
+                    f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}"
+                )
             return original(connection, method, url, *args, **kwargs)
 
         http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]

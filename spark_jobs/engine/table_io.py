@@ -191,7 +191,7 @@ def replace_partitions(
             if path not in rows_by_partition:
                 filesystem.delete(f"{table.uri(warehouse)}/{path}")
                 deleted.append(path)
-        bytes_written = sum(filesystem.size(f"{table.uri(warehouse)}/{path}") for path in rows_by_partition)
+        bytes_written = filesystem.total_size(f"{table.uri(warehouse)}/{path}" for path in rows_by_partition)
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
 
 
