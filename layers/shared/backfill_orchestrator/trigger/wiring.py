@@ -125,10 +125,10 @@ class TriggerWiring:
 
     def read_ahead(self, config: BackfillConfig) -> ReadAhead:
         """Start, side by side on the container's threads, what a valid `config` will wait for
-        and the container does not hold yet: the secrets (Airflow, Slack, Marquez), the job
-        catalog, Airflow's token (once its secret is read), and for a batch config the plan's
-        first lineage query (sent beside the claim; a duplicate wastes that one read). Each use
-        waits for its read instead of sending another. Runs in the caller's context (its
+        and the container does not hold yet: Slack's secret; for a batch config Marquez's key,
+        the job catalog and the plan's first lineage query (sent beside the claim: a duplicate
+        wastes that one read); for one that triggers a run, Airflow's secret and token. Each
+        use waits for its read instead of sending another. Runs in the caller's context (its
         deadline applies)."""
         settings = self.settings
         if self._ahead_pool is None:
@@ -140,19 +140,22 @@ class TriggerWiring:
         def submit(call: Callable[[], Any]) -> Future[Any]:
             return pool.submit(contextvars.copy_context().run, call)
 
-        secret_ids = [settings.notify.slack_secret_id, settings.marquez_api_key_secret_id]
-        if not settings.mwaa_environment:
+        first = first_lineage_query(config)  # None: not a batch config, nothing to plan
+        triggers = first is not None and not config.dry_run and not settings.mwaa_environment
+        secret_ids = [settings.notify.slack_secret_id]
+        if first is not None:
+            secret_ids.append(settings.marquez_api_key_secret_id)
+        if triggers:
             secret_ids.append(settings.airflow_secret_id)
         reads: list[Future[Any]] = list(self._secrets.read_ahead(filter(None, secret_ids), submit))
-        if settings.job_catalog_uri and self._catalog_stale() and not _running(self._catalog_reading):
-            self._catalog_reading = submit(self._load_catalog)
-        if not settings.mwaa_environment and not _running(self._signing_in):
-            # No call when the client holds its token (a warm container).
-            self._signing_in = submit(lambda: self._airflow_client().sign_in())
-        reads += [read for read in (self._catalog_reading, self._signing_in) if read is not None]
-        first = first_lineage_query(config)
         if first is None:
             return ReadAhead(reads)
+        if settings.job_catalog_uri and self._catalog_stale() and not _running(self._catalog_reading):
+            self._catalog_reading = submit(self._load_catalog)
+        if triggers and self._airflow is None and not _running(self._signing_in):
+            # A warm container's client holds its token (rotated credentials: signed in on use).
+            self._signing_in = submit(lambda: self._airflow_client().sign_in())
+        reads += [read for read in (self._catalog_reading, self._signing_in) if read is not None]
         job, depth = first
         answer = submit(lambda: self.lineage().lineage(job, depth=depth))
         return ReadAhead([*reads, answer], LineageAhead(self.lineage, first_query=first, first=answer))
