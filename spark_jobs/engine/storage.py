@@ -81,7 +81,11 @@ class HadoopFs:
                 total += self.size(uri)
                 continue
             for directory, _, names in os.walk(local):
-                total += sum(os.stat(os.path.join(directory, name)).st_size for name in names)
+                total += sum(
+                    os.stat(os.path.join(directory, name)).st_size
+                    for name in names
+                    if not (name.startswith(".") and name.endswith(".crc"))  # Hadoop's checksums: not data
+                )
         return total
 
     def children(self, uri: str) -> list[str]:
