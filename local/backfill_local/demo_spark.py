@@ -88,13 +88,16 @@ class SampleCache:
         self.root = root if root is not None else cache_dir()
         self.entry = self.root / f"{self.PREFIX}{sample_digest(start=start, days=days)}"
 
-    def load(self, warehouse: Path) -> CleanSample | None:
-        """The cached warehouse copied to `warehouse`, or None."""
+    def load(self, warehouse: Path, *, linked: bool = False) -> CleanSample | None:
+        """The cached warehouse copied to `warehouse`, or None. `linked`: hard links to the
+        cached files instead of copies, for a tree that is only ever read (the demo's
+        reference): a write into a linked file would change the cache."""
         try:
             counts = json.loads((self.entry / "counts.json").read_text())
         except (OSError, ValueError):
             return None
-        shutil.copytree(self.entry / "warehouse", warehouse, dirs_exist_ok=True)
+        copy = _link_or_copy if linked else shutil.copy2
+        shutil.copytree(self.entry / "warehouse", warehouse, dirs_exist_ok=True, copy_function=copy)
         return CleanSample(raw_rows=counts["raw_rows"], written=counts["written"], cached=True)
 
     def store(self, warehouse: Path, sample: CleanSample) -> None:
@@ -119,6 +122,13 @@ class SampleCache:
             print(f"   sample data not cached ({error})")
 
 
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, target)
+
+
 def sample_digest(*, start: str, days: int) -> str:
     """What the clean sample's bytes depend on: the generator's arguments, every module of
     `spark_jobs` (generator, tables, transforms, the engine's writes), PySpark, the settings."""
@@ -132,17 +142,19 @@ class DemoSpark:
     def __init__(self, spark: Any):
         self.spark = spark
 
-    def clean_sample(self, *, warehouse: Path, start: str, days: int) -> CleanSample:
+    def clean_sample(self, *, warehouse: Path, reference: Path, start: str, days: int) -> CleanSample:
         """The sample generated for `days` days from `start` and run clean into `warehouse`
-        (empty or absent): copied from the cache when this very sample was made
-        before in this virtualenv, else computed and cached."""
+        and `reference` (both empty or absent; the reference is only ever read): copied from
+        the cache when this very sample was made before in this virtualenv, else computed and
+        cached. The reference is hard links to the cache's files where it can be."""
         cache = SampleCache(start=start, days=days)
         sample = cache.load(warehouse)
-        if sample is not None:
-            return sample
-        rows = self.generate(warehouse=warehouse, start=start, days=days)
-        sample = CleanSample(raw_rows=rows, written=self.run_clean(warehouse=warehouse), cached=False)
-        cache.store(warehouse, sample)
+        if sample is None:
+            rows = self.generate(warehouse=warehouse, start=start, days=days)
+            sample = CleanSample(raw_rows=rows, written=self.run_clean(warehouse=warehouse), cached=False)
+            cache.store(warehouse, sample)
+        if cache.load(reference, linked=True) is None:  # not cached (the store failed)
+            shutil.copytree(warehouse, reference)
         return sample
 
     def generate(self, *, warehouse: Path, start: str, days: int) -> int:

@@ -57,3 +57,18 @@ def test_an_entry_without_its_counts_is_not_used(tmp_path: Path) -> None:
     cache = SampleCache(start="2021-06-01", days=21, root=tmp_path / "cache")
     (cache.entry / "warehouse").mkdir(parents=True)
     assert cache.load(tmp_path / "copy") is None
+
+
+def test_a_reference_is_linked_to_the_cache_and_a_working_copy_is_not(tmp_path: Path) -> None:
+    """The reference is only read: hard links cost no copy. The working warehouse is written
+    by the backfill, so it gets files of its own, and the cache stays as stored."""
+    cache = SampleCache(start="2021-06-01", days=21, root=tmp_path / "cache")
+    cache.store(warehouse(tmp_path / "made"), CleanSample(raw_rows=1, written={}, cached=False))
+    cache.load(tmp_path / "reference", linked=True)
+    cache.load(tmp_path / "working")
+    name = "processed/orders/day=2021-06-01/hour=0/feed=web/part-0.parquet"
+    cached = cache.entry / "warehouse" / name
+    assert (tmp_path / "reference" / name).stat().st_ino == cached.stat().st_ino
+    assert (tmp_path / "working" / name).stat().st_ino != cached.stat().st_ino
+    (tmp_path / "working" / name).write_bytes(b"rewritten")
+    assert cached.read_bytes() == b"PAR1...PAR1"
