@@ -48,7 +48,9 @@ from backfill_runtime.observability import task_logger
 from backfill_runtime.options import (
     DagShape,
     InvalidOptionError,
+    get_option,
     max_map_length,
+    publish_root,
     reruns_per_task,
     spark_timeout_seconds,
     warehouse_uri,
@@ -416,10 +418,15 @@ def prepare(slot: int) -> list[dict[str, Any]]:
         # The job runs every spark step of the plan it gets: give it this round's, runnable ones.
         sub_plan_uri = sibling(plan_uri, f"rounds/{index}/plan.json")
         write_text(sub_plan_uri, sub_plan(plan, set(work.spark_step_ids)).to_json())
+        policy_uri = None
+        if plan.publish_policy is not None:  # the deployment's, narrowed by the config (the trigger's)
+            policy_uri = sibling(sub_plan_uri, "publish_policy.json")
+            write_text(policy_uri, plan.publish_policy.to_json())
         spark = SparkSubmission(
             plan_uri=sub_plan_uri,
             report_uri=sibling(sub_plan_uri, "run_report.json"),
             step_ids=work.spark_step_ids,
+            publish_policy_uri=policy_uri,
         )
     rerun_conf: dict[str, Any] = {"backfill_id": backfill_id, "trace_id": state.conf.trace_id}
     lineage = lineage_settings()
@@ -606,6 +613,8 @@ def spark(slot: int) -> dict[str, Any]:
         plan_uri=submission.plan_uri,
         warehouse_uri=warehouse,
         report_uri=submission.report_uri,
+        publish_policy_uri=submission.publish_policy_uri,
+        publish_root=get_option("publish_root", "") or None,
     )
     timeout = min(spark_timeout_seconds(), profile.timeout_minutes * 60)
     # A child process is cheap to poll; a service's API is polled every spark_poll_seconds.
@@ -720,16 +729,21 @@ def finish() -> dict[str, Any]:
         report.backfill_id, ledger, plan=plan, round_index=max(state.rounds - 1, 0), rounds=state.rounds
     )
     reporting = Reporting.from_options()
+    warehouse = get_option("warehouse_uri", "")  # a deployment of DAG steps alone may have none
     reporting.finished(
         config=config,
         report=report,
         report_uri=report_uri,
         run_url=reporting.run_url(ti.dag_id, ti.run_id),
         result_uri=state.conf.result_uri,
+        publish_location={"root": publish_root(warehouse), "warehouse": warehouse} if warehouse else None,
     )
-    reporting.release_claims(report.backfill_id)  # after the terminal state: queued backfills may start
+    if (
+        not report.awaiting_publish
+    ):  # a held step keeps the claims: it replaces those partitions once published
+        reporting.release_claims(report.backfill_id)  # after the terminal state: queued backfills may start
     _observe(state, plan, report, ti=ti)
-    if not report.succeeded:
+    if not report.succeeded and not report.awaiting_publish:
         failed = ledger.with_status(StepStatus.FAILED)
         summary = report.figures.text(total_steps=len(report.steps))
         raise AirflowFailException(f"backfill {report.backfill_id} failed: steps {failed}; {summary}")
@@ -764,8 +778,9 @@ def _observe(state: RunState, plan: Plan, report: Any, *, ti: Any) -> None:
                 dates = {day.isoformat(): ended for day, ended in outcome.dates.items()}
                 dag_reruns(lineage, facts, step_id=step_id, dag_id=outcome.dag_id, dates=dates)
         failed = [p.step for p in report.problems]
-        reason = None if report.succeeded else f"steps not succeeded: {', '.join(failed)}"[:2000]
-        backfill_finished(lineage, facts, "COMPLETE" if report.succeeded else "FAIL", reason=reason)
+        ended = report.succeeded or report.awaiting_publish  # held: the attempt ran; a person decides
+        reason = None if ended else f"steps not succeeded: {', '.join(failed)}"[:2000]
+        backfill_finished(lineage, facts, "COMPLETE" if ended else "FAIL", reason=reason)
         task_log.info("OpenLineage: %d events sent, %d failed", lineage.sent, lineage.failed)
     seconds = (datetime.now(UTC) - state.started_at).total_seconds()
     try:

@@ -124,3 +124,12 @@ def api_outage_seconds() -> int:
     `[scheduler] task_instance_heartbeat_timeout`: past it the scheduler fails the task
     anyway, since its heartbeats cannot reach the API either."""
     return _int("api_outage_seconds", 300, minimum=0)
+
+
+def publish_root(warehouse: str) -> str:
+    """Where the Spark job stages, backs up and records its publishes (`--publish-root`);
+    default WAREHOUSE/_backfill, the job's own. The status record names it for the trigger's
+    publish, discard and undo."""
+    from backfill_orchestrator.publish import default_root
+
+    return _get("publish_root", "") or default_root(warehouse)

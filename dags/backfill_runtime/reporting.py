@@ -21,9 +21,12 @@ from typing import Any
 from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.contracts import BackfillReport, Plan, StepStatus
+from backfill_orchestrator.contracts import BackfillReport, HeldStep, Plan, StepStatus
+from backfill_orchestrator.contracts.control_request import PersonAction
+from backfill_orchestrator.contracts.publish import MAX_HELD_STEPS
+from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.notify import Notifier, build_notifier, status_message
-from backfill_orchestrator.notify.messages import backfill_message
+from backfill_orchestrator.notify.messages import backfill_message, publish_request_message
 from backfill_orchestrator.redaction import install as install_redaction
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DEFAULT_PAGERDUTY_EVENTS_URL, DEFAULT_SLACK_API_URL, NotifySettings
@@ -36,6 +39,7 @@ from backfill_orchestrator.status import (
 from backfill_runtime.results import follow_result
 
 log = logging.getLogger(__name__)
+PUBLISH_BUTTONS: tuple[PersonAction, ...] = ("publish", "discard")  # a backfill AWAITING_PUBLISH
 MAX_LISTED_PROBLEMS = 50  # steps listed on the record and in the result file (both are size-bounded)
 
 
@@ -200,15 +204,34 @@ class Reporting:
         report_uri: str,
         run_url: str | None,
         result_uri: str | None = None,
+        publish_location: dict[str, str] | None = None,
     ) -> None:
+        """`publish_location`: the publish root and warehouse the Spark job used, recorded (the
+        record's `publish`) for the trigger's publish, discard and undo."""
         backfill_id = report.backfill_id
         figures = report.figures
         summary = figures.text(total_steps=len(report.steps))
         paging = config.notify.pagerduty if config is not None else True
         channel = config.notify.slack_channel if config is not None else None
+        publish = self._publish_attribute(backfill_id, publish_location)
+        if report.awaiting_publish:
+            self._awaiting_publish(
+                report,
+                report_uri=report_uri,
+                run_url=run_url,
+                result_uri=result_uri,
+                channel=channel,
+                publish=publish or {},
+            )
+            return
         if report.succeeded:
             detail = f"{summary}; report {report_uri}"
-            self._transition(backfill_id, BackfillState.SUCCEEDED, detail=detail[:1000])
+            self._transition(
+                backfill_id,
+                BackfillState.SUCCEEDED,
+                detail=detail[:1000],
+                attributes={"publish": publish} if publish else None,
+            )
             self.notifier.slack(
                 backfill_id,
                 status_message(backfill_id=backfill_id, state="SUCCEEDED", detail=detail, run_url=run_url),
@@ -265,6 +288,73 @@ class Reporting:
             failed_steps=problems[:MAX_LISTED_PROBLEMS],
             reason=reason[:2000],
         )
+
+    def _awaiting_publish(
+        self,
+        report: BackfillReport,
+        *,
+        report_uri: str,
+        run_url: str | None,
+        result_uri: str | None,
+        channel: str | None,
+        publish: dict[str, Any],
+    ) -> None:
+        """AWAITING_PUBLISH: the held steps with their reasons and the top of their diffs on the
+        record, in the result file and in the thread, with Publish / Discard buttons. No page:
+        nothing failed; the claims stay."""
+        backfill_id = report.backfill_id
+        held = held_steps(report)
+        waiting = [p.step for p in report.problems if p.status is StepStatus.BLOCKED]
+        names = [step.step for step in held] or [
+            p.step for p in report.problems if p.status is StepStatus.AWAITING_PUBLISH
+        ]
+        reason = (
+            f"awaiting publish: {', '.join(names)} staged and held by the publish policy"
+            + (f"; {len(waiting)} steps wait for it" if waiting else "")
+            + "; publish or discard it"
+        )
+        attributes = {
+            "reason": reason[:1000],
+            "publish": {
+                **publish,
+                "held": [step.model_dump(mode="json") for step in held[:MAX_HELD_STEPS]],
+                "held_total": len(names),
+            },
+        }
+        self._transition(
+            backfill_id, BackfillState.AWAITING_PUBLISH, detail=reason[:1000], attributes=attributes
+        )
+        self.notifier.slack(
+            backfill_id,
+            publish_request_message(
+                backfill_id=backfill_id,
+                reason=reason,
+                held=held,
+                run_url=run_url,
+                buttons=control_buttons(backfill_id, PUBLISH_BUTTONS),
+            ),
+            channel=channel,
+        )
+        follow_result(
+            result_uri,
+            outcome="awaiting_publish",
+            state=BackfillState.AWAITING_PUBLISH,
+            report_uri=report_uri,
+            figures=report.figures,
+            failed_steps=None,
+            held_steps=held[:MAX_HELD_STEPS],
+            reason=reason[:2000],
+        )
+
+    def _publish_attribute(self, backfill_id: str, location: dict[str, str] | None) -> dict[str, Any] | None:
+        """The record's `publish` with where this run published (earlier decisions kept)."""
+        if not location or self.store is None:
+            return None
+        record = self.store.get(backfill_id)
+        current = dict(record.publish or {}) if record is not None else {}
+        current.pop("held", None)
+        current.pop("held_total", None)
+        return {**current, **location}
 
     def unreported_failure(
         self,
@@ -329,6 +419,37 @@ class Reporting:
             return False
         record = self.store.get(backfill_id)
         return bool(record and record.slack_thread_ts)
+
+
+def held_steps(report: BackfillReport) -> list[HeldStep]:
+    """The steps the run held for publish, each with its hold reasons and the top of its diff
+    (from the round's run report and the step's checks document). A document that cannot be
+    read leaves its step out (the record still names it): informing must not fail the run."""
+    from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepChecks
+    from backfill_orchestrator.documents import DocumentError, read_text
+
+    held: list[HeldStep] = []
+    for uri in report.spark_reports:
+        try:
+            run_report = RunReport.from_json(read_text(uri), source=uri)
+        except (DocumentError, InvalidDocumentError) as error:
+            log.warning("held steps of %s not listed: %s", uri, str(error)[:300])
+            continue
+        for step in run_report.steps:
+            if step.status is not StepStatus.AWAITING_PUBLISH or step.checks_uri is None:
+                continue
+            if (
+                report.steps.get(step.id) is None
+                or report.steps[step.id].status is not StepStatus.AWAITING_PUBLISH
+            ):
+                continue
+            try:
+                checks = StepChecks.from_json(read_text(step.checks_uri), source=step.checks_uri)
+            except (DocumentError, InvalidDocumentError) as error:
+                log.warning("the diff of held step %s not listed: %s", step.id, str(error)[:300])
+                continue
+            held.append(HeldStep.of(checks, checks_uri=step.checks_uri))
+    return held
 
 
 def progress_of(ledger: Any, *, plan: Any = None, round_index: int, rounds: int) -> dict[str, int]:

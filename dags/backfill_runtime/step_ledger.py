@@ -3,9 +3,10 @@
 report.
 
 Each entry is the contract's `StepOutcome`: `pending`, then `succeeded`, `failed` (it ran and
-failed after its retries) or `blocked` (not run because a step it depends on did not succeed).
-Blocking follows the plan's `upstream` edges, so a failure stops its dependants and nothing
-else."""
+failed after its retries), `awaiting_publish` (a Spark step staged and held by the publish
+policy: live untouched) or `blocked` (not run because a step it depends on did not succeed,
+or waits for a publish). Blocking follows the plan's `upstream` edges, so a failure or a held
+step stops its dependants (Spark steps and DAG reruns alike) and nothing else."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.planner.rounds import plan_rounds
 
 DONE_TI_STATES = frozenset({"success"})
+# What a step's dependants never run after: a failure, a block, and a held step (its output is
+# not live until a person publishes it).
+NOT_RUN_AFTER = frozenset({StepStatus.FAILED, StepStatus.BLOCKED, StepStatus.AWAITING_PUBLISH})
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,14 @@ class Ledger:
         for step in (steps[step_id] for step_id in plan_rounds(plan)[index].step_ids):
             if self.status(step.id) is StepStatus.SUCCEEDED:  # an earlier attempt did it
                 continue
-            blockers = [p for p in step.upstream if self.status(p) in (StepStatus.FAILED, StepStatus.BLOCKED)]
+            blockers = [p for p in step.upstream if self.status(p) in NOT_RUN_AFTER]
             if blockers:
-                reason = f"not run: upstream {', '.join(blockers)} did not succeed"
+                held = [p for p in blockers if self.status(p) is StepStatus.AWAITING_PUBLISH]
+                reason = (
+                    f"not run: upstream {', '.join(blockers)} did not succeed"
+                    if len(held) < len(blockers)
+                    else f"waits for the publish of {', '.join(held)}"
+                )
                 self.mark(step.id, StepStatus.BLOCKED, detail=reason)
                 blocked[step.id] = reason
             elif step.kind == "spark":

@@ -46,6 +46,7 @@ from typing import Any
 
 import boto3
 
+from backfill_local.demo_registry import FAULT_FILE_VARIABLE
 from backfill_local.local_spark import use_local_spark_defaults
 from backfill_orchestrator.errors import ServiceError
 
@@ -82,7 +83,34 @@ OVERLAPPING_CONFIG = {
     "downstream": {"enabled": False},
     "notify": {"slack_channel": "#backfills", "pagerduty": True},
 }
+# Safe publish: a backfill whose etl_orders drops the partner feed (the demo's deliberate bug,
+# backfill_local.demo_registry); its config narrows the publish policy so that a partition
+# emptied waits for a person. Then a re-run of the broken days after the undo.
+BROKEN_TRANSFORM_CONFIG = {
+    "version": 1,
+    "name": "orders-feed-fix",
+    "owner": "sam.lee@example.com",
+    "description": "a new etl_orders for 4 June, which (by mistake) drops the partner feed",
+    "mode": "batch",
+    "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+    "dates": ["2021-06-04"],
+    "publish": {"allow_emptied_partitions": False, "max_rows_removed_percent": 5},
+    "notify": {"slack_channel": "#backfills", "pagerduty": True},
+}
+DROPPED_FEED = "partner"
+RERUN_CONFIG = {
+    "version": 1,
+    "name": "orders-rerun",
+    "owner": "jane.doe@example.com",
+    "description": "the outage days again, after the outage backfill was undone",
+    "mode": "batch",
+    "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}],
+    "dates": ["2021-06-04", {"start": "2021-06-10", "end": "2021-06-12"}],
+    "downstream": {"enabled": False},
+    "notify": {"slack_channel": "#backfills", "pagerduty": True},
+}
 RUN_TIMEOUT = 900
+FAULT_FILE = "demo-fault"  # under the work directory: while it exists, etl_orders drops its feed
 EVENT_TIMEOUT = 120  # an upload's S3 event reaching the trigger and its record moving on
 
 
@@ -219,6 +247,9 @@ def airflow_settings(
         # The Backfills page (the package's Airflow plugin): presses write control documents here.
         "AIRFLOW__BACKFILL__CONFIG_BUCKET": BUCKET,
         "BACKFILL_SAMPLE_OUTPUT_DIR": str(work / "sample_dag_outputs"),
+        # The demo's transforms: the sample's, with the bug the safe publish stage switches on.
+        "BACKFILL_SPARK_REGISTRY": "backfill_local.demo_registry:DEMO",
+        FAULT_FILE_VARIABLE: str(work / FAULT_FILE),
         # The backfill's Spark job (a child of its Airflow task): small data on two cores.
         "PYSPARK_SUBMIT_ARGS": spark_submit_args(),
     }
@@ -359,6 +390,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     spark = spark_scope.enter_context(demo_spark(log=spark_log))
     sample = spark.clean_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
+    broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"
     print(
         f"   {sample.raw_rows} raw orders; clean run {sample.written} ({made}); "
@@ -471,7 +503,6 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     if differences:
         raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
     figures["first_verified"] = CLOCK.elapsed()
-    spark_scope.close()  # its memory and CPU are better spent on the second backfill's Spark job
     stage(
         f"result after {figures['first_verified']:.0f} s: config dropped, warehouse repaired and verified "
         f"({figures['first_verified'] - figures['first_uploaded']:.0f} s after the upload)"
@@ -488,14 +519,128 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     if final.state != "SUCCEEDED":
         raise DemoFailure(f"the overlapping backfill ended {final.state}: {final.reason or ''}")
 
-    stage("backfill list")
     from backfill_orchestrator.cli import main as backfill_cli
 
+    safe_publish(
+        store=store,
+        s3=s3,
+        pump=pump,
+        spark=spark,
+        work=work,
+        warehouse=warehouse,
+        reference=reference,
+        broken_files=broken_files,
+        done=[first.backfill_id, second.backfill_id],
+        figures=figures,
+    )
+    spark_scope.close()
+    stage("backfill list")
     backfill_cli(["list", "--table", TABLE])
     stage("the Backfills page in the Airflow UI")
     check_page(airflow, [first.backfill_id, second.backfill_id])
     if pump.failures:
         raise DemoFailure(f"the trigger failed on some S3 events: {pump.failures}")
+
+
+def safe_publish(
+    *,
+    store: Any,
+    s3: Any,
+    pump: Any,
+    spark: Any,
+    work: Path,
+    warehouse: Path,
+    reference: Path,
+    broken_files: dict[str, str],
+    done: list[str],
+    figures: dict[str, float],
+) -> None:
+    """The first backfill's diff (published by the policy at once); a backfill with a broken
+    transform held AWAITING_PUBLISH and discarded, the warehouse unchanged; `backfill undo` of
+    the earlier backfills (the later first, as the refusal says) gives the broken warehouse
+    back; a re-run repairs it again. Each checked."""
+    from backfill_orchestrator.cli import main as backfill_cli
+    from backfill_orchestrator.client import submit_backfill, watch_backfill
+    from backfill_orchestrator.contracts import HeldStep
+    from backfill_orchestrator.publish import FileDataStore, Publisher, PublishLayout, default_root
+
+    began = CLOCK.elapsed()
+    first, second = done
+    publisher = Publisher(layout=PublishLayout(default_root(str(warehouse))), store=FileDataStore())
+    stage(f"safe publish: what {first} changed, step by step (its checks; published by the policy at once)")
+    for manifest in publisher.manifests(first):
+        checks = publisher.load_checks(manifest)
+        if checks is not None:
+            print(
+                f"   {HeldStep.of(checks).text().splitlines()[0]}; {checks.verdict}, by {manifest.published_by}"
+            )
+
+    stage(
+        f"a backfill whose etl_orders drops the {DROPPED_FEED} feed (a deliberate bug): held, not published"
+    )
+    fault = work / FAULT_FILE
+    fault.write_text(DROPPED_FEED)
+    before = data_files(warehouse)
+    broken = submit_backfill(BROKEN_TRANSFORM_CONFIG, bucket=BUCKET, s3_client=s3)
+    try:
+        held = wait_for_state(
+            store, broken.backfill_id, {"AWAITING_PUBLISH", "SUCCEEDED"}, pump=pump, timeout=RUN_TIMEOUT
+        )
+    finally:
+        fault.unlink()
+    if held.state != "AWAITING_PUBLISH":
+        raise DemoFailure(f"{broken.backfill_id} is {held.state}: its lost rows were not caught")
+    print(f"   {held.state}: {held.reason}")
+    for step in (held.publish or {}).get("held", []):
+        for line in HeldStep.model_validate(step).text().splitlines():
+            print(f"   {line}")
+    if data_files(warehouse) != before:
+        raise DemoFailure("the held backfill changed the warehouse")
+
+    stage(f"`backfill discard {broken.backfill_id}`")
+    code = backfill_cli(
+        ["discard", broken.backfill_id, "--reason", f"drops the {DROPPED_FEED} feed", "--table", TABLE]
+    )
+    if code != 0 or str(store.get(broken.backfill_id).state) != "DISCARDED":
+        raise DemoFailure(f"the discard of {broken.backfill_id} did not end DISCARDED (exit {code})")
+    if data_files(warehouse) != before:
+        raise DemoFailure("the discarded backfill changed the warehouse")
+    print("   the warehouse is unchanged: every data file as it was (verified)")
+
+    stage(f"`backfill undo {first}`: refused while a later backfill republished some of its partitions")
+    if backfill_cli(["undo", first, "--reason", "the outage fix was wrong", "--table", TABLE]) != 1:
+        raise DemoFailure(f"the undo of {first} should be refused: {second} republished its partitions")
+    for backfill_id in (second, first):
+        if backfill_cli(["undo", backfill_id, "--reason", "put the data back", "--table", TABLE]) != 0:
+            raise DemoFailure(f"the undo of {backfill_id} failed")
+    if data_files(warehouse) != broken_files:
+        raise DemoFailure("after the undos the warehouse is not the broken one it was")
+    print("   the warehouse is the broken one again: every data file as before the first backfill (verified)")
+
+    stage("a re-run of the outage days repairs it again")
+    rerun = submit_backfill(RERUN_CONFIG, bucket=BUCKET, s3_client=s3)
+    final = watch_backfill(rerun.backfill_id, table=TABLE, interval=2, timeout=RUN_TIMEOUT)
+    if final.state != "SUCCEEDED":
+        raise DemoFailure(f"the re-run ended {final.state}: {final.reason or ''}")
+    differences = spark.differences(repaired=warehouse, reference=reference)
+    if differences:
+        raise DemoFailure("the re-run data differs from the clean run: " + "; ".join(differences))
+    figures["safe_publish_seconds"] = CLOCK.elapsed() - began
+    print(
+        f"   repaired and verified: equal to the clean run, table by table ({figures['safe_publish_seconds']:.0f} s for this part)"
+    )
+
+
+def data_files(warehouse: Path) -> dict[str, str]:
+    """Every data file readers see (the publish root and staging, `_backfill`, left out): path
+    -> its SHA-256."""
+    import hashlib
+
+    return {
+        str(path.relative_to(warehouse)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(warehouse.rglob("*"))
+        if path.is_file() and "_backfill" not in path.relative_to(warehouse).parts
+    }
 
 
 def page_line(airflow: Any) -> str:

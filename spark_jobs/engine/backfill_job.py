@@ -11,8 +11,9 @@ Registry MODULE:NAME, by default $BACKFILL_SPARK_REGISTRY or else the food deliv
 Each step's output is staged, checked and published when POLICY allows (else held: the step
 is `awaiting_publish`); docs/spark.md, "Safe publish".
 
-Exit codes: 0 every spark step succeeded (was published); 1 a step failed, was blocked or
-awaits publish, or the report could not be written; 2 bad arguments, policy or rules, a registry that cannot be loaded, or an unreadable,
+Exit codes: 0 every spark step succeeded (was published), or every step that did not is held
+for publish or waits for one (the run report says awaiting_publish: the job did its part, a
+person decides); 1 a step failed or was blocked, or the report could not be written; 2 bad arguments, policy or rules, a registry that cannot be loaded, or an unreadable,
 invalid or unrunnable plan (nothing is read or written then)."""
 
 from __future__ import annotations
@@ -326,7 +327,8 @@ def main(argv: Sequence[str] | None = None, *, s3_client: Any = None) -> int:
         print(f"backfill_job: run report not written: {error}", file=sys.stderr)
         return EXIT_STEP_FAILED
     print(f"run report: {report_uri}")
-    return EXIT_OK if report.succeeded else EXIT_STEP_FAILED
+    # A held step is not a failure to retry: the job did its part, and a person decides.
+    return EXIT_OK if report.status in ("succeeded", "awaiting_publish") else EXIT_STEP_FAILED
 
 
 if __name__ == "__main__":

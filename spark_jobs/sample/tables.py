@@ -8,6 +8,7 @@ in a metastore as `food_delivery.<table>` (external, partitions at these locatio
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    DataType,
     DateType,
     IntegerType,
     LongType,
@@ -20,30 +21,35 @@ from pyspark.sql.types import (
 from spark_jobs.engine.scope import DAY, FEED, HOUR
 from spark_jobs.engine.tables import Table
 
+# The column types the tables use, by their Spark SQL names. `DataType.fromDDL` would parse
+# the same text but needs a running JVM, and these tables are read without one.
+_TYPES: dict[str, DataType] = {
+    "string": StringType(),
+    "timestamp": TimestampType(),
+    "bigint": LongType(),
+    "int": IntegerType(),
+    "date": DateType(),
+}
 
-def _fields(*specs: tuple[str, object]) -> list[StructField]:
-    return [StructField(name, kind, True) for name, kind in specs]
+
+def _columns(ddl: str) -> list[StructField]:
+    """Nullable fields from `name type, name type, ...` (Spark SQL type names)."""
+    return [StructField(name, _TYPES[kind], True) for name, kind in (c.split() for c in ddl.split(","))]
 
 
-_DAY_HOUR_FEED = _fields((DAY, DateType()), (HOUR, IntegerType()), (FEED, StringType()))
-_DAY_FEED = _fields((DAY, DateType()), (FEED, StringType()))
+_DAY_HOUR_FEED = _columns(f"{DAY} date, {HOUR} int, {FEED} string")
+_DAY_FEED = _columns(f"{DAY} date, {FEED} string")
 
 RAW_ORDERS = Table(
     name="raw_orders",
     location="raw/orders",
     format="json",
     schema=StructType(
-        _fields(
-            ("order_id", StringType()),
-            ("placed_on", StringType()),  # ISO-8601 UTC, as the feeds send it
-            ("customer_id", LongType()),
-            ("menu_item_id", LongType()),
-            ("quantity", IntegerType()),
-            ("discount_id", LongType()),
-            ("comment", StringType()),
-            ("driver_id", LongType()),
-            ("dispatched_on", StringType()),
-            ("delivered_on", StringType()),
+        _columns(
+            # placed_on: ISO-8601 UTC, as the feeds send it
+            "order_id string, placed_on string, customer_id bigint, menu_item_id bigint, "
+            "quantity int, discount_id bigint, comment string, driver_id bigint, "
+            "dispatched_on string, delivered_on string"
         )
         + _DAY_HOUR_FEED
     ),
@@ -55,114 +61,55 @@ MENU_ITEMS = Table(
     location="raw/menu_items",
     format="json",
     schema=StructType(
-        _fields(
-            ("id", LongType()),
-            ("name", StringType()),
-            ("price_cents", LongType()),
-            ("category_id", LongType()),
-            ("menu_id", LongType()),
-            ("restaurant_id", LongType()),
+        _columns(
+            "id bigint, name string, price_cents bigint, category_id bigint, menu_id bigint, "
+            "restaurant_id bigint"
         )
     ),
 )
 
-ORDERS = Table(
-    name="orders",
-    location="processed/orders",
-    catalog_name="food_delivery.orders",
-    format="parquet",
-    schema=StructType(
-        _fields(
-            ("order_id", StringType()),
-            ("placed_on", TimestampType()),
-            ("customer_id", LongType()),
-            ("menu_item_id", LongType()),
-            ("quantity", IntegerType()),
-            ("discount_id", LongType()),
-            ("comment", StringType()),
-            ("driver_id", LongType()),
-            ("dispatched_on", TimestampType()),
-            ("delivered_on", TimestampType()),
-        )
-        + _DAY_HOUR_FEED
-    ),
-    partition_columns=(DAY, HOUR, FEED),
-    key_columns=("order_id",),
-)
 
-ORDERS_7_DAYS = Table(
-    name="orders_7_days",
-    location="processed/orders_7_days",
-    catalog_name="food_delivery.orders_7_days",
-    format="parquet",
-    schema=StructType(
-        _fields(
-            ("order_id", StringType()),
-            ("placed_on", TimestampType()),
-            ("discount_id", LongType()),
-            ("restaurant_id", LongType()),
-            ("menu_id", LongType()),
-            ("menu_item_id", LongType()),
-            ("category_id", LongType()),
-            ("customer_id", LongType()),
-            ("driver_id", LongType()),
-            ("quantity", IntegerType()),
-            ("price_cents", LongType()),
-            ("dispatched_on", TimestampType()),
-            ("delivered_on", TimestampType()),
-        )
-        + _DAY_FEED
-    ),
-    partition_columns=(DAY, FEED),
-    key_columns=("order_id",),
-)
+def _processed(name: str, columns: str, *, by_hour: bool = False) -> Table:
+    """A processed table: Parquet under `processed/<name>`, catalogued as `food_delivery.<name>`,
+    keyed by `order_id`, partitioned by day and feed (and hour)."""
+    partitions = (DAY, HOUR, FEED) if by_hour else (DAY, FEED)
+    return Table(
+        name=name,
+        location=f"processed/{name}",
+        catalog_name=f"food_delivery.{name}",
+        format="parquet",
+        schema=StructType(_columns(columns) + (_DAY_HOUR_FEED if by_hour else _DAY_FEED)),
+        partition_columns=partitions,
+        key_columns=("order_id",),
+    )
 
-DELIVERY_7_DAYS = Table(
-    name="delivery_7_days",
-    location="processed/delivery_7_days",
-    catalog_name="food_delivery.delivery_7_days",
-    format="parquet",
-    schema=StructType(
-        _fields(
-            ("order_id", StringType()),
-            ("order_placed_on", TimestampType()),
-            ("order_dispatched_on", TimestampType()),
-            ("order_delivered_on", TimestampType()),
-            ("delivery_seconds", LongType()),
-            ("customer_id", LongType()),
-            ("restaurant_id", LongType()),
-            ("menu_id", LongType()),
-            ("menu_item_id", LongType()),
-            ("category_id", LongType()),
-            ("discount_id", LongType()),
-            ("driver_id", LongType()),
-        )
-        + _DAY_FEED
-    ),
-    partition_columns=(DAY, FEED),
-    key_columns=("order_id",),
-)
 
-TOP_DELIVERY_TIMES = Table(
-    name="top_delivery_times",
-    location="processed/top_delivery_times",
-    catalog_name="food_delivery.top_delivery_times",
-    format="parquet",
-    schema=StructType(
-        _fields(
-            ("rank", IntegerType()),
-            ("order_id", StringType()),
-            ("order_placed_on", TimestampType()),
-            ("order_delivered_on", TimestampType()),
-            ("order_delivery_seconds", LongType()),
-            ("customer_id", LongType()),
-            ("restaurant_id", LongType()),
-            ("driver_id", LongType()),
-        )
-        + _DAY_FEED
-    ),
-    partition_columns=(DAY, FEED),
-    key_columns=("order_id",),
+ORDERS = _processed(
+    "orders",
+    "order_id string, placed_on timestamp, customer_id bigint, menu_item_id bigint, "
+    "quantity int, discount_id bigint, comment string, driver_id bigint, "
+    "dispatched_on timestamp, delivered_on timestamp",
+    by_hour=True,
+)
+ORDERS_7_DAYS = _processed(
+    "orders_7_days",
+    "order_id string, placed_on timestamp, discount_id bigint, restaurant_id bigint, "
+    "menu_id bigint, menu_item_id bigint, category_id bigint, customer_id bigint, "
+    "driver_id bigint, quantity int, price_cents bigint, dispatched_on timestamp, "
+    "delivered_on timestamp",
+)
+DELIVERY_7_DAYS = _processed(
+    "delivery_7_days",
+    "order_id string, order_placed_on timestamp, order_dispatched_on timestamp, "
+    "order_delivered_on timestamp, delivery_seconds bigint, customer_id bigint, "
+    "restaurant_id bigint, menu_id bigint, menu_item_id bigint, category_id bigint, "
+    "discount_id bigint, driver_id bigint",
+)
+TOP_DELIVERY_TIMES = _processed(
+    "top_delivery_times",
+    "rank int, order_id string, order_placed_on timestamp, "
+    "order_delivered_on timestamp, order_delivery_seconds bigint, customer_id bigint, "
+    "restaurant_id bigint, driver_id bigint",
 )
 
 RAW_TABLES = (RAW_ORDERS, MENU_ITEMS)

@@ -128,6 +128,77 @@ def test_the_ledger_blocks_dependants_of_failures_only() -> None:
     assert Ledger(ledger.to_dict()).entries == ledger.entries  # through XCom and back
 
 
+def test_a_held_step_blocks_its_dependants_and_reruns_and_the_report_awaits_publish() -> None:
+    from backfill_orchestrator.contracts import BackfillReport
+
+    plan = make_plan(INTERLEAVED)
+    ledger = Ledger.for_plan(plan)
+    ledger.plan_round(plan, 0)
+    ledger.record_spark(
+        ["a", "x", "b"],
+        report=run_report(
+            StepResult(id="a", transform="a", wave=0, status=StepStatus.AWAITING_PUBLISH, seconds=1.0),
+            StepResult(id="x", transform="x", wave=0, status=SUCCEEDED, seconds=2.0),
+            StepResult(id="b", transform="b", wave=1, status=BLOCKED, seconds=0.0, blocked_by=["a"]),
+        ),
+        task_state="success",
+    )
+    work = ledger.plan_round(plan, 1)
+    assert work.blocked == {"d2": "not run: upstream b did not succeed"}  # b was blocked by the held a
+    assert [run.step_id for run in work.dag_runs] == ["d1", "d1"]  # x's rerun does not wait
+    ledger.record_dag_runs(work.dag_runs, {0: "success", 1: "success"})
+    for index in range(2, len(plan_rounds(plan))):  # what does not wait for `a` runs, and succeeds
+        work = ledger.plan_round(plan, index)
+        for step_id in work.spark_step_ids:
+            ledger.mark(step_id, SUCCEEDED)
+        ledger.record_dag_runs(work.dag_runs, dict.fromkeys(range(len(work.dag_runs)), "success"))
+    report = BackfillReport.build(
+        backfill_id="unit-0123abcd",
+        dag_run_id="r",
+        steps=ledger.entries,
+        spark_reports=[],
+        written_at=datetime.now(UTC),
+    )
+    assert report.status == "awaiting_publish" and report.awaiting_publish and not report.succeeded
+    held = make_plan([[step("h", "spark", dates=D)], [step("r", "airflow_dag", dates=D, upstream=["h"])]])
+    ledger = Ledger.for_plan(held)
+    ledger.plan_round(held, 0)
+    ledger.record_spark(
+        ["h"],
+        report=run_report(
+            StepResult(id="h", transform="h", wave=0, status=StepStatus.AWAITING_PUBLISH, seconds=1)
+        ),
+        task_state="success",
+    )
+    work = ledger.plan_round(held, 1)
+    assert work.dag_runs == [] and work.blocked == {"r": "waits for the publish of h"}
+    ledger.mark("r", FAILED, detail="boom")  # a failure anywhere: the backfill failed, nothing waits
+    report = BackfillReport.build(
+        backfill_id="unit-0123abcd",
+        dag_run_id="r",
+        steps=ledger.entries,
+        spark_reports=[],
+        written_at=datetime.now(UTC),
+    )
+    assert report.status == "failed"
+
+
+def test_the_plans_publish_policy_and_root_become_the_job_arguments() -> None:
+    from backfill_runtime.runners.base import JobSpec
+
+    spec = JobSpec(name="n", plan_uri="p", warehouse_uri="w", report_uri="r")
+    assert spec.arguments == ["--plan", "p", "--warehouse", "w", "--report", "r"]
+    spec = JobSpec(
+        name="n",
+        plan_uri="p",
+        warehouse_uri="w",
+        report_uri="r",
+        publish_policy_uri="s3://b/pp.json",
+        publish_root="s3://pub",
+    )
+    assert spec.arguments[-4:] == ["--publish-policy", "s3://b/pp.json", "--publish-root", "s3://pub"]
+
+
 def test_no_report_means_every_submitted_step_failed() -> None:
     plan = make_plan(INTERLEAVED)
     ledger = Ledger.for_plan(plan)

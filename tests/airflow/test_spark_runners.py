@@ -512,6 +512,24 @@ def test_databricks_submits_a_job_cluster_from_the_profile(databricks: Databrick
     assert run.body["idempotency_token"] == SPEC.name and run.body["timeout_seconds"] == 360 * 60
 
 
+def test_databricks_runs_the_job_with_safe_publish_settings(databricks: DatabricksJobsDouble) -> None:
+    """On Databricks the job stages, checks and publishes as everywhere (docs/spark.md, Delta
+    tables): the run gets the plan's publish policy and the publish root as job parameters."""
+    from dataclasses import replace
+
+    spec = replace(
+        SPEC,
+        publish_policy_uri="s3://bucket/backfills/b/publish-policy.json",
+        publish_root="s3://backfill-publish/",
+    )
+    runner = _databricks_runner(databricks)
+    handle = runner.submit(spec)
+    (task,) = databricks.runs[int(handle.run_id)].body["tasks"]
+    parameters = task["spark_python_task"]["parameters"]
+    assert parameters[parameters.index("--publish-policy") + 1] == spec.publish_policy_uri
+    assert parameters[parameters.index("--publish-root") + 1] == "s3://backfill-publish/"
+
+
 def test_databricks_failure(databricks: DatabricksJobsDouble) -> None:
     databricks.result = "FAILED"
     with pytest.raises(SparkRunFailedError, match="FAILED: run ended FAILED"):

@@ -22,7 +22,7 @@ from backfill_orchestrator.client import (
 )
 from backfill_orchestrator.policy import ACTION_STATES
 from backfill_orchestrator.status import BackfillState
-from backfill_orchestrator.trigger.control_documents import NOT_STARTED, RETRYABLE, RUNNING
+from backfill_orchestrator.trigger.control_actions import NOT_STARTED, RETRYABLE, RUNNING
 from tests.support.trigger import TABLE, VALID, TriggerHarness
 
 FINISHED = "etl-orders-0604-aaaaaaaa"
@@ -222,7 +222,7 @@ def test_approve_and_reject_are_commands_and_refuse_what_awaits_no_approval(harn
 
 def test_the_control_table_is_the_lifecycles_rules():
     """One entry per control (adding one is one entry); its states are the policy's and the trigger's."""
-    assert set(CONTROLS) == {"cancel", "retry", "approve", "reject"}
+    assert set(CONTROLS) == {"cancel", "retry", "approve", "reject", "publish", "discard", "undo"}
     for action, control in CONTROLS.items():
         assert control.allowed_states == ACTION_STATES[action]
     trigger_cancel = {str(state) for state in NOT_STARTED | RUNNING} | {"CANCELLED"}

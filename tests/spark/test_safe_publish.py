@@ -237,7 +237,7 @@ def test_the_job_stages_and_publishes_by_the_policy_it_is_given(spark, warehouse
         "--attempt",
         "3",
     ]
-    assert backfill_job.main([*args, "--publish-policy", str(policy_path)]) == 1
+    assert backfill_job.main([*args, "--publish-policy", str(policy_path)]) == 0  # held: a person decides
     assert '"status": "awaiting_publish"' in report_path.read_text()
     assert file_snapshot(warehouse) == before
     assert backfill_job.main(args) == 0  # the next run discards the held staging and publishes

@@ -309,3 +309,106 @@ def register_glue_tables(
             glue.batch_create_partition(
                 DatabaseName=database, TableName=table.name, PartitionInputList=inputs[start : start + 100]
             )
+
+
+# -- a backfill whose Spark step the DAG held for publish (tests/integration/test_publish_lifecycle.py)
+LIVE_ROWS = {"day=2021-06-04/feed=app": "app live\n", "day=2021-06-04/feed=web": "web live\n"}
+STAGED_ROWS = {"day=2021-06-04/feed=app": "app fixed\n", "day=2021-06-04/feed=web": "web fixed\n"}
+
+
+def hold_on_disk(
+    *,
+    backfill_id: str,
+    attempt: int,
+    plan: Any,
+    plan_uri: str,
+    warehouse: Path,
+    store: Any,
+    notifier: Any,
+    result_uri: str | None,
+    step_id: str = "etl_orders",
+) -> Path:
+    """What one attempt of the DAG leaves when the publish policy holds `step_id`: the path table
+    `processed/orders` live, the step staged under the warehouse's publish root with its
+    manifest and checks, the round's run report and the backfill report (the step held, its
+    dependants blocked), and the DAG's own `finish` reporting (Reporting.finished): the record
+    AWAITING_PUBLISH, the Slack message, the result file. Returns the table's directory."""
+    from backfill_runtime.reporting import Reporting
+
+    from backfill_orchestrator import documents
+    from backfill_orchestrator.contracts import BackfillReport, RunReport, StepOutcome, StepResult, StepStatus
+    from backfill_orchestrator.publish import FileDataStore, Publisher, default_root
+
+    root = default_root(str(warehouse))
+    layout = PublishLayout(root)
+    table_dir = warehouse / "processed" / "orders"
+    if not table_dir.exists():
+        for partition, text in LIVE_ROWS.items():
+            write_partition(table_dir / partition, text)
+    manifest = stage_on_disk(
+        layout=layout,
+        backfill_id=backfill_id,
+        table_dir=table_dir,
+        staged=STAGED_ROWS,
+        step_id=step_id,
+        attempt=attempt,
+    )
+    checks_uri = layout.checks_uri(backfill_id, attempt, step_id)
+    checks = sample_step_checks().model_copy(
+        update={"backfill_id": backfill_id, "attempt": attempt, "step_id": step_id}
+    )
+    documents.write_bytes(checks_uri, checks.to_json().encode())
+    Publisher(layout=layout, store=FileDataStore()).write_manifest(
+        manifest.model_copy(update={"checks_uri": checks_uri})
+    )
+    run_report_uri = documents.sibling(plan_uri, "rounds/0/run_report.json")
+    now = datetime.now(UTC)
+    held = StepResult(
+        id=step_id,
+        transform=step_id,
+        wave=0,
+        status=StepStatus.AWAITING_PUBLISH,
+        seconds=1.0,
+        checks_uri=checks_uri,
+        manifest_uri=layout.manifest_uri(backfill_id, attempt, step_id),
+        hold_reasons=checks.reasons,
+    )
+    run_report = RunReport(
+        backfill_id=backfill_id,
+        plan=plan_uri,
+        warehouse=str(warehouse),
+        application_id="local-1",
+        started_at=now,
+        finished_at=now,
+        seconds=1.0,
+        steps=[held],
+    )
+    documents.write_bytes(run_report_uri, run_report.to_json().encode())
+    steps = {
+        step.id: StepOutcome(
+            status=StepStatus.AWAITING_PUBLISH if step.id == step_id else StepStatus.BLOCKED,
+            kind=step.kind,
+            round=0,
+            dag_id=step.dag_id,
+            detail=None if step.id == step_id else f"waits for the publish of {step_id}",
+        )
+        for step in plan.steps
+    }
+    report = BackfillReport.build(
+        backfill_id=backfill_id,
+        dag_run_id=backfill_id,
+        steps=steps,
+        spark_reports=[run_report_uri],
+        written_at=now,
+    )
+    report_uri = documents.sibling(plan_uri, "backfill_report.json")
+    documents.write_bytes(report_uri, report.to_json().encode())
+    Reporting(store=store, notifier=notifier, airflow_ui_url=None).finished(
+        config=None,
+        report=report,
+        report_uri=report_uri,
+        run_url=None,
+        result_uri=result_uri,
+        publish_location={"root": root, "warehouse": str(warehouse)},
+    )
+    return table_dir

@@ -436,7 +436,9 @@ def test_an_action_the_state_does_not_allow_is_refused_and_not_offered(page: Pag
     )
     status, answer = _press(page, "jane", "cancel", "orders-fix-00000006")
     assert status == 409 and answer["rule"] == "state"
-    status, answer = _press(page, "jane", "publish", "orders-fix-00000006")
+    status, answer = _press(page, "jane", "publish", "orders-fix-00000006")  # nothing is held
+    assert status == 409 and answer["rule"] == "state"
+    status, answer = _press(page, "jane", "pause", "orders-fix-00000006")
     assert status == 409 and "not an action of this page" in answer["reason"]
 
 

@@ -77,7 +77,10 @@ def test_one_table_each_for_cell_states_and_actions() -> None:
     assert actions_allowed_in("RUNNING") == ["cancel"]
     assert actions_allowed_in("FAILED") == ["retry"]
     assert actions_allowed_in("CANCELLED") == ["retry"]  # cancelling again is a no-op: no button
-    assert set(ACTIONS) <= {"approve", "reject", "cancel", "retry"}
+    assert actions_allowed_in("AWAITING_PUBLISH") == ["publish", "discard"]
+    assert actions_allowed_in("SUCCEEDED") == ["undo"]
+    assert actions_allowed_in("UNDONE") == ["retry"]  # undoing again is a no-op: no button
+    assert set(ACTIONS) <= {"approve", "reject", "cancel", "retry", "publish", "discard", "undo"}
 
 
 def test_an_airflow_user_is_the_policy_person_whose_airflow_globs_match() -> None:

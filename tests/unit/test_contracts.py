@@ -342,7 +342,7 @@ def test_a_backfill_report_with_pending_steps_or_a_wrong_status_is_refused() -> 
         BackfillReport.from_json(json.dumps(document))
     document = json.loads(written("backfill-report"))
     document["status"] = "succeeded"
-    with pytest.raises(InvalidDocumentError, match="status is succeeded but not every step succeeded"):
+    with pytest.raises(InvalidDocumentError, match="status is succeeded but the steps say failed"):
         BackfillReport.from_json(json.dumps(document))
 
 
@@ -382,7 +382,7 @@ def test_control_documents_are_validated_like_a_config() -> None:
     by_location = {issue.location: issue.message for issue in caught.value.issues}
     assert set(by_location) == {"action", "backfill_id", "reason", "requested_by", "requested_at", "extra"}
     assert by_location["action"].startswith(
-        "input should be 'cancel', 'retry', 'approve', 'reject' or 'start'"
+        "input should be 'cancel', 'retry', 'approve', 'reject', 'publish', 'discard', 'undo' or 'start'"
     )
     assert by_location["backfill_id"] == "expected <name>-<8 hex digits>, got 'Orders'"
     assert by_location["reason"] == "must not be blank"

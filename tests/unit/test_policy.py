@@ -505,3 +505,90 @@ def test_cancel_and_retry_follow_the_lifecycles_states(policy) -> None:
         ).rule
         == "state"
     )
+
+
+# -- safe publish: who may publish and undo, four eyes, the publish policy --------------------
+PUBLISHING = (
+    POLICY_YAML.replace(
+        "permissions: [submit, approve, cancel, retry]",
+        "permissions: [submit, approve, cancel, retry, publish, undo]",
+        1,
+    )
+    + "publish:\n  four_eyes: true\n  defaults: {max_rows_removed_percent: 10, allow_emptied_partitions: false}\n"
+)
+
+
+def _held(state: str = "AWAITING_PUBLISH") -> BackfillFacts:
+    return BackfillFacts(
+        backfill_id="fix-orders-0123abcd",
+        state=state,
+        submitter=JANE_ROLE,
+        jobs=("food_delivery/etl_orders",),
+    )
+
+
+def test_publish_and_undo_need_their_grant_and_another_person_when_the_policy_says_four_eyes() -> None:
+    policy = parse_policy(PUBLISHING, source="policy.yaml")
+    bob = slack_principal("U0BOB")
+    assert (
+        check_action(policy, principal=bob, action="publish", backfill=_held(), now=NOW).outcome == "allowed"
+    )
+    assert (
+        check_action(policy, principal=bob, action="discard", backfill=_held(), now=NOW).outcome == "allowed"
+    )
+    own = check_action(
+        policy, principal=slack_principal("U0JANE"), action="publish", backfill=_held(), now=NOW
+    )
+    assert own.refused and own.rule == "publish.four_eyes" and "another person must publish" in own.reasons[0]
+    # Discarding her own held backfill is allowed: it changes nothing live.
+    assert not check_action(
+        policy, principal=slack_principal("U0JANE"), action="discard", backfill=_held(), now=NOW
+    ).refused
+    assert (
+        check_action(policy, principal=bob, action="undo", backfill=_held("SUCCEEDED"), now=NOW).outcome
+        == "allowed"
+    )
+    wrong = check_action(policy, principal=bob, action="undo", backfill=_held(), now=NOW)
+    assert wrong.refused and wrong.rule == "state"
+    viewer = check_action(
+        policy, principal=slack_principal("U0ANA"), action="publish", backfill=_held(), now=NOW
+    )
+    assert viewer.refused and viewer.rule == "grants: publish"
+    # The policy as it was (no publish grant, no four eyes): nobody but admins may publish.
+    old = parse_policy(POLICY_YAML, source="policy.yaml")
+    assert check_action(old, principal=bob, action="publish", backfill=_held(), now=NOW).refused
+
+
+def test_a_configs_publish_override_may_only_narrow_the_deployments() -> None:
+    from backfill_orchestrator.config.model import PublishOverride
+    from backfill_orchestrator.contracts.publish import PublishPolicy
+    from backfill_orchestrator.policy import publish_policy_for
+
+    policy = parse_policy(PUBLISHING, source="policy.yaml")
+    assert policy.publish.defaults == PublishPolicy(
+        max_rows_removed_percent=10, allow_emptied_partitions=False
+    )
+    narrower, issues = publish_policy_for(
+        policy, PublishOverride(max_rows_removed_percent=5, auto_publish=False)
+    )
+    assert issues == [] and (narrower.max_rows_removed_percent, narrower.auto_publish) == (5, False)
+    assert narrower.allow_emptied_partitions is False  # the deployment's, where the config says nothing
+    kept, issues = publish_policy_for(
+        policy, PublishOverride(max_rows_removed_percent=20, require_rules=False)
+    )
+    assert kept == policy.publish.defaults
+    assert [issue.location for issue in issues] == [
+        "publish.require_rules",
+        "publish.max_rows_removed_percent",
+    ]
+    assert "20.0 is looser than the deployment's publish policy allows (10.0)" in issues[1].message
+    assert publish_policy_for(None, None) == (PublishPolicy(), [])
+    # The override has PublishPolicy's fields, one for one.
+    assert set(PublishOverride.model_fields) == set(PublishPolicy.model_fields) - {"policy_version"}
+
+
+def test_a_policys_publish_section_is_located_when_wrong() -> None:
+    with pytest.raises(InvalidPolicyError) as caught:
+        parse_policy("version: 1\npublish: {four_eyes: 3, defaults: {max_rows_removed_percent: 150}}\n")
+    locations = {issue.location for issue in caught.value.issues}
+    assert "publish.defaults.max_rows_removed_percent" in locations and "publish.four_eyes" in locations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -79,25 +79,16 @@ def _refused(service: str, error: Exception) -> SparkSubmissionRefusedError:
     return SparkSubmissionRefusedError(f"{service} could not be reached: {error}")
 
 
+@dataclass(kw_only=True)
 class EmrServerlessRunner:
-    name = "emr_serverless"
+    name: ClassVar[str] = "emr_serverless"
 
-    def __init__(
-        self,
-        *,
-        client: Any,
-        application_id: str,
-        execution_role_arn: str,
-        artifacts: Artifacts,
-        profile: EmrServerlessProfile,
-        log_uri: str | None = None,
-    ):
-        self.client = client
-        self.application_id = application_id
-        self.execution_role_arn = execution_role_arn
-        self.artifacts = artifacts
-        self.profile = profile
-        self.log_uri = log_uri
+    client: Any
+    application_id: str
+    execution_role_arn: str
+    artifacts: Artifacts
+    profile: EmrServerlessProfile
+    log_uri: str | None = None
 
     def submit(self, spec: JobSpec) -> RunHandle:
         overrides: dict[str, Any] = {
@@ -141,32 +132,24 @@ class EmrServerlessRunner:
         """The application outlives the run (it stops itself when idle)."""
 
 
+@dataclass(kw_only=True)
 class EmrRunner:
     """A step on a cluster: the profile's cluster (created per submission, terminated after)
     or an existing cluster (the profile's or the deployment's `cluster_id`, left running)."""
 
-    name = "emr"
+    name: ClassVar[str] = "emr"
 
-    def __init__(
-        self,
-        *,
-        client: Any,
-        artifacts: Artifacts,
-        profile: EmrProfile,
-        job_flow_role: str = "EMR_EC2_DefaultRole",
-        service_role: str = "EMR_DefaultRole",
-        log_uri: str | None = None,
-        subnet_ids: tuple[str, ...] = (),
-        cluster_id: str | None = None,
-    ):
-        self.client = client
-        self.artifacts = artifacts
-        self.profile = profile
-        self.job_flow_role = job_flow_role
-        self.service_role = service_role
-        self.log_uri = log_uri
-        self.subnet_ids = subnet_ids
-        self.cluster_id = cluster_id or profile.cluster_id
+    client: Any
+    artifacts: Artifacts
+    profile: EmrProfile
+    job_flow_role: str = "EMR_EC2_DefaultRole"
+    service_role: str = "EMR_DefaultRole"
+    log_uri: str | None = None
+    subnet_ids: tuple[str, ...] = ()
+    cluster_id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.cluster_id = self.cluster_id or self.profile.cluster_id
 
     def step(self, spec: JobSpec) -> dict[str, Any]:
         conf = [

@@ -40,10 +40,19 @@ class JobSpec:
     plan_uri: str
     warehouse_uri: str
     report_uri: str
+    publish_policy_uri: str | None = (
+        None  # the plan's publish policy (safe publish); None: the job's defaults
+    )
+    publish_root: str | None = None  # `[backfill] publish_root`; None: the job's default, WAREHOUSE/_backfill
 
     @property
     def arguments(self) -> list[str]:
-        return ["--plan", self.plan_uri, "--warehouse", self.warehouse_uri, "--report", self.report_uri]
+        arguments = ["--plan", self.plan_uri, "--warehouse", self.warehouse_uri, "--report", self.report_uri]
+        if self.publish_policy_uri:
+            arguments += ["--publish-policy", self.publish_policy_uri]
+        if self.publish_root:
+            arguments += ["--publish-root", self.publish_root]
+        return arguments
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +69,8 @@ class RunStatus:
 
 
 class SparkRunner(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # the runner's kind, a class attribute
 
     def submit(self, spec: JobSpec) -> RunHandle: ...
     def poll(self, handle: RunHandle) -> RunStatus: ...

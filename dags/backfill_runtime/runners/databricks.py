@@ -4,7 +4,8 @@ cluster sized by the profile, through the databricks-sdk WorkspaceClient (passed
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from backfill_orchestrator.spark_profiles import DatabricksProfile
 from backfill_runtime.runners.aws import Artifacts
@@ -27,21 +28,14 @@ LIFE_CYCLE_STATES = {
 RESULT_STATES = {"SUCCESS": RunState.SUCCEEDED, "CANCELED": RunState.CANCELLED}
 
 
+@dataclass(kw_only=True)
 class DatabricksRunner:
-    name = "databricks"
+    name: ClassVar[str] = "databricks"
 
-    def __init__(
-        self,
-        *,
-        workspace: Any,
-        artifacts: Artifacts,
-        profile: DatabricksProfile,
-        instance_profile_arn: str | None = None,
-    ):
-        self.workspace = workspace
-        self.artifacts = artifacts
-        self.profile = profile
-        self.instance_profile_arn = instance_profile_arn
+    workspace: Any
+    artifacts: Artifacts
+    profile: DatabricksProfile
+    instance_profile_arn: str | None = None
 
     def task(self, spec: JobSpec) -> Any:
         from databricks.sdk.service import compute, jobs

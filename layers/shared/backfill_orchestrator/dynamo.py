@@ -6,9 +6,10 @@ directions plain so records round-trip as ordinary dicts."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeGuard
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -49,3 +50,11 @@ def item_from_plain(data: dict[str, Any]) -> dict[str, Any]:
 
 def plain_from_item(item: dict[str, Any]) -> dict[str, Any]:
     return {key: plain(_deserializer.deserialize(value)) for key, value in item.items()}
+
+
+def condition_failed(error: BaseException) -> TypeGuard[ClientError]:
+    """The write's ConditionExpression was false: someone else's write came first."""
+    return (
+        isinstance(error, ClientError)
+        and error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    )

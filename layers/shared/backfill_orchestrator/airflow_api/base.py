@@ -1,9 +1,8 @@
 """What every way of reaching Airflow shares: the trigger body, the 409 rule, the errors.
 
-Implementations (REST, MWAA) only say how one request travels: `_request(method, path,
-body)` returns (HTTP status, decoded JSON) for any answer from Airflow and raises
-AirflowUnavailableError when none arrived after retries. Paths leave the version prefix out
-(`/dags/x/dagRuns`), as MWAA wants them."""
+Implementations (REST, MWAA) only say how one request travels: `_request(call)` returns
+(HTTP status, decoded JSON) for any answer from Airflow and raises AirflowUnavailableError
+when none arrived after retries."""
 
 from __future__ import annotations
 
@@ -59,6 +58,20 @@ class AirflowRequestError(AirflowApiError):
 class DagRunCollisionError(AirflowApiError):
     """409 and the run id does not exist, or exists with another backfill's conf: a real
     collision, not a retried trigger."""
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request to Airflow's REST API. `path` leaves the version prefix out
+    (`/dags/x/dagRuns`), as MWAA wants it."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    query: Mapping[str, Any] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
 
 
 @dataclass(frozen=True)
@@ -137,14 +150,7 @@ class AirflowClient(ABC):
         return None
 
     @abstractmethod
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-    ) -> tuple[int, Any]:
+    def _request(self, call: ApiCall) -> tuple[int, Any]:
         """Send one request; (status, JSON body) for any answer, AirflowUnavailableError for none."""
 
     def trigger_dag_run(self, dag_id: str, *, run_id: str, conf: dict[str, Any]) -> TriggerResult:
@@ -153,7 +159,7 @@ class AirflowClient(ABC):
         A 409 is resolved by reading the run back: it exists with the same conf
         `backfill_id` -> already triggered (created=False); otherwise DagRunCollisionError."""
         status, body = self._request(
-            "POST", dag_run_path(dag_id), trigger_body(self.api_version, run_id=run_id, conf=conf)
+            ApiCall("POST", dag_run_path(dag_id), trigger_body(self.api_version, run_id=run_id, conf=conf))
         )
         if status in (200, 201):
             return TriggerResult(DagRun.from_api(body or {}, dag_id=dag_id, run_id=run_id), created=True)
@@ -176,7 +182,7 @@ class AirflowClient(ABC):
 
     def get_dag_run(self, dag_id: str, run_id: str) -> DagRun | None:
         """The run, or None when Airflow answers 404."""
-        status, body = self._request("GET", dag_run_path(dag_id, run_id))
+        status, body = self._request(ApiCall("GET", dag_run_path(dag_id, run_id)))
         if status == 200:
             return DagRun.from_api(body or {}, dag_id=dag_id, run_id=run_id)
         if status == 404:
@@ -187,7 +193,7 @@ class AirflowClient(ABC):
         """Mark the run failed: Airflow stops its running tasks (their `on_kill` runs) and
         skips those not started. None when there is no such run; a run that has already
         ended is left as it is (Airflow answers with its state)."""
-        status, body = self._request("PATCH", dag_run_path(dag_id, run_id), {"state": "failed"})
+        status, body = self._request(ApiCall("PATCH", dag_run_path(dag_id, run_id), {"state": "failed"}))
         if status == 200:
             return DagRun.from_api(body or {}, dag_id=dag_id, run_id=run_id)
         if status == 404:
@@ -208,7 +214,7 @@ class AirflowClient(ABC):
                 "limit": LIST_PAGE_SIZE,
                 "offset": offset,
             }
-            status, body = self._request("GET", dag_run_path(dag_id), query=query)
+            status, body = self._request(ApiCall("GET", dag_run_path(dag_id), query=query))
             if status != 200:
                 raise self._error(status, body, f"listing {dag_id} runs")
             page = (body or {}).get("dag_runs") or []

@@ -6,7 +6,7 @@ here with exponential backoff (botocore already retries throttling)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -17,6 +17,7 @@ from backfill_orchestrator.airflow_api.base import (
     AirflowRequestError,
     AirflowTimeoutError,
     AirflowUnavailableError,
+    ApiCall,
     ApiVersion,
 )
 from backfill_orchestrator.deadline import current_deadline
@@ -48,30 +49,23 @@ class MwaaAirflowClient(AirflowClient):
         self._backoff = backoff_seconds
         self._sleep = sleep
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-    ) -> tuple[int, Any]:
-        if len(path) > MAX_PATH_LENGTH:
+    def _request(self, call: ApiCall) -> tuple[int, Any]:
+        if len(call.path) > MAX_PATH_LENGTH:
             raise MwaaPathTooLongError(
-                f"MWAA Path {path!r} is {len(path)} characters; the limit is {MAX_PATH_LENGTH}"
+                f"MWAA Path {call.path!r} is {len(call.path)} characters; the limit is {MAX_PATH_LENGTH}"
             )
-        kwargs: dict[str, Any] = {"Name": self._environment, "Path": path, "Method": method}
-        if body is not None:
-            kwargs["Body"] = body
-        if query:
-            kwargs["QueryParameters"] = dict(query)
+        kwargs: dict[str, Any] = {"Name": self._environment, "Path": call.path, "Method": call.method}
+        if call.body is not None:
+            kwargs["Body"] = call.body
+        if call.query:
+            kwargs["QueryParameters"] = dict(call.query)
         last_problem = ""
         deadline = current_deadline()
         for attempt in range(self._attempts):
             wait = self._backoff * 2 ** (attempt - 1) if attempt else 0.0
             if deadline is not None and (deadline.expired or wait >= deadline.remaining()):
                 # botocore's own timeouts bound one call; the budget bounds the loop.
-                raise AirflowTimeoutError(f"MWAA {self._environment} {method} {path}", deadline.budget)
+                raise AirflowTimeoutError(f"MWAA {self._environment} {call}", deadline.budget)
             if wait:
                 self._sleep(wait)
             try:
@@ -93,12 +87,12 @@ class MwaaAirflowClient(AirflowClient):
                         status=403,
                     ) from None
                 raise AirflowRequestError(
-                    f"MWAA {self._environment} refused {method} {path}: {code}: "
+                    f"MWAA {self._environment} refused {call}: {code}: "
                     f"{error.response['Error'].get('Message', '')}"
                 ) from None
             except BotoCoreError as error:  # endpoint unreachable, read timeout
                 last_problem = f"{type(error).__name__}: {error}"
         raise AirflowUnavailableError(
-            f"MWAA {self._environment}: {method} {path} failed {self._attempts} times; last: {last_problem}",
+            f"MWAA {self._environment}: {call} failed {self._attempts} times; last: {last_problem}",
             status=None,
         )

@@ -5,7 +5,8 @@ Retry-After) come from `backfill_orchestrator.http.retrying_session`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import requests
@@ -16,6 +17,7 @@ from backfill_orchestrator.airflow_api.base import (
     AirflowClient,
     AirflowTimeoutError,
     AirflowUnavailableError,
+    ApiCall,
     ApiVersion,
 )
 from backfill_orchestrator.http import OutOfTimeError, retrying_session
@@ -47,17 +49,11 @@ class RestAirflowClient(AirflowClient):
 
     def _fetch_token(self) -> SecretStr:
         url = f"{self._base}/auth/token"
-        try:
+        with self._transport_errors():
             response = self._session.post(
                 url,
                 json={"username": self._username, "password": self._password.get_secret_value()},
             )
-        except OutOfTimeError as error:
-            raise AirflowTimeoutError(error.doing, error.budget) from None
-        except requests.RequestException as error:
-            raise AirflowUnavailableError(
-                f"Airflow at {self._base} is unreachable: {_reason(error)}"
-            ) from None
         if response.status_code in (401, 403):
             raise AirflowAuthError(
                 f"Airflow refused the credentials of {self._username!r} at {url} ({response.status_code})",
@@ -73,9 +69,20 @@ class RestAirflowClient(AirflowClient):
             raise AirflowUnavailableError(f"{url} answered without an access_token")
         return SecretStr(token)
 
-    def _send(
-        self, method: str, url: str, body: dict[str, Any] | None, query: Mapping[str, Any] | None = None
-    ) -> requests.Response:
+    @contextmanager
+    def _transport_errors(self) -> Iterator[None]:
+        """`requests`' failures as the API's: out of time, or Airflow unreachable."""
+        try:
+            yield
+        except OutOfTimeError as error:
+            raise AirflowTimeoutError(error.doing, error.budget) from None
+        except requests.RequestException as error:
+            raise AirflowUnavailableError(
+                f"Airflow at {self._base} is unreachable: {_reason(error)}"
+            ) from None
+
+    def _send(self, call: ApiCall) -> requests.Response:
+        url = f"{self._base}/api/{self.api_version}{call.path}"
         headers = {"Accept": "application/json"}
         auth = None
         if self.api_version == "v2":
@@ -84,31 +91,19 @@ class RestAirflowClient(AirflowClient):
             headers["Authorization"] = f"Bearer {self._token.get_secret_value()}"
         else:
             auth = (self._username, self._password.get_secret_value())
-        return self._session.request(method, url, json=body, params=query, headers=headers, auth=auth)
+        return self._session.request(
+            call.method, url, json=call.body, params=call.query, headers=headers, auth=auth
+        )
 
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-    ) -> tuple[int, Any]:
-        url = f"{self._base}/api/{self.api_version}{path}"
-        try:
-            response = self._send(method, url, body, query)
+    def _request(self, call: ApiCall) -> tuple[int, Any]:
+        with self._transport_errors():
+            response = self._send(call)
             if response.status_code == 401 and self.api_version == "v2":
                 self._token = None  # expired: one fresh token, one more try
-                response = self._send(method, url, body, query)
-        except OutOfTimeError as error:
-            raise AirflowTimeoutError(error.doing, error.budget) from None
-        except requests.RequestException as error:
-            raise AirflowUnavailableError(
-                f"Airflow at {self._base} is unreachable: {_reason(error)}"
-            ) from None
+                response = self._send(call)
         if response.status_code == 429 or response.status_code >= 500:
             raise AirflowUnavailableError(
-                f"{method} {path}: Airflow answered {response.status_code} after retries",
+                f"{call}: Airflow answered {response.status_code} after retries",
                 status=response.status_code,
             )
         return response.status_code, _json(response)

@@ -52,6 +52,7 @@ from cachetools import LRUCache
 
 from backfill_orchestrator.claims.model import ClaimKey, ClaimSet
 from backfill_orchestrator.dates import compact_dates
+from backfill_orchestrator.dynamo import condition_failed
 from backfill_orchestrator.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -154,9 +155,9 @@ class _Blockers:
         return {step_id: frozenset(days) for step_id, days in steps.items()}
 
 
-class _Contended(Exception):
+class _Contended(ServiceError):
     """A key changed under a lease that ran out, or an earlier admission's claims were dropped:
-    lease, read and decide again."""
+    lease, read and decide again (caught inside the registry; a service error if it escaped)."""
 
 
 class ClaimRegistry:
@@ -516,7 +517,7 @@ class ClaimRegistry:
         try:
             self._ddb.put_item(TableName=self._table, Item=_key_item_to(item), **condition)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if condition_failed(error):
                 return False
             raise ClaimsUnavailableError(
                 f"writing the claim key {item.key} to {self._table}: {error}"
@@ -585,11 +586,9 @@ class ClaimRegistry:
                 ConditionExpression="ver = :ver",
                 ExpressionAttributeValues={":ver": {"N": str(item.version)}},
             )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 return False
-            raise ClaimsUnavailableError(f"deleting the claim key {item.key}: {error}") from error
-        except BotoCoreError as error:
             raise ClaimsUnavailableError(f"deleting the claim key {item.key}: {error}") from error
         return True
 

@@ -13,6 +13,8 @@ from typing import Any, TextIO
 from backfill_orchestrator import documents
 from backfill_orchestrator.config import MAX_CONFIG_BYTES, BackfillConfig, parse_config
 from backfill_orchestrator.errors import BackfillError, LocatedIssuesError, UserError
+from backfill_orchestrator.lineage import URL_ENV
+from backfill_orchestrator.planner import CATALOG_ENV
 
 EXIT_OK = 0
 EXIT_INVALID = 1  # the input is invalid or refused: the user's to change
@@ -77,6 +79,20 @@ BUCKET_ENV = "CONFIG_BUCKET"  # the trigger's own name for the config bucket
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def add_preflight_options(parser: argparse.ArgumentParser, *, refuses: str) -> None:
+    """What the preflight checks against (`plan`, `submit`, `validate`): Marquez, the job
+    catalog, and whether warnings refuse `refuses`."""
+    parser.add_argument(
+        "--marquez-url",
+        metavar="URL",
+        help=f"Marquez base URL, to check the jobs and the plan (default ${URL_ENV})",
+    )
+    parser.add_argument(
+        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
+    )
+    parser.add_argument("--strict", action="store_true", help=f"preflight warnings refuse {refuses}")
 
 
 def add_bucket_option(parser: argparse.ArgumentParser) -> None:

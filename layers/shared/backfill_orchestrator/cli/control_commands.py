@@ -1,5 +1,5 @@
 """The control subcommands, one per entry of the client's `CONTROLS` table (cancel, retry,
-approve, reject; a new control is one entry there): write a control document, wait for the
+approve, reject, publish, discard, undo; a new control is one entry there): write a control document, wait for the
 trigger's answer, print it.
 
 Exit 0 when the trigger did it (or, with --no-wait, once it is written); 1 when it was
@@ -82,7 +82,7 @@ def register_control(commands: argparse._SubParsersAction, control: Control) -> 
 def run(args: argparse.Namespace) -> int:
     control = CONTROLS[args.action]
     progress = Progress()
-    outcome = control.request(
+    outcome = control(
         args.backfill_id,
         reason=args.reason,
         bucket=require_bucket(args.bucket),

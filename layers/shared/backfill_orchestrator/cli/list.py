@@ -14,9 +14,9 @@ from datetime import datetime
 
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.cli.common import EXIT_OK
-from backfill_orchestrator.cli.status import resolve_table
-from backfill_orchestrator.client.status import TABLE_ENV, list_backfills
-from backfill_orchestrator.status import BackfillState, StatusRecord, StatusStoreError
+from backfill_orchestrator.cli.status import add_table_option, reading_table, resolve_table
+from backfill_orchestrator.client.status import list_backfills
+from backfill_orchestrator.status import BackfillState, StatusRecord
 
 COLUMNS = ("BACKFILL", "STATE", "OWNER", "SUBMITTED_BY", "CREATED", "UPDATED")
 
@@ -33,16 +33,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--since", type=_since, help="created (with --state: updated) on or after YYYY-MM-DD[THH:MM]"
     )
     parser.add_argument("--limit", type=_positive, default=50, help="at most this many (default 50)")
-    parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
+    add_table_option(parser)
     parser.add_argument("--json", action="store_true", help="print JSON records")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     table = resolve_table(args.table)
-    from botocore.exceptions import BotoCoreError
-
-    try:
+    with reading_table(table):
         records = list_backfills(
             table=table,
             state=args.state,
@@ -52,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
             since=args.since,
             limit=args.limit,
         )
-    except (StatusStoreError, BotoCoreError) as error:  # said with the table's name
-        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
     if args.json:
         print(json.dumps([record.as_dict() for record in records], indent=2, default=str))
     else:

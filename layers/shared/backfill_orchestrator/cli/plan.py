@@ -12,11 +12,10 @@ import argparse
 import sys
 from dataclasses import replace
 
-from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, read_file
+from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, add_preflight_options, read_file
 from backfill_orchestrator.client.plan import load_catalog
 from backfill_orchestrator.client.preflight import deployment_policy, marquez_client, preflight_checked
 from backfill_orchestrator.client.sources import prepare_bytes
-from backfill_orchestrator.planner import CATALOG_ENV
 from backfill_orchestrator.preflight.render import FORMATS, render
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import WAREHOUSE_ENV, PreflightLimits
@@ -29,14 +28,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--marquez-url", metavar="URL", help="Marquez base URL (default $MARQUEZ_URL)")
-    parser.add_argument(
-        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
-    )
+    add_preflight_options(parser, refuses="the plan")
     parser.add_argument(
         "--warehouse", metavar="URI", help=f"warehouse root to list inputs in (default ${WAREHOUSE_ENV})"
     )
-    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the plan")
     parser.add_argument("--format", choices=FORMATS, default=None, help="output form (default text)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.set_defaults(run=run)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from backfill_orchestrator.cli.common import EXIT_OK, CliError, exit_code
 from backfill_orchestrator.client.status import (
@@ -23,24 +25,36 @@ from backfill_orchestrator.status import StatusRecord, StatusStoreError
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("status", help="print the status record of a backfill")
     parser.add_argument("backfill_id", metavar="ID", help="backfill id, or a rejected upload's status_id")
-    parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
+    add_table_option(parser)
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     table = resolve_table(args.table)
-    from botocore.exceptions import BotoCoreError
-
     try:
-        record = backfill_status(args.backfill_id, table=table)
+        with reading_table(table):
+            record = backfill_status(args.backfill_id, table=table)
     except BackfillNotFoundError as error:  # the answer to the question: on stdout, like a record
         print(f"backfill: {error}")
         return exit_code(error)
-    except (StatusStoreError, BotoCoreError) as error:  # said with the table's name
-        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
     print(json.dumps(record.as_dict(), indent=2, default=str) if args.json else render(record))
     return EXIT_OK
+
+
+def add_table_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
+
+
+@contextmanager
+def reading_table(table: str) -> Iterator[None]:
+    """A failure to read the status table, said with the table's name."""
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        yield
+    except (StatusStoreError, BotoCoreError) as error:
+        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
 
 
 def resolve_table(table: str | None) -> str:

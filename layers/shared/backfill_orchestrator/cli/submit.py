@@ -19,6 +19,7 @@ from backfill_orchestrator.cli.common import (
     EXIT_OK,
     add_bucket_option,
     add_json_option,
+    add_preflight_options,
     print_json,
     read_file,
     require_bucket,
@@ -30,12 +31,10 @@ from backfill_orchestrator.client import (
     check_prefix,
     deployment_policy,
     incoming_prefix,
-    preflight_prepared,
+    preflight_checked,
     prepare_bytes,
     upload_prepared,
 )
-from backfill_orchestrator.lineage import URL_ENV
-from backfill_orchestrator.planner import CATALOG_ENV
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -46,11 +45,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("file", metavar="FILE")
     add_bucket_option(parser)
     parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"key prefix (default {DEFAULT_PREFIX})")
-    parser.add_argument("--marquez-url", metavar="URL", help=f"Marquez base URL (default ${URL_ENV})")
-    parser.add_argument(
-        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
-    )
-    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the submission")
+    add_preflight_options(parser, refuses="the submission")
     parser.add_argument(
         "--wait", action="store_true", help="then follow the backfill until it ends, like `watch`"
     )
@@ -68,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare_bytes(body, source=args.file, policy=deployment_policy())
     incoming = incoming_prefix()
     check_prefix(args.prefix, incoming=incoming)
-    verdict = preflight_prepared(
+    verdict, _ = preflight_checked(
         prepared, marquez_url=args.marquez_url, catalog=args.catalog, strict=args.strict
     )
     for what in verdict.unchecked:

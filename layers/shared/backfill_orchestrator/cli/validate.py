@@ -21,6 +21,7 @@ from backfill_orchestrator.cli.common import (
     EXIT_OK,
     CliError,
     add_json_option,
+    add_preflight_options,
     exit_code,
     print_json,
     read_file,
@@ -31,9 +32,7 @@ from backfill_orchestrator.client.preflight import deployment_policy, preflight_
 from backfill_orchestrator.client.sources import prepare_bytes
 from backfill_orchestrator.config.errors import InvalidConfigError
 from backfill_orchestrator.errors import BackfillError
-from backfill_orchestrator.lineage import URL_ENV
 from backfill_orchestrator.parsing import format_for, load_document
-from backfill_orchestrator.planner import CATALOG_ENV
 
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024  # the largest document validated here (a job catalog)
 
@@ -67,13 +66,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[0],
     )
     parser.add_argument("files", nargs="+", metavar="FILE")
-    parser.add_argument(
-        "--marquez-url", metavar="URL", help=f"check the jobs and the plan (default ${URL_ENV})"
-    )
-    parser.add_argument(
-        "--catalog", metavar="FILE", help=f"job catalog, a path or s3:// URI (default ${CATALOG_ENV})"
-    )
-    parser.add_argument("--strict", action="store_true", help="preflight warnings refuse the config")
+    add_preflight_options(parser, refuses="the config")
     add_json_option(parser, "one result per file")
     parser.set_defaults(run=run)
 

@@ -12,9 +12,9 @@ from datetime import datetime
 
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.cli.common import EXIT_INVALID, EXIT_OK, Progress, add_json_option, exit_code
-from backfill_orchestrator.cli.status import resolve_table
-from backfill_orchestrator.client.status import TABLE_ENV, watch_backfill
-from backfill_orchestrator.status import StatusRecord, StatusStoreError
+from backfill_orchestrator.cli.status import add_table_option, reading_table, resolve_table
+from backfill_orchestrator.client.status import watch_backfill
+from backfill_orchestrator.status import StatusRecord
 from backfill_orchestrator.status.watch import WatchTimeoutError, progress_line, succeeded
 
 
@@ -27,7 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def add_watch_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--table", help=f"the status table (default ${TABLE_ENV})")
+    add_table_option(parser)
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between reads (default 5)")
     parser.add_argument("--timeout", type=float, default=None, help="give up after this many seconds")
 
@@ -56,11 +56,15 @@ def watch(
             progress.show(f"watching: {progress_line(last[0], now=datetime.now(UTC))}")
 
     try:
-        final = watch_backfill(
-            backfill_id, table=table, interval=interval, timeout=timeout, on_update=changed, on_wait=waiting
-        )
-    except StatusStoreError as error:  # said with the table's name
-        raise StatusStoreError(f"cannot read the status table {table}: {error}") from None
+        with reading_table(table):
+            final = watch_backfill(
+                backfill_id,
+                table=table,
+                interval=interval,
+                timeout=timeout,
+                on_update=changed,
+                on_wait=waiting,
+            )
     except WatchTimeoutError as error:  # the answer so far: on stdout, after the progress lines
         progress.clear()
         print(f"backfill: {backfill_id}: {error}")

@@ -22,8 +22,11 @@ from backfill_orchestrator.client.control_requests import (
     approve_backfill,
     caller_identity,
     cancel_backfill,
+    discard_backfill,
+    publish_backfill,
     reject_backfill,
     retry_backfill,
+    undo_backfill,
 )
 from backfill_orchestrator.client.plan import PlanView, plan_backfill
 from backfill_orchestrator.client.preflight import (
@@ -33,7 +36,6 @@ from backfill_orchestrator.client.preflight import (
     deployment_policy,
     incoming_prefix,
     preflight_checked,
-    preflight_prepared,
 )
 from backfill_orchestrator.client.sources import (
     ConfigFileNotFoundError,
@@ -85,17 +87,19 @@ __all__ = [
     "check_backfill",
     "check_prefix",
     "deployment_policy",
+    "discard_backfill",
     "incoming_prefix",
     "list_backfills",
     "looks_like_path",
     "plan_backfill",
     "preflight_checked",
-    "preflight_prepared",
+    "publish_backfill",
     "prepare_bytes",
     "prepare_config",
     "reject_backfill",
     "retry_backfill",
     "submit_backfill",
+    "undo_backfill",
     "upload_prepared",
     "validate_backfill",
     "watch_backfill",

@@ -1,4 +1,5 @@
-"""Act on a backfill from a notebook or the CLI: cancel, retry, approve, reject.
+"""Act on a backfill from a notebook or the CLI: cancel, retry, approve, reject, and the safe
+publish's publish, discard, undo.
 
 Each writes a control document to `s3://<bucket>/control/<backfill id>/<action>-<UTC time>.json`,
 which the trigger acts on under the deployment's policy (it stays the authority), and then,
@@ -323,148 +324,96 @@ class ControlOptions(TypedDict, total=False):
 
 
 # -- the controls --------------------------------------------------------------------------------
-def cancel_backfill(
-    backfill_id: str,
-    *,
-    reason: str,
-    bucket: str,
-    requested_by: str | None = None,
-    wait: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    table: str | None = None,
-    session: Any = None,
-    **options: Unpack[ControlOptions],
-) -> ControlOutcome:
-    """Ask the trigger to cancel the backfill (stop its DAG run or replay) and wait for its answer."""
-    return request_control(
-        "cancel",
-        backfill_id,
-        reason=reason,
-        bucket=bucket,
-        requested_by=requested_by,
-        wait=wait,
-        timeout=timeout,
-        table=table,
-        session=session,
-        **options,
-    )
-
-
-def retry_backfill(
-    backfill_id: str,
-    *,
-    reason: str,
-    bucket: str,
-    requested_by: str | None = None,
-    wait: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    table: str | None = None,
-    session: Any = None,
-    **options: Unpack[ControlOptions],
-) -> ControlOutcome:
-    """Ask the trigger to run a failed or cancelled backfill again and wait for its answer."""
-    return request_control(
-        "retry",
-        backfill_id,
-        reason=reason,
-        bucket=bucket,
-        requested_by=requested_by,
-        wait=wait,
-        timeout=timeout,
-        table=table,
-        session=session,
-        **options,
-    )
-
-
-def approve_backfill(
-    backfill_id: str,
-    *,
-    bucket: str,
-    reason: str = "approved",
-    requested_by: str | None = None,
-    wait: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    table: str | None = None,
-    session: Any = None,
-    **options: Unpack[ControlOptions],
-) -> ControlOutcome:
-    """Approve a backfill awaiting approval (the policy's approvers, not its submitter) and wait
-    for the trigger's answer: admitted and triggered, or queued behind an overlap."""
-    return request_control(
-        "approve",
-        backfill_id,
-        reason=reason,
-        bucket=bucket,
-        requested_by=requested_by,
-        wait=wait,
-        timeout=timeout,
-        table=table,
-        session=session,
-        **options,
-    )
-
-
-def reject_backfill(
-    backfill_id: str,
-    *,
-    reason: str,
-    bucket: str,
-    requested_by: str | None = None,
-    wait: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    table: str | None = None,
-    session: Any = None,
-    **options: Unpack[ControlOptions],
-) -> ControlOutcome:
-    """Reject a backfill awaiting approval (it ends REJECTED) and wait for the trigger's answer."""
-    return request_control(
-        "reject",
-        backfill_id,
-        reason=reason,
-        bucket=bucket,
-        requested_by=requested_by,
-        wait=wait,
-        timeout=timeout,
-        table=table,
-        session=session,
-        **options,
-    )
-
-
 @dataclass(frozen=True)
 class Control:
-    """One control action: its function, what it does, the states it is allowed in (checked
-    before writing when the status table is known) and its reason when none is given (None:
-    a reason is required)."""
+    """One control action, callable as the client's function of that name
+    (`cancel_backfill(backfill_id, reason=..., bucket=...)`): what it does, the states it is
+    allowed in (checked before writing when the status table is known) and its reason when none
+    is given (None: a reason is required). Every control takes the same arguments and returns
+    the trigger's answer (`wait=False`: what was written)."""
 
     action: PersonAction
-    request: Callable[..., ControlOutcome]
     summary: str
     allowed_states: frozenset[str] = field(default_factory=frozenset)
     default_reason: str | None = None
+
+    def __call__(
+        self,
+        backfill_id: str,
+        *,
+        bucket: str,
+        reason: str | None = None,
+        requested_by: str | None = None,
+        wait: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
+        table: str | None = None,
+        session: Any = None,
+        **options: Unpack[ControlOptions],
+    ) -> ControlOutcome:
+        reason = reason if reason is not None else self.default_reason
+        if reason is None:
+            raise InvalidControlRequestError(
+                f"{self.action} {backfill_id}: a reason is required (reason=...)"
+            )
+        return request_control(
+            self.action,
+            backfill_id,
+            reason=reason,
+            bucket=bucket,
+            requested_by=requested_by,
+            wait=wait,
+            timeout=timeout,
+            table=table,
+            session=session,
+            **options,
+        )
 
 
 CONTROLS: dict[str, Control] = {
     control.action: control
     for control in (
-        Control("cancel", cancel_backfill, "ask the trigger to cancel a backfill", ACTION_STATES["cancel"]),
         Control(
-            "retry",
-            retry_backfill,
-            "ask the trigger to run a failed or cancelled backfill again",
-            ACTION_STATES["retry"],
+            "cancel",
+            "ask the trigger to cancel a backfill (stop its DAG run or replay)",
+            ACTION_STATES["cancel"],
+        ),
+        Control(
+            "retry", "ask the trigger to run a failed or cancelled backfill again", ACTION_STATES["retry"]
         ),
         Control(
             "approve",
-            approve_backfill,
             "approve a backfill awaiting approval (not your own)",
             ACTION_STATES["approve"],
             default_reason="approved",
         ),
-        Control("reject", reject_backfill, "reject a backfill awaiting approval", ACTION_STATES["reject"]),
+        Control("reject", "reject a backfill awaiting approval", ACTION_STATES["reject"]),
+        Control(
+            "publish",
+            "publish the steps a backfill awaiting publish holds (its diff in Slack and `backfill status`)",
+            ACTION_STATES["publish"],
+            default_reason="published",
+        ),
+        Control(
+            "discard",
+            "discard what a backfill awaiting publish staged; the warehouse stays as it was",
+            ACTION_STATES["discard"],
+        ),
+        Control(
+            "undo",
+            "put every partition a succeeded backfill published back to what it was",
+            ACTION_STATES["undo"],
+        ),
     )
 }
+
+# The client's functions, one per control (the CLI's commands are made from the same table).
+cancel_backfill = CONTROLS["cancel"]
+retry_backfill = CONTROLS["retry"]
+approve_backfill = CONTROLS["approve"]
+reject_backfill = CONTROLS["reject"]
+publish_backfill = CONTROLS["publish"]
+discard_backfill = CONTROLS["discard"]
+undo_backfill = CONTROLS["undo"]
 
 
 def outcome_json(outcome: ControlOutcome) -> str:

@@ -139,31 +139,6 @@ def preflight_checked(
     )
 
 
-def preflight_prepared(
-    prepared: PreparedConfig,
-    *,
-    marquez_url: str | None = None,
-    lineage: LineageSource | None = None,
-    catalog: JobCatalog | str | None = None,
-    limits: PreflightLimits | None = None,
-    strict: bool = False,
-    environ: Mapping[str, str] | None = None,
-    s3_client: Any = None,
-) -> Verdict:
-    """`preflight_checked`'s verdict alone."""
-    verdict, _ = preflight_checked(
-        prepared,
-        marquez_url=marquez_url,
-        lineage=lineage,
-        catalog=catalog,
-        limits=limits,
-        strict=strict,
-        environ=environ,
-        s3_client=s3_client,
-    )
-    return verdict
-
-
 def run_history_of(lineage: LineageSource | None) -> RunHistory | None:
     """The lineage source as run history when it is one (MarquezClient is; an in-memory lineage
     export has no runs)."""

@@ -12,7 +12,7 @@ from backfill_orchestrator.client.preflight import (
     check_prefix,
     deployment_policy,
     incoming_prefix,
-    preflight_prepared,
+    preflight_checked,
 )
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
 from backfill_orchestrator.client.status import status_table, watch_backfill
@@ -102,7 +102,7 @@ def submit_backfill(
         source, policy=policy or deployment_policy(), s3_client=s3_client, session=session
     )
     check_prefix(prefix, incoming=incoming_prefix())
-    verdict = preflight_prepared(
+    verdict, _ = preflight_checked(
         prepared,
         marquez_url=marquez_url,
         lineage=lineage,

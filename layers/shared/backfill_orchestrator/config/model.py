@@ -145,6 +145,27 @@ class Spark(StrictModel):
     ] = "medium"
 
 
+Percent = Annotated[float, Field(ge=0, le=100)]
+
+
+class PublishOverride(StrictModel):
+    """This backfill's publish policy, narrower than the deployment's (its policy's
+    `publish.defaults`): each field set here replaces the deployment's, and one that would
+    loosen it is an error (contracts.publish.PublishPolicy has the same fields and says what
+    each means; `within` compares them)."""
+
+    auto_publish: StrictBool | None = None
+    require_rules: StrictBool | None = None
+    max_rows_removed_percent: Percent | None = None
+    max_rows_changed_percent: Percent | None = None
+    allow_emptied_partitions: StrictBool | None = None
+    allow_new_partitions: StrictBool | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields this config sets."""
+        return self.model_dump(exclude_none=True)
+
+
 class Replay(StrictModel):
     target: Annotated[str, _matches(TARGET_PATTERN, "a target name of a-z, 0-9, '-' and '_' (at most 64)")]
     max_messages_per_second: Annotated[StrictInt, Field(ge=1, le=3000)] | None = None
@@ -203,6 +224,7 @@ class BackfillConfig(StrictModel):
     spark: Spark | None = None
     replay: Replay | None = None
     notify: Notify = Field(default_factory=Notify)
+    publish: PublishOverride | None = None  # batch: narrows the deployment's publish policy
     dry_run: StrictBool = False
     strict: StrictBool = False  # preflight warnings refuse the backfill
     require_fresh_upstream: StrictBool = False  # a failed or missing upstream run refuses the backfill
@@ -244,9 +266,12 @@ class BackfillConfig(StrictModel):
         for added_later in (
             "strict",
             "require_fresh_upstream",
+            "publish",
         ):  # at their defaults they keep older configs' ids
             if not data[added_later]:
                 del data[added_later]
+        if data.get("publish"):
+            data["publish"] = {k: v for k, v in data["publish"].items() if v is not None}
         data["dates"] = [d.isoformat() for d in self.days]
         for key in ("hours", "feeds"):
             if data[key] is not None:
@@ -271,4 +296,5 @@ MODELS_BY_PATH: dict[tuple[str, ...], type[BaseModel]] = {
     ("spark",): Spark,
     ("replay",): Replay,
     ("notify",): Notify,
+    ("publish",): PublishOverride,
 }

@@ -8,7 +8,7 @@ from typing import Any
 
 from backfill_orchestrator.errors import ConfigIssue, format_location
 
-_BATCH_ONLY = ("jobs", "downstream", "spark")
+_BATCH_ONLY = ("jobs", "downstream", "spark", "publish")
 
 
 def _duplicates(items: Any, path: tuple[str | int, ...], key=lambda item: item) -> Iterator[ConfigIssue]:

@@ -26,6 +26,7 @@ from backfill_orchestrator.contracts.control_request import ControlAction, Contr
 from backfill_orchestrator.contracts.plan import Plan, PlanStep, Wave
 from backfill_orchestrator.contracts.publish import (
     ChecksVerdict,
+    HeldStep,
     ManifestPartition,
     ManifestState,
     PartitionAction,
@@ -67,6 +68,7 @@ __all__ = [
     "BackfillState",
     "ChecksVerdict",
     "Contract",
+    "HeldStep",
     "ControlAction",
     "ControlRequest",
     "InvalidDocumentError",

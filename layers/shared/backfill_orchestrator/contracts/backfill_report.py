@@ -61,9 +61,24 @@ class BackfillFigures(Contract):
         )
 
 
+ReportStatus = Literal["succeeded", "failed", "awaiting_publish"]
+
+
+def report_status(steps: Mapping[str, StepOutcome]) -> ReportStatus:
+    """succeeded: every step did; awaiting_publish: none failed and some step is held for
+    publish (the blocked ones wait for it: the DAG blocks only what a held or failed step
+    feeds, so with no failure every block is a wait); else failed."""
+    statuses = [o.status for o in steps.values()]
+    if all(status is StepStatus.SUCCEEDED for status in statuses):
+        return "succeeded"
+    if StepStatus.AWAITING_PUBLISH in statuses and StepStatus.FAILED not in statuses:
+        return "awaiting_publish"
+    return "failed"
+
+
 def step_problems(steps: Mapping[str, StepOutcome]) -> list[StepProblem]:
-    """Failed steps, then blocked ones, each with what happened."""
-    order = (StepStatus.FAILED, StepStatus.BLOCKED)
+    """Failed steps, then held and blocked ones, each with what happened."""
+    order = (StepStatus.FAILED, StepStatus.AWAITING_PUBLISH, StepStatus.BLOCKED)
     return [
         StepProblem(step=step_id, status=outcome.status, message=outcome.detail or "")
         for status in order
@@ -79,7 +94,10 @@ class BackfillReport(Contract):
     report_version: Literal[1] = 1
     backfill_id: BackfillId
     dag_run_id: str
-    status: Literal["succeeded", "failed"]
+    status: Literal["succeeded", "failed", "awaiting_publish"] = Field(
+        description="awaiting_publish: no step failed, and a staged step waits for a person's publish "
+        "(the steps that did not run wait for it)"
+    )
     counts: dict[StepStatus, int]
     figures: BackfillFigures
     steps: dict[str, StepOutcome]
@@ -91,14 +109,18 @@ class BackfillReport(Contract):
         pending = [step_id for step_id, o in self.steps.items() if o.status is StepStatus.PENDING]
         if pending:
             raise ValueError(f"steps {', '.join(pending)} are still pending in a final report")
-        ok = all(o.status is StepStatus.SUCCEEDED for o in self.steps.values())
-        if (self.status == "succeeded") != ok:
-            raise ValueError(f"status is {self.status} but {'every' if ok else 'not every'} step succeeded")
+        expected = report_status(self.steps)
+        if self.status != expected:
+            raise ValueError(f"status is {self.status} but the steps say {expected}")
         return self
 
     @property
     def succeeded(self) -> bool:
         return self.status == "succeeded"
+
+    @property
+    def awaiting_publish(self) -> bool:
+        return self.status == "awaiting_publish"
 
     @property
     def problems(self) -> list[StepProblem]:
@@ -121,7 +143,7 @@ class BackfillReport(Contract):
         return cls(
             backfill_id=backfill_id,
             dag_run_id=dag_run_id,
-            status="succeeded" if all(o.status is StepStatus.SUCCEEDED for o in steps.values()) else "failed",
+            status=report_status(steps),
             counts=counts,
             figures=BackfillFigures.of(steps),
             steps=dict(steps),

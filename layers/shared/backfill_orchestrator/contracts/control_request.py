@@ -1,4 +1,5 @@
-"""Control documents: a request to act on a backfill (cancel, retry, approve, reject; `start`
+"""Control documents: a request to act on a backfill (cancel, retry, approve, reject, and the
+safe publish's publish, discard, undo; `start`
 is the orchestrator's own: a queued backfill whose blocking backfill ended). Dropped or sent by people, so every problem is reported with its
 location, like a config."""
 
@@ -13,7 +14,7 @@ from backfill_orchestrator.contracts.fields import BackfillId
 
 # What a person may ask (the policy checks it; Slack and the CLI offer it), and the
 # orchestrator's own `start`.
-PersonAction = Literal["cancel", "retry", "approve", "reject"]
+PersonAction = Literal["cancel", "retry", "approve", "reject", "publish", "discard", "undo"]
 ControlAction = Literal[PersonAction, "start"]
 PERSON_ACTIONS: tuple[PersonAction, ...] = get_args(PersonAction)
 

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.contracts.base import Contract
+from backfill_orchestrator.contracts.publish import PublishPolicy
 
 PLAN_VERSION: Final = 1
 StepKind = Literal["spark", "airflow_dag"]
@@ -87,6 +88,12 @@ class Plan(Contract):
         default=None,
         exclude_if=lambda value: value is None,  # plans without one keep their bytes
         description="The preflight's estimate (docs/planner.md, 'Preflight'); each figure says measured or assumed",
+    )
+    publish_policy: PublishPolicy | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,  # plans without one keep their bytes
+        description="The publish policy the Spark job applies: the deployment's, narrowed by the "
+        "config's `publish:`; null: PublishPolicy's defaults",
     )
 
     @model_validator(mode="after")

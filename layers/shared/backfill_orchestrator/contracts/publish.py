@@ -227,6 +227,79 @@ class StepChecks(Contract):
         return self.verdict is ChecksVerdict.PUBLISH
 
 
+# -- a held step, as people see it ----------------------------------------------------------------
+MAX_HELD_TOP = 5  # partitions shown per held step: the top of the diff
+MAX_HELD_STEPS = 10  # held steps listed on the record, the result file and in Slack (the rest counted)
+
+
+class HeldPartition(Contract):
+    partition: str
+    change: PartitionChange
+    rows_before: int = Field(ge=0)
+    rows_after: int = Field(ge=0)
+    keys_removed: int | None = Field(default=None, ge=0)
+
+
+class HeldStep(Contract):
+    """A step staged and held by the publish policy: why, and a bounded summary of its diff
+    (the status record's `publish.held`, the result file's `held_steps`, the Slack message)."""
+
+    step: str
+    attempt: int = Field(ge=1)
+    table: str
+    reasons: list[str] = Field(default_factory=list, max_length=MAX_HELD_TOP)
+    partitions: int = Field(ge=0)
+    partitions_emptied: int = Field(default=0, ge=0)
+    partitions_new: int = Field(default=0, ge=0)
+    rows_before: int = Field(ge=0)
+    rows_after: int = Field(ge=0)
+    keys_removed: int | None = Field(default=None, ge=0)
+    top: list[HeldPartition] = Field(default_factory=list, max_length=MAX_HELD_TOP)
+    checks_uri: str | None = None
+
+    @classmethod
+    def of(cls, checks: StepChecks, *, checks_uri: str | None = None) -> HeldStep:
+        diff = checks.diff
+        return cls(
+            step=checks.step_id,
+            attempt=checks.attempt,
+            table=checks.table,
+            reasons=[reason[:500] for reason in checks.reasons[:MAX_HELD_TOP]],
+            partitions=diff.partitions,
+            partitions_emptied=diff.partitions_emptied,
+            partitions_new=diff.partitions_new,
+            rows_before=diff.rows_before,
+            rows_after=diff.rows_after,
+            keys_removed=diff.keys_removed,
+            top=[
+                HeldPartition(
+                    partition=entry.partition,
+                    change=entry.change,
+                    rows_before=entry.rows_before,
+                    rows_after=entry.rows_after,
+                    keys_removed=entry.keys_removed,
+                )
+                for entry in diff.top[:MAX_HELD_TOP]
+            ],
+            checks_uri=checks_uri,
+        )
+
+    def text(self) -> str:
+        """Two or more lines for people: what changes, why it waits, the top partitions."""
+        keys = f", {self.keys_removed} keys removed" if self.keys_removed else ""
+        lines = [
+            f"{self.step} ({self.table}): rows {self.rows_before} before, {self.rows_after} after{keys}, over "
+            f"{self.partitions} partitions ({self.partitions_emptied} emptied, {self.partitions_new} new)",
+            *(f"  held: {reason}" for reason in self.reasons),
+            *(
+                f"  {p.partition}: {p.change}, rows {p.rows_before} before, {p.rows_after} after"
+                + (f", {p.keys_removed} keys removed" if p.keys_removed else "")
+                for p in self.top
+            ),
+        ]
+        return "\n".join(lines)
+
+
 # -- the manifest --------------------------------------------------------------------------------
 class ManifestPartition(Contract):
     partition: str = Field(description="`day=2021-06-04/hour=3/feed=web`")

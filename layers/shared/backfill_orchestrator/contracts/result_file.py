@@ -13,11 +13,13 @@ from pydantic import Field
 from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.contracts.backfill_report import BackfillFigures
 from backfill_orchestrator.contracts.base import Contract
+from backfill_orchestrator.contracts.publish import MAX_HELD_STEPS, HeldStep
 from backfill_orchestrator.contracts.states import BackfillState
 from backfill_orchestrator.contracts.steps import StepProblem
 
 
 # queued: waiting for an overlapping backfill; awaiting_approval: for a second person (policy);
+# awaiting_publish: it ran, and a staged step waits for a person's publish or discard;
 # done/refused: what became of a control document
 class ResultOutcome(StrEnum):
     """What became of the upload: the trigger's `Disposition`s that write a result file, and
@@ -30,6 +32,7 @@ class ResultOutcome(StrEnum):
     FAILED = "failed"
     QUEUED = "queued"
     AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_PUBLISH = "awaiting_publish"
     DONE = "done"
     REFUSED = "refused"
 
@@ -83,6 +86,11 @@ class ResultFile(Contract):
     )
     failed_steps: list[StepProblem] | None = Field(
         default=None, description="FAILED: steps that failed or did not run"
+    )
+    held_steps: list[HeldStep] | None = Field(
+        default=None,
+        max_length=MAX_HELD_STEPS,
+        description="AWAITING_PUBLISH: the steps held for publish, why, and the top of each diff",
     )
     status_command: str | None = Field(default=None, description="How to follow it from a terminal")
     written_at: datetime

@@ -35,6 +35,10 @@ class SparkSubmission(Contract):
     plan_uri: DocumentUri = Field(description="The round's sub-plan: its runnable spark steps")
     report_uri: DocumentUri = Field(description="Where the job writes its run report")
     step_ids: list[str] = Field(min_length=1)
+    publish_policy_uri: DocumentUri | None = Field(
+        default=None,
+        description="The plan's publish policy for the job (--publish-policy); null: its defaults",
+    )
 
 
 class RerunChunk(Contract):

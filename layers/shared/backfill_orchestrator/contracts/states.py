@@ -16,3 +16,8 @@ class BackfillState(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"  # stopped by a cancel control document
+    # Safe publish (docs/lifecycle.md): a Spark step was staged and held by the publish policy;
+    # live: its claims hold until a person publishes (then TRIGGERED) or discards it
+    AWAITING_PUBLISH = "AWAITING_PUBLISH"
+    DISCARDED = "DISCARDED"  # what was held is discarded, the warehouse unchanged by it; claims released
+    UNDONE = "UNDONE"  # every partition the backfill published is back to what it was before

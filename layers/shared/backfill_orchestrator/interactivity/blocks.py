@@ -14,6 +14,9 @@ _LABELS: dict[str, tuple[str, str | None]] = {
     "reject": ("Reject", "danger"),
     "cancel": ("Cancel", "danger"),
     "retry": ("Retry failed", None),
+    "publish": ("Publish", "primary"),
+    "discard": ("Discard", "danger"),
+    "undo": ("Undo", "danger"),
 }
 
 

@@ -46,8 +46,17 @@ logger = logging.getLogger(__name__)
 _REFUSAL_BY_RULE: dict[str, type[InteractionRefused]] = {
     "state": ActionNotAllowedError,
     "four_eyes": SelfApprovalError,
+    "publish.four_eyes": SelfApprovalError,
 }
-_PAST_TENSE = {"approve": "approved", "reject": "rejected", "cancel": "cancelled", "retry": "retried"}
+_PAST_TENSE = {
+    "approve": "approved",
+    "reject": "rejected",
+    "cancel": "cancelled",
+    "retry": "retried",
+    "publish": "published",
+    "discard": "discarded",
+    "undo": "undone",
+}
 
 
 def _utc_now() -> datetime:

@@ -10,12 +10,11 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
-from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.aws import aws_client
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.identity import SlackGroupResolver
 from backfill_orchestrator.interactivity.control_writer import write_control_document
@@ -79,12 +78,9 @@ class InteractivityWiring:
     @classmethod
     def from_env(cls) -> InteractivityWiring:
         """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        boto3's clients with the package's retry policy (`aws.aws_client`)."""
         settings = InteractivitySettings.from_env()
-
-        def client(name: str) -> Any:
-            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
-
+        client = aws_client
         return cls(
             settings,
             s3_client=client("s3"),

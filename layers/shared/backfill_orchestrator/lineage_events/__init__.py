@@ -12,11 +12,12 @@ from backfill_orchestrator.lineage_events.emitter import (
     backfill_aborted,
     backfill_finished,
     backfill_started,
+    backfill_undone,
     dag_reruns,
     spark_steps,
 )
 from backfill_orchestrator.lineage_events.facts import BackfillFacts, rerun_parent_conf
-from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id
+from backfill_orchestrator.lineage_events.ids import backfill_run_id, step_run_id, undo_run_id
 
 __all__ = [
     "BackfillFacts",
@@ -26,8 +27,10 @@ __all__ = [
     "backfill_finished",
     "backfill_run_id",
     "backfill_started",
+    "backfill_undone",
     "dag_reruns",
     "rerun_parent_conf",
     "spark_steps",
     "step_run_id",
+    "undo_run_id",
 ]

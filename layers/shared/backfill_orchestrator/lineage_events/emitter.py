@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -199,3 +199,19 @@ def dag_reruns(
     from backfill_orchestrator.lineage_events.events import dag_rerun_events
 
     return sum(emitter.emit(e) for e in dag_rerun_events(facts, step_id=step_id, dag_id=dag_id, dates=dates))
+
+
+def backfill_undone(
+    emitter: LineageEmitter,
+    facts: BackfillFacts,
+    restored: Mapping[str, Sequence[str]],
+    *,
+    when: datetime | None = None,
+) -> int:
+    """An undo as a child run of the backfill run whose outputs are the restored partitions;
+    returns how many events were sent (at least once: its run id is fixed per attempt)."""
+    if not emitter.enabled:
+        return 0
+    from backfill_orchestrator.lineage_events.events import undo_events
+
+    return sum(emitter.emit(event) for event in undo_events(facts, restored, when=when))

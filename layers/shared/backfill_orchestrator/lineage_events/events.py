@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 from urllib.parse import urlparse
@@ -19,7 +19,7 @@ from openlineage.client.facet_v2 import (
 from backfill_orchestrator.contracts import RunReport, StepResult, StepStatus
 from backfill_orchestrator.lineage_events.facets import BackfillPartitionsOutputDatasetFacet, BackfillRunFacet
 from backfill_orchestrator.lineage_events.facts import BackfillFacts, FinalState
-from backfill_orchestrator.lineage_events.ids import step_run_id
+from backfill_orchestrator.lineage_events.ids import step_run_id, undo_run_id
 
 PRODUCER = "https://github.com/backfill-orchestrator/backfill-orchestrator/tree/0.1.0"
 INTEGRATION = "BACKFILL_ORCHESTRATOR"
@@ -135,33 +135,25 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
             name=f"{facts.backfill_id}.{step.id}",
             facets={"jobType": _job_type("SPARK_STEP")},
         )
-        start_facets: dict = {"parent": parent_facet(facts)}
-        end_facets: dict = {"parent": parent_facet(facts)}
+        end_facets: dict = {}
         if not step.succeeded:
             end_facets["errorMessage"] = _error(step.error or "step failed")
         inputs = _inputs(step, warehouse)
-        events.append(
-            RunEvent(
-                eventType=RunState.START,
-                eventTime=_iso(report.started_at),
-                run=Run(runId=run_id, facets=start_facets),
-                job=job,
-                inputs=inputs,
-                outputs=_outputs(step, warehouse, final=False),
-                producer=PRODUCER,
+        for kind, when, facets, final in (
+            (RunState.START, report.started_at, {}, False),
+            (RunState.COMPLETE if step.succeeded else RunState.FAIL, report.finished_at, end_facets, True),
+        ):
+            events.append(
+                RunEvent(
+                    eventType=kind,
+                    eventTime=_iso(when),
+                    run=Run(runId=run_id, facets={"parent": parent_facet(facts), **facets}),
+                    job=job,
+                    inputs=inputs,
+                    outputs=_outputs(step, warehouse, final=final),
+                    producer=PRODUCER,
+                )
             )
-        )
-        events.append(
-            RunEvent(
-                eventType=RunState.COMPLETE if step.succeeded else RunState.FAIL,
-                eventTime=_iso(report.finished_at),
-                run=Run(runId=run_id, facets=end_facets),
-                job=job,
-                inputs=inputs,
-                outputs=_outputs(step, warehouse, final=True),
-                producer=PRODUCER,
-            )
-        )
     return events
 
 
@@ -219,3 +211,46 @@ def dag_rerun_events(
             )
         )
     return events
+
+
+def undo_events(
+    facts: BackfillFacts, restored: Mapping[str, Sequence[str]], *, when: datetime | None = None
+) -> list[RunEvent]:
+    """An undo as a child run of the backfill run (job `<backfill id>.undo`): START, then
+    COMPLETE whose outputs are the tables it restored (`restored`: table location -> the
+    partitions put back), each with its partitions in the `backfillPartitions` facet."""
+    outputs = []
+    for table_uri, partitions in sorted(restored.items()):
+        parent, _, table = table_uri.rstrip("/").rpartition("/")
+        namespace, name = dataset_address(parent, table)
+        facet = BackfillPartitionsOutputDatasetFacet(
+            written=sorted(partitions)[:MAX_PARTITIONS_LISTED],
+            deleted=[],
+            writtenCount=len(partitions),
+            truncated=len(partitions) > MAX_PARTITIONS_LISTED,
+            producer=PRODUCER,
+        )
+        outputs.append(
+            OutputDataset(namespace=namespace, name=name, outputFacets={"backfillPartitions": facet})
+        )
+    run_id = undo_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt)
+    facets: dict = {"parent": parent_facet(facts), "backfill": run_facet(facts)}
+    job = Job(
+        namespace=facts.namespace, name=f"{facts.backfill_id}.undo", facets={"jobType": _job_type("UNDO")}
+    )
+    start = RunEvent(
+        eventType=RunState.START,
+        eventTime=_iso(when),
+        run=Run(runId=run_id, facets=facets),
+        job=job,
+        producer=PRODUCER,
+    )
+    complete = RunEvent(
+        eventType=RunState.COMPLETE,
+        eventTime=_iso(when),
+        run=Run(runId=run_id, facets=facets),
+        job=job,
+        producer=PRODUCER,
+        outputs=outputs,
+    )
+    return [start, complete]

@@ -14,3 +14,8 @@ def backfill_run_id(*, backfill_id: str, attempt: int) -> str:
 
 def step_run_id(*, backfill_id: str, attempt: int, step_id: str) -> str:
     return str(uuid.uuid5(RUN_ID_NAMESPACE, f"backfill/{backfill_id}/{attempt}/step/{step_id}"))
+
+
+def undo_run_id(*, backfill_id: str, attempt: int) -> str:
+    """The run of an undo of what the backfill's attempts published."""
+    return str(uuid.uuid5(RUN_ID_NAMESPACE, f"backfill/{backfill_id}/{attempt}/undo"))

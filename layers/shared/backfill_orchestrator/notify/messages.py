@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 from urllib.parse import quote, urlsplit
 
 from slack_sdk.models.blocks import (
@@ -31,6 +32,7 @@ from slack_sdk.models.blocks import (
 
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
 from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.contracts.publish import HeldStep
 from backfill_orchestrator.dates import compact_dates
 from backfill_orchestrator.notify.slack import SlackMessage
 from backfill_orchestrator.preflight.render import estimate_line
@@ -55,6 +57,9 @@ STATE_EMOJI = {
     "RUNNING": ":hourglass_flowing_sand:",
     "SUCCEEDED": ":white_check_mark:",
     "FAILED": ":x:",
+    "AWAITING_PUBLISH": ":mag:",
+    "DISCARDED": ":wastebasket:",
+    "UNDONE": ":rewind:",
 }
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
 PLAN_LINK_BASE_ENV = "PLAN_LINK_BASE"  # an https base that serves the config bucket's keys to signed-in users
@@ -306,3 +311,26 @@ def status_message(
         line += f": {escape(detail)}"
     blocks = [_section(line), _link_buttons([("Airflow run", run_url), ("Plan picture", plan_page)])]
     return _message(escape(f"{backfill_id}: {state}{f' ({detail})' if detail else ''}"), blocks)
+
+
+@_never_raises
+def publish_request_message(
+    *,
+    backfill_id: str,
+    reason: str,
+    held: Sequence[HeldStep],
+    run_url: str | None = None,
+    buttons: dict[str, Any] | None = None,
+) -> SlackMessage:
+    """A backfill AWAITING_PUBLISH, in its thread: why it waits, and per held step what would
+    change (rows before and after, keys removed, the partitions that change most); `buttons`:
+    the Publish / Discard block (interactivity.blocks.control_buttons)."""
+    state = "AWAITING_PUBLISH"
+    line = f"{STATE_EMOJI[state]} `{escape(backfill_id)}` is *{state}*: {escape(reason)}"
+    blocks: list[Block | None] = [_section(line)]
+    for step in held[:10]:
+        blocks.append(_section(f"```{escape(step.text())}```"))
+    blocks.append(_link_buttons([("Airflow run", run_url)]))
+    if buttons is not None:
+        blocks.append(cast(Block, Block.parse(buttons)))
+    return _message(escape(f"{backfill_id}: {state} ({reason})"), blocks)

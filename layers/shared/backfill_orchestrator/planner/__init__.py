@@ -50,27 +50,12 @@ __all__ = [
     "render_plan_text",
 ]
 
-_LAZY = {
-    "build_plan": "build",
-    **dict.fromkeys(
-        (
-            "CATALOG_ENV",
-            "CatalogEntry",
-            "CatalogError",
-            "CatalogUnavailableError",
-            "InvalidCatalogError",
-            "JobCatalog",
-            "StepTarget",
-        ),
-        "catalog",
-    ),
-}
-
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    """The names of `__all__` not imported above: `build_plan`, and the rest from the catalog."""
+    if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
+    module = "build" if name == "build_plan" else "catalog"
     return getattr(import_module(f"{__name__}.{module}"), name)

@@ -23,6 +23,7 @@ from backfill_orchestrator.policy.evaluate import (
     jobs_of_plan,
     needs_approval,
     person_of,
+    publish_policy_for,
     slack_groups_named,
 )
 from backfill_orchestrator.policy.model import Policy
@@ -52,6 +53,7 @@ __all__ = [
     "needs_approval",
     "parse_policy",
     "person_of",
+    "publish_policy_for",
     "read_policy",
     "slack_groups_named",
 ]

@@ -7,14 +7,17 @@ that refused and, where there is one, the place (`jobs[0]`, a downstream job).""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 
 from backfill_orchestrator._compat import UTC, StrEnum
+from backfill_orchestrator.config.model import PublishOverride
 from backfill_orchestrator.contracts.control_request import PersonAction
 from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.contracts.publish import PublishPolicy
 from backfill_orchestrator.errors import ROOT, ConfigIssue
 from backfill_orchestrator.identity import Principal
 from backfill_orchestrator.planner.catalog import CatalogEntry
@@ -22,13 +25,17 @@ from backfill_orchestrator.planner.partitions import plan_partitions
 from backfill_orchestrator.policy.errors import PolicyDeniedError
 from backfill_orchestrator.policy.model import Grant, Permission, Policy
 
-# The grant each action needs: rejecting is deciding an approval.
+# The grant each action needs: rejecting is deciding an approval, discarding a publish.
 PERMISSION_FOR: dict[PersonAction, Permission] = {
     "approve": "approve",
     "reject": "approve",
     "cancel": "cancel",
     "retry": "retry",
+    "publish": "publish",
+    "discard": "publish",
+    "undo": "undo",
 }
+AWAITING_PUBLISH = "AWAITING_PUBLISH"
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
 # The states each control action makes sense in (the lifecycle's state machine, docs/lifecycle.md,
 # not policy): cancelling a CANCELLED backfill is a no-op, a CANCELLED one may be retried.
@@ -38,8 +45,14 @@ ACTION_STATES: dict[str, frozenset[str]] = {
     "cancel": frozenset(
         {AWAITING_APPROVAL, "RECEIVED", "PLANNED", "QUEUED", "TRIGGERED", "RUNNING", "CANCELLED"}
     ),
-    "retry": frozenset({"FAILED", "CANCELLED"}),
+    "retry": frozenset({"FAILED", "CANCELLED", "DISCARDED", "UNDONE"}),
+    "publish": frozenset({AWAITING_PUBLISH}),
+    "discard": frozenset({AWAITING_PUBLISH}),
+    "undo": frozenset({"SUCCEEDED", "UNDONE"}),  # UNDONE: a no-op ("already undone")
 }
+# Actions the submitter may not take on their own backfill: always approve; publish and undo
+# when the policy's `publish.four_eyes` says so.
+FOUR_EYES_ACTIONS: frozenset[str] = frozenset({"publish", "undo"})
 
 
 class Verdict(StrEnum):
@@ -332,11 +345,13 @@ def check_action(
     now: datetime | None = None,
     granted: bool = False,
 ) -> Decision:
-    """May `principal` approve / reject / cancel / retry this backfill now?
+    """May `principal` approve / reject / cancel / retry / publish / discard / undo this
+    backfill now?
 
     Refused when: the backfill's state does not allow the action; the principal holds no
     grant with the permission over the backfill's jobs (or, for approvals, is not among the
-    named owners); the approver is the submitter (four eyes); the approval has expired.
+    named owners); the approver is the submitter (four eyes; for publish and undo when the
+    policy's `publish.four_eyes` says so); the approval has expired.
     `granted`: the grant check was already passed where more was known (the Slack
     interactivity function sees the presser's Slack user groups; the trigger re-checking its
     control document does not), so only state, four eyes and expiry are checked again."""
@@ -364,22 +379,24 @@ def check_action(
             (f"no grant gives {principal.display} the {permission} permission over {scope_note}",),
             rule=f"grants: {permission}",
         )
-    if action == "approve":
+    if action == "approve" or (action in FOUR_EYES_ACTIONS and policy.publish.four_eyes):
+        rule = "four_eyes" if action == "approve" else "publish.four_eyes"
         if backfill.submitter is None:
             return Decision(
                 Verdict.REFUSED,
                 ("the submitter is not recorded, so a second person cannot be told apart",),
-                rule="four_eyes",
+                rule=rule,
             )
         if _same_person(policy, principal, backfill.submitter):
             return Decision(
                 Verdict.REFUSED,
                 (
                     f"{principal.display} submitted {backfill.backfill_id} "
-                    f"({backfill.submitter.display}); another person must approve",
+                    f"({backfill.submitter.display}); another person must {action}",
                 ),
-                rule="four_eyes",
+                rule=rule,
             )
+    if action == "approve":
         if backfill.approval_requested_at is not None:
             expires = approval_expires_at(policy, backfill.approval_requested_at)
             if expires is not None and now > expires:
@@ -389,6 +406,29 @@ def check_action(
                     rule="approval.expires_after_hours",
                 )
     return ALLOWED
+
+
+def publish_policy_for(
+    policy: Policy | None, override: PublishOverride | None
+) -> tuple[PublishPolicy, list[ConfigIssue]]:
+    """The publish policy a backfill's Spark job applies: the deployment's (`publish.defaults`;
+    PublishPolicy's defaults without a policy), with the config's `publish:` fields in its
+    place. A field that would loosen the deployment's is a located issue (`publish.<field>`),
+    and the deployment's policy is what is returned then."""
+    deployment = policy.publish.defaults if policy is not None else PublishPolicy()
+    if override is None or not override.changes():
+        return deployment, []
+    effective = PublishPolicy.model_validate({**deployment.model_dump(), **override.changes()})
+    issues = [
+        ConfigIssue(
+            f"publish.{name}",
+            f"{json.dumps(getattr(effective, name))} is looser than the deployment's publish policy "
+            f"allows ({json.dumps(getattr(deployment, name))}); a config may only narrow it "
+            "(policy rule: publish.defaults)",
+        )
+        for name in effective.within(deployment)
+    ]
+    return (deployment, issues) if issues else (effective, [])
 
 
 def _same_person(policy: Policy, first: Principal, second: Principal) -> bool:

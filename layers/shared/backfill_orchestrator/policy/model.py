@@ -1,5 +1,6 @@
-"""The deployment policy document, version 1: who may submit, approve, cancel and retry which
-backfills, and which backfills need a second person's approval before they run.
+"""The deployment policy document, version 1: who may submit, approve, cancel, retry, publish
+and undo which backfills, which backfills need a second person's approval before they run,
+and when a backfill's staged output is published without a person (safe publish).
 
     version: 1
     people:                               # one person, every identity they act under
@@ -23,6 +24,11 @@ backfills, and which backfills need a second person's approval before they run.
       max_downstream_jobs: 20
       production_namespaces: ["*_prod"]   # any job in one of these needs approval
       expires_after_hours: 24
+    publish:
+      four_eyes: true                     # the submitter may not publish or undo their own backfill
+      defaults:                           # the PublishPolicy every backfill gets; a config may narrow it
+        max_rows_removed_percent: 10
+        allow_emptied_partitions: false
 
 Everything is optional but `version`; a missing `approval` means nothing needs approval."""
 
@@ -31,10 +37,21 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-Permission = Literal["submit", "approve", "cancel", "retry", "admin"]
-ACTION_PERMISSIONS: tuple[Permission, ...] = ("submit", "approve", "cancel", "retry", "admin")
+from backfill_orchestrator.contracts.publish import PublishPolicy
+
+# publish: publish or discard a backfill's held steps; undo: put back what a backfill published
+Permission = Literal["submit", "approve", "cancel", "retry", "publish", "undo", "admin"]
+ACTION_PERMISSIONS: tuple[Permission, ...] = (
+    "submit",
+    "approve",
+    "cancel",
+    "retry",
+    "publish",
+    "undo",
+    "admin",
+)
 SLACK_USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 SLACK_GROUP_PATTERN = r"^S[A-Z0-9]{2,20}$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -101,12 +118,26 @@ class Approval(_PolicyModel):
     expires_after_hours: Annotated[StrictInt, Field(ge=1, le=24 * 30)] = 24
 
 
+class Publish(_PolicyModel):
+    """Safe publish: the publish policy every backfill's Spark steps get (a config's `publish:`
+    may only narrow it) and whether a second person must publish or undo."""
+
+    defaults: PublishPolicy = Field(
+        default_factory=PublishPolicy,
+        description="When a staged step is published without a person (PublishPolicy's fields)",
+    )
+    four_eyes: StrictBool = Field(
+        default=False, description="true: the submitter may not publish or undo their own backfill"
+    )
+
+
 class Policy(_PolicyModel):
     version: Literal[1]
     people: dict[Name, Person] = Field(default_factory=dict)
     grants: list[Grant] = Field(default_factory=list)
     downstream_outside_scope: Literal["approve", "refuse"] = "approve"
     approval: Approval | None = None
+    publish: Publish = Field(default_factory=Publish)
 
 
 MODELS_BY_PATH: dict[tuple[str, ...], type[BaseModel]] = {
@@ -114,4 +145,6 @@ MODELS_BY_PATH: dict[tuple[str, ...], type[BaseModel]] = {
     ("people",): Person,
     ("grants",): Grant,
     ("approval",): Approval,
+    ("publish",): Publish,
+    ("publish", "defaults"): PublishPolicy,
 }

@@ -288,19 +288,7 @@ class Publisher:
         partition is old or new, and a later publish (or rollback) finishes it."""
         if manifest.state is ManifestState.PUBLISHED:
             return manifest
-        if manifest.state not in (ManifestState.STAGED, ManifestState.PUBLISHING):
-            raise PublishStateError(
-                [issue(manifest.key, f"is {manifest.state}; only a staged step can be published")],
-                source=manifest.key,
-            )
-        checks = self.load_checks(manifest)
-        if checks is not None and checks.verdict is ChecksVerdict.FAILED:
-            raise ChecksFailedError(
-                [issue(f"{manifest.key}", reason) for reason in checks.reasons]
-                or [issue(manifest.key, "checks failed")],
-                source=manifest.checks_uri,
-            )
-        sides = self._sides(manifest)  # refuse before the first change
+        sides = self.check_publishable(manifest)  # refuse before the first change
         if manifest.state is ManifestState.STAGED:
             manifest = self._save(manifest, ManifestState.PUBLISHING, published_by=by)
         for entry in manifest.partitions:
@@ -320,6 +308,25 @@ class Publisher:
             # directories it needs again). A catalogued table's staging is live now: kept.
             self.store.delete(manifest.staging_uri)
         return manifest
+
+    def check_publishable(self, manifest: PublishManifest) -> dict[str, Side]:
+        """What `publish` refuses before its first change, without changing anything (a person's
+        publish checks every held step before it publishes the first): a manifest not staged or
+        publishing (PublishStateError), failed checks (ChecksFailedError), a partition neither
+        old nor new (PartitionChangedError). Returns each partition's side."""
+        if manifest.state not in (ManifestState.STAGED, ManifestState.PUBLISHING):
+            raise PublishStateError(
+                [issue(manifest.key, f"is {manifest.state}; only a staged step can be published")],
+                source=manifest.key,
+            )
+        checks = self.load_checks(manifest)
+        if checks is not None and checks.verdict is ChecksVerdict.FAILED:
+            raise ChecksFailedError(
+                [issue(f"{manifest.key}", reason) for reason in checks.reasons]
+                or [issue(manifest.key, "checks failed")],
+                source=manifest.checks_uri,
+            )
+        return self._sides(manifest)
 
     def rollback(self, manifest: PublishManifest) -> PublishManifest:
         """A publish a crash or a cancel interrupted, back to staged: every partition old again."""

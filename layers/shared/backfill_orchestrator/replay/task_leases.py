@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from backfill_orchestrator.dynamo import attribute, plain_from_item
+from backfill_orchestrator.dynamo import attribute, condition_failed, plain_from_item
 from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.replay.archive import Position
 
@@ -167,7 +167,7 @@ class TaskLedger:
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not condition_failed(error):
                 raise LedgerError(f"acquiring replay task {task_id}: {error}") from error
             current = self.get(task_id)
             if current is None:  # deleted in between (TTL): try once more from scratch
@@ -277,9 +277,7 @@ class TaskLedger:
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={**values, ":owner": {"S": owner}, ":running": {"S": "RUNNING"}},
             )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 raise LeaseLostError(f"replay task {task_id}: lease lost while {doing}") from None
-            raise LedgerError(f"{doing} replay task {task_id}: {error}") from error
-        except BotoCoreError as error:
             raise LedgerError(f"{doing} replay task {task_id}: {error}") from error

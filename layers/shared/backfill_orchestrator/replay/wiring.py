@@ -5,12 +5,11 @@ expires. Slack and PagerDuty come from `notify.build_notifier`, as for the trigg
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.aws import aws_client
 from backfill_orchestrator.notify import build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.replay.progress import ReplayProgress
@@ -49,12 +48,9 @@ class ReplayWiring:
     @classmethod
     def from_env(cls) -> ReplayWiring:
         """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        boto3's clients with the package's retry policy (`aws.aws_client`)."""
         settings = ReplaySettings.from_env()
-
-        def client(name: str) -> Any:
-            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
-
+        client = aws_client
         return cls(
             settings,
             s3_client=client("s3"),

@@ -78,6 +78,11 @@ class DeploymentSettings(CommonSettings):
     sweep_max_records: int = 200
     # The backfills' OpenLineage events (OPENLINEAGE_TRANSPORT, OPENLINEAGE_NAMESPACE; no transport: off).
     lineage_events: LineageSettings = field(default_factory=LineageSettings)
+    # Safe publish's controls (trigger/publish_actions.py): the publish root when a record does
+    # not name its own (the DAG records it), and the catalog tables are swapped in (none: every
+    # table by path; glue: the Glue API). None: publish, discard and undo are refused.
+    publish_root: str | None = None
+    publish_catalog: Literal["none", "glue"] = "none"
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -112,7 +117,7 @@ class DeploymentSettings(CommonSettings):
         SLACK_SECRET_ID, SLACK_CHANNEL, PAGERDUTY_EVENTS_URL, PAGERDUTY_SECRET_ID,
         CONTROL_PREFIX (control documents, default control/), CLAIMS_TABLE (overlap
         protection), ON_OVERLAP (wait|refuse, default wait), SWEEP_GRACE_SECONDS (900),
-        SWEEP_MAX_RECORDS (200),
+        SWEEP_MAX_RECORDS (200), PUBLISH_ROOT, PUBLISH_CATALOG (none|glue, default none),
         JOB_CATALOG_URI, ALLOWED_NAMESPACES (comma-separated), SPARK_PROFILES (comma-separated),
         SPARK_PROFILES_URI (the DAG's profiles file: its names replace SPARK_PROFILES),
         the preflight's (PreflightLimits.read), OPENLINEAGE_TRANSPORT and OPENLINEAGE_NAMESPACE
@@ -149,6 +154,9 @@ class DeploymentSettings(CommonSettings):
         on_overlap = env.get("ON_OVERLAP") or "wait"
         if on_overlap not in ("wait", "refuse"):
             problems.append(f"ON_OVERLAP: expected wait or refuse, got {on_overlap!r}")
+        publish_catalog = env.get("PUBLISH_CATALOG") or "none"
+        if publish_catalog not in ("none", "glue"):
+            problems.append(f"PUBLISH_CATALOG: expected none or glue, got {publish_catalog!r}")
         allowed = comma_set(env.get("ALLOWED_NAMESPACES"))
         policy_uri = env.get("POLICY_URI")
         if policy_uri and not policy_uri.startswith(("s3://", "ssm:")):
@@ -165,6 +173,8 @@ class DeploymentSettings(CommonSettings):
             control_prefix=env.prefix("CONTROL_PREFIX", "control/"),
             claims_table=env.get("CLAIMS_TABLE"),
             on_overlap=on_overlap,  # type: ignore[arg-type]
+            publish_root=env.get("PUBLISH_ROOT"),
+            publish_catalog=publish_catalog,  # type: ignore[arg-type]
             marquez_url=marquez_url or "",
             marquez_web_url=env.url("MARQUEZ_WEB_URL"),
             marquez_api_key_secret_id=env.get("MARQUEZ_API_KEY_SECRET_ID"),

@@ -36,7 +36,7 @@ from typing import Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator._compat import StrEnum
-from backfill_orchestrator.dynamo import plain_from_item
+from backfill_orchestrator.dynamo import condition_failed, plain_from_item
 from backfill_orchestrator.status.history import SEPARATOR
 from backfill_orchestrator.status.model import BackfillState, StatusRecord
 from backfill_orchestrator.status.store import REMEMBERED_FOR, StatusStore, StatusStoreError
@@ -155,7 +155,7 @@ class ActionLedger:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if not _condition_failed(error):
+            if not condition_failed(error):
                 raise StatusStoreError(f"recording a {action} of {record.backfill_id}: {error}") from error
             existing = cast(dict[str, Any], error.response.get("Item")) or self._read(
                 record.backfill_id, upload_id
@@ -175,7 +175,7 @@ class ActionLedger:
             return Held(action)
         values: dict[str, Any] = {
             ":started": {"S": str(Phase.STARTED)},
-            ":seen": {"N": str(action.attempts)},
+            ":attempts": {"N": str(action.attempts)},
             ":one": {"N": "1"},
             ":lease": {"N": str(int(now.timestamp()) + lease_seconds)},
         }
@@ -185,28 +185,12 @@ class ActionLedger:
             values[":holder"] = {"S": holder}
         else:
             update += " REMOVE #lease_holder"
-        try:
-            response = self._client.update_item(
-                TableName=self._table,
-                Key={"backfill_id": {"S": action_key(action.backfill_id, action.upload_id)}},
-                UpdateExpression=update,
-                ConditionExpression="#phase = :started AND #attempts = :seen",
-                ExpressionAttributeNames=_names(update, "#phase #attempts"),
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if _condition_failed(error):  # another delivery took it over or finished it meanwhile
-                now_item = cast(dict[str, Any], error.response.get("Item")) or self._read(
-                    action.backfill_id, action.upload_id
-                )
-                changed = ActionRecord.from_item(now_item)
-                return Finished(changed) if changed.phase is Phase.DONE else Held(changed)
-            raise StatusStoreError(f"resuming a {action.action} of {action.backfill_id}: {error}") from error
-        except BotoCoreError as error:
-            raise StatusStoreError(f"resuming a {action.action} of {action.backfill_id}: {error}") from error
-        return Begun(ActionRecord.from_item(response["Attributes"]))
+        applied, item = self._update_started(action, update, values, "resuming")
+        if applied:
+            return Begun(ActionRecord.from_item(item))
+        # Another delivery took it over or finished it meanwhile.
+        changed = ActionRecord.from_item(item or self._read(action.backfill_id, action.upload_id))
+        return Finished(changed) if changed.phase is Phase.DONE else Held(changed)
 
     def finish(self, action: ActionRecord, *, outcome: str, detail: str, actor: str | None) -> bool:
         """Record the action done; False when another delivery took it over meanwhile (its
@@ -223,7 +207,10 @@ class ActionLedger:
         if actor:
             update += ", #actor = :actor"
             values[":actor"] = {"S": actor[:200]}
-        return self._conditional(action, update + " REMOVE #lease_until, #lease_holder", values, "finishing")
+        applied, _ = self._update_started(
+            action, update + " REMOVE #lease_until, #lease_holder", values, "finishing"
+        )
+        return applied
 
     def release(self, action: ActionRecord) -> bool:
         """Give the lease up (the delivery failed and raises): any redelivery resumes at once."""
@@ -232,25 +219,31 @@ class ActionLedger:
             ":attempts": {"N": str(action.attempts)},
             ":zero": {"N": "0"},
         }
-        return self._conditional(action, "SET #lease_until = :zero", values, "releasing")
+        applied, _ = self._update_started(action, "SET #lease_until = :zero", values, "releasing")
+        return applied
 
-    def _conditional(self, action: ActionRecord, update: str, values: dict[str, Any], doing: str) -> bool:
+    def _update_started(
+        self, action: ActionRecord, update: str, values: dict[str, Any], doing: str
+    ) -> tuple[bool, dict[str, Any]]:
+        """Apply `update` while the action is still the started attempt this delivery saw
+        (`values` binds :started and :attempts): (True, the new item), or (False, the item as
+        it is now, empty when DynamoDB did not return it) when another delivery changed it."""
         try:
-            self._client.update_item(
+            response = self._client.update_item(
                 TableName=self._table,
                 Key={"backfill_id": {"S": action_key(action.backfill_id, action.upload_id)}},
                 UpdateExpression=update,
                 ConditionExpression="#phase = :started AND #attempts = :attempts",
                 ExpressionAttributeNames=_names(update, "#phase #attempts"),
                 ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if _condition_failed(error):
-                return False
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
+                return False, cast(dict[str, Any], error.response.get("Item") or {})
             raise StatusStoreError(f"{doing} a {action.action} of {action.backfill_id}: {error}") from error
-        except BotoCoreError as error:
-            raise StatusStoreError(f"{doing} a {action.action} of {action.backfill_id}: {error}") from error
-        return True
+        return True, cast(dict[str, Any], response["Attributes"])
 
     def _read(self, backfill_id: str, upload_id: str) -> dict[str, Any]:
         try:
@@ -270,7 +263,3 @@ def _names(*expressions: str) -> dict[str, str]:
     """Placeholders for every attribute name the expressions use (`#name` stands for `name`):
     several of them (`action`, `attempts`, ...) are DynamoDB reserved words."""
     return {name: name[1:] for text in expressions for name in re.findall(r"#\w+", text)}
-
-
-def _condition_failed(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

@@ -10,6 +10,10 @@ States and who writes them:
 - TRIGGERED (trigger: the DAG run exists; `dag_run_id`, `dag_run_url`)
 - RUNNING, SUCCEEDED, FAILED (generic DAG, replay function; FAILED also from the trigger
   with `reason`, and `retryable` true when redelivering the event may succeed)
+- AWAITING_PUBLISH (generic DAG: steps staged and held by the publish policy; `publish` holds
+  the held steps, their reasons and a bounded diff; publish -> TRIGGERED or SUCCEEDED,
+  discard -> DISCARDED)
+- DISCARDED, UNDONE (trigger: the `discard` and `undo` control documents; `publish` says who)
 """
 
 from __future__ import annotations
@@ -36,20 +40,41 @@ ALLOWED_FROM: dict[BackfillState, frozenset[BackfillState]] = {
     # plan is at its fixed key, and a retry finds the run by its id); QUEUED: started when the
     # backfill it waited for ended; AWAITING_APPROVAL: approved; FAILED/CANCELLED: a retry
     # attempt (only that: a first trigger never moves a record back, see TRIGGER_FROM)
-    S.TRIGGERED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.FAILED, S.CANCELLED}),
+    # AWAITING_PUBLISH: published, the rest goes on in attempt n+1; DISCARDED, UNDONE: a retry
+    S.TRIGGERED: frozenset(
+        {
+            S.RECEIVED,
+            S.PLANNED,
+            S.AWAITING_APPROVAL,
+            S.QUEUED,
+            S.FAILED,
+            S.CANCELLED,
+            S.AWAITING_PUBLISH,
+            S.DISCARDED,
+            S.UNDONE,
+        }
+    ),
     # The DAG's own states, also straight after the trigger's RECEIVED or PLANNED: a run
     # Airflow accepted before the trigger recorded TRIGGERED (an attempt killed in between).
     S.RUNNING: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED}),
-    S.SUCCEEDED: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED}),
+    # AWAITING_PUBLISH: published, and nothing was left to run
+    S.SUCCEEDED: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED, S.AWAITING_PUBLISH}),
+    # The DAG's `finish` when every step that did not succeed is held for publish (or waits for one)
+    S.AWAITING_PUBLISH: frozenset({S.RECEIVED, S.PLANNED, S.TRIGGERED, S.RUNNING, S.FAILED}),
+    S.DISCARDED: frozenset({S.AWAITING_PUBLISH}),
+    S.UNDONE: frozenset({S.SUCCEEDED}),
     S.FAILED: frozenset({S.RECEIVED, S.PLANNED, S.QUEUED, S.TRIGGERED, S.RUNNING}),
     S.CANCELLED: frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING}),
 }
 # The states a backfill's first DAG run is recorded TRIGGERED from: whatever the trigger left
 # before it. A DAG that got ahead (RUNNING, SUCCEEDED, FAILED) is never moved back.
 TRIGGER_FROM = frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED})
-TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED, S.CANCELLED})
-# States in which a backfill may still write: its claims hold (claims/registry.py).
-LIVE_STATES = frozenset({S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING})
+TERMINAL_STATES = frozenset({S.REJECTED, S.SUCCEEDED, S.CANCELLED, S.DISCARDED, S.UNDONE})
+# States in which a backfill may still write: its claims hold (claims/registry.py). A backfill
+# AWAITING_PUBLISH holds them: what it staged replaces those partitions once published.
+LIVE_STATES = frozenset(
+    {S.RECEIVED, S.PLANNED, S.AWAITING_APPROVAL, S.QUEUED, S.TRIGGERED, S.RUNNING, S.AWAITING_PUBLISH}
+)
 
 
 @dataclass(frozen=True)
@@ -110,6 +135,9 @@ class StatusRecord:
     root_jobs: list[str] = field(default_factory=list)
     approval_reasons: list[str] = field(default_factory=list)
     approval: dict[str, Any] | None = None
+    # Safe publish (trigger/publish_actions.py, the DAG's finish): the held steps with their
+    # hold reasons and bounded diffs, and the decisions ({publish|discard|undo: {by, at, reason}}).
+    publish: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (for the CLI and the outcome files)."""

@@ -23,7 +23,7 @@ from typing import Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator._compat import UTC
-from backfill_orchestrator.dynamo import attribute, item_from_plain, plain_from_item
+from backfill_orchestrator.dynamo import attribute, condition_failed, item_from_plain, plain_from_item
 from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.status.history import (
     HISTORY_CHUNK,
@@ -64,6 +64,7 @@ SETTABLE = frozenset(
         "root_jobs",
         "approval_reasons",
         "approval",
+        "publish",
     }
 )
 STATES_ROUNDS = 8  # BatchGetItem rounds for keys DynamoDB leaves unprocessed (throttling)
@@ -307,14 +308,12 @@ class StatusStore:
                 ConditionExpression="attribute_not_exists(backfill_id)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 existing = error.response.get("Item") or self._get_item_or_fail(backfill_id)
                 raise RecordExistsError(record_from_item(cast(Mapping[str, Any], existing))) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
-            raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
         return record_from_item(item_from_plain(item))
 
@@ -450,11 +449,9 @@ class StatusStore:
             self._client.put_item(
                 TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(backfill_id)"
             )
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 return False
-            raise StatusStoreError(f"recording an upload of {backfill_id}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"recording an upload of {backfill_id}: {error}") from error
         return True
 
@@ -469,12 +466,10 @@ class StatusStore:
                 ConditionExpression="attribute_exists(backfill_id) AND attribute_not_exists(slack_thread_ts)",
                 ExpressionAttributeValues={":channel": {"S": channel}, ":ts": {"S": ts}},
             )
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 current = self.get(backfill_id)
                 return current.slack_thread_ts if current and current.slack_thread_ts else ts
-            raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"storing the Slack thread of {backfill_id}: {error}") from error
         return ts
 
@@ -499,11 +494,9 @@ class StatusStore:
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 raise RecordNotFoundError(backfill_id) from None
-            raise StatusStoreError(f"updating status of {backfill_id}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"updating status of {backfill_id}: {error}") from error
 
     def progress_item(self, backfill_id: str, **deltas: int) -> dict[str, Any]:
@@ -535,11 +528,9 @@ class StatusStore:
         update = self.progress_item(backfill_id, **deltas)["Update"]
         try:
             response = self._client.update_item(**update, ReturnValues="ALL_NEW")
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 raise RecordNotFoundError(backfill_id) from None
-            raise StatusStoreError(f"counting progress of {backfill_id}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"counting progress of {backfill_id}: {error}") from error
         return record_from_item(response["Attributes"])
 
@@ -612,8 +603,8 @@ class StatusStore:
     ) -> dict[str, Any]:
         try:
             return cast(dict[str, Any], self._client.update_item(**request))
-        except ClientError as error:
-            if self._is_condition_failure(error):
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error):
                 old = error.response.get("Item")
                 if old is None and self.get(backfill_id) is None:
                     raise RecordNotFoundError(backfill_id) from None
@@ -622,8 +613,6 @@ class StatusStore:
                 ) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
-            raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
-        except BotoCoreError as error:
             raise StatusStoreError(f"moving {backfill_id} to {target}: {error}") from error
 
     # -- the history's bound (status/history.py) -------------------------------------------
@@ -723,15 +712,13 @@ class StatusStore:
         return {"backfill_id": {"S": backfill_id}}
 
     @staticmethod
-    def _is_too_large(error: ClientError) -> bool:
+    def _is_too_large(error: ClientError | BotoCoreError) -> bool:
+        if not isinstance(error, ClientError):
+            return False
         details = error.response.get("Error", {})
         return (
             details.get("Code") == "ValidationException" and "size" in str(details.get("Message", "")).lower()
         )
-
-    @staticmethod
-    def _is_condition_failure(error: ClientError) -> bool:
-        return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
     def _get_item_or_fail(self, backfill_id: str) -> dict[str, Any]:
         response = self._client.get_item(

@@ -189,7 +189,7 @@ def authorize(
         except TransitionRejectedError as error:  # recorded by an earlier delivery of this document
             if error.current is None or error.current.state is not BackfillState.REJECTED:
                 raise
-        _report(services, record, BackfillState.REJECTED, f"approval expired: {message}", now=now)
+        report_decision(services, record, BackfillState.REJECTED, f"approval expired: {message}", now=now)
         raise ApprovalExpiredError(f"{message}; the backfill is now REJECTED")
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
@@ -232,12 +232,12 @@ def approve(
     if isinstance(admission, Queued):
         why = f"approved by {by}; waiting for {', '.join(admission.blocking)} (overlapping steps and dates)"
         _move(services, record, BackfillState.QUEUED, why, attributes={"reason": why})
-        _report(services, record, BackfillState.QUEUED, why, now=now)
+        report_decision(services, record, BackfillState.QUEUED, why, now=now)
         return why
     if not isinstance(admission, Admitted):
         why = f"approved by {by}, but refused: {admission.describe()}; resubmit when it has ended"
         _move(services, record, BackfillState.REJECTED, why, attributes={"reason": why})
-        _report(services, record, BackfillState.REJECTED, why, now=now)
+        report_decision(services, record, BackfillState.REJECTED, why, now=now)
         return why
     try:
         run, _ = trigger_run(
@@ -249,7 +249,7 @@ def approve(
         )
     except TransitionRejectedError as error:  # another approval got there first; its run is the one
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
-    _report(
+    report_decision(
         services,
         record,
         BackfillState.TRIGGERED,
@@ -275,14 +275,14 @@ def _approved_earlier(services: ModeServices, record: StatusRecord, *, by: str, 
     state = record.state
     if state is BackfillState.QUEUED or state is BackfillState.REJECTED:
         why = record.reason or f"approved by {by}; {state}"
-        _report(services, record, state, why, now=now)
+        report_decision(services, record, state, why, now=now)
         return why
     if not record.dag_run_id:
         raise ApprovalRefusedError(
             f"cannot approve {record.backfill_id}: it is {record.state}, and nothing awaits approval",
             rule="state",
         )
-    _report(
+    report_decision(
         services,
         record,
         BackfillState.TRIGGERED,
@@ -321,7 +321,7 @@ def reject(
         and record.state is BackfillState.REJECTED
         and (record.approval or {}).get("outcome") == "rejected"
     ):
-        _report(services, record, BackfillState.REJECTED, record.reason or why, now=now)
+        report_decision(services, record, BackfillState.REJECTED, record.reason or why, now=now)
         return record.reason or why
     _require_awaiting(record, "reject")
     _move(
@@ -335,7 +335,7 @@ def reject(
             "approval": {"outcome": "rejected", "by": by, "at": now.isoformat(), "reason": reason[:500]},
         },
     )
-    _report(services, record, BackfillState.REJECTED, why, now=now)
+    report_decision(services, record, BackfillState.REJECTED, why, now=now)
     return why
 
 
@@ -353,7 +353,7 @@ def original_upload(services: ModeServices, record: StatusRecord) -> Upload | No
     return Upload(bucket=storage.bucket, key=record.source_uri[len(prefix) :])
 
 
-def _report(
+def report_decision(
     services: ModeServices,
     record: StatusRecord,
     state: BackfillState,
@@ -362,8 +362,9 @@ def _report(
     now: datetime,
     **fields: Any,
 ) -> None:
-    """Rewrite the submitting upload's result file (it said awaiting_approval), so that someone
-    with only S3 access sees the decision. Best effort: the decision is on the record already."""
+    """Rewrite the submitting upload's result file (it said awaiting_approval or
+    awaiting_publish), so that someone with only S3 access sees the decision. Best effort: the
+    decision is on the record already."""
     upload = original_upload(services, record)
     if upload is None:
         return

@@ -11,6 +11,13 @@ reads, checks and resumes the documents; this module acts).
   that succeeded in earlier attempts. Running, queued or succeeded -> refused.
 - `start` (the orchestrator's own): a QUEUED backfill whose blocking backfills ended.
 - `approve` / `reject`: a backfill AWAITING_APPROVAL (trigger/approval.py).
+- `publish` / `discard`: a backfill AWAITING_PUBLISH (a Spark step staged and held by the
+  publish policy). publish: every held step is published (by the person), then attempt n+1
+  runs the steps and DAG reruns that waited for it (TRIGGERED), or SUCCEEDED when none did.
+  discard: everything staged is removed, the warehouse unchanged by it -> DISCARDED, claims
+  released.
+- `undo`: a SUCCEEDED backfill -> every partition it published back to what it was (UNDONE),
+  unless a later backfill republished one of them or the backups expired (refused, located).
 
 Every action is resumable. It is given the record as it is now and its action item
 (status/actions.py): the record's state and run attempt when the action began, when that was,
@@ -26,7 +33,7 @@ is a function with that contract and one row of ACTIONS."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -36,13 +43,16 @@ from backfill_orchestrator.claims.release import release_and_start_queued
 from backfill_orchestrator.contracts import AttemptDone, BackfillReport, ControlRequest
 from backfill_orchestrator.contracts.control_request import ControlAction
 from backfill_orchestrator.contracts.plan import Plan
+from backfill_orchestrator.contracts.publish import ManifestState
 from backfill_orchestrator.contracts.run_conf import MAX_ATTEMPTS
 from backfill_orchestrator.contracts.steps import StepStatus
-from backfill_orchestrator.errors import UserError
-from backfill_orchestrator.lineage_events import backfill_aborted
+from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.lineage_events import backfill_aborted, backfill_undone
+from backfill_orchestrator.publish import Publisher, PublishError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
 from backfill_orchestrator.status.actions import ActionRecord
-from backfill_orchestrator.trigger import approval
+from backfill_orchestrator.trigger import approval, publishing
+from backfill_orchestrator.trigger.approval import original_result_uri, report_decision
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
 
@@ -51,7 +61,9 @@ NOT_STARTED = frozenset(
     {BackfillState.RECEIVED, BackfillState.PLANNED, BackfillState.AWAITING_APPROVAL, BackfillState.QUEUED}
 )
 RUNNING = frozenset({BackfillState.TRIGGERED, BackfillState.RUNNING})
-RETRYABLE = frozenset({BackfillState.FAILED, BackfillState.CANCELLED})
+RETRYABLE = frozenset(
+    {BackfillState.FAILED, BackfillState.CANCELLED, BackfillState.DISCARDED, BackfillState.UNDONE}
+)
 RERUN_STATES = ("queued", "running")
 
 
@@ -110,6 +122,10 @@ def cancel(call: ActionCall) -> str:
         )
         release_claims(call.services, record.backfill_id, now=call.now)
         return "cancelled before it was triggered; nothing ran"
+    if state is BackfillState.AWAITING_PUBLISH:
+        raise ControlRefusedError(
+            f"cannot cancel {record.backfill_id}: it awaits publish and runs nothing; publish or discard it"
+        )
     if state not in RUNNING:
         raise ControlRefusedError(f"cannot cancel: backfill {record.backfill_id} has already ended ({state})")
     stopped = []
@@ -216,7 +232,11 @@ def retry(call: ActionCall) -> str:
             "may; upload its config again under a new name"
         )
     plan = _plan(services, record)
-    done = _done_so_far(services, record, plan, attempt)
+    done = (
+        AttemptDone(backfill_id=record.backfill_id, attempt=attempt)  # undone: everything runs again
+        if call.action.basis_state is BackfillState.UNDONE
+        else _done_so_far(services, record, plan, attempt)
+    )
     remaining = [step for step in plan.steps if step.id not in done.steps_done]
     if not remaining:
         raise ControlRefusedError(f"cannot retry {record.backfill_id}: every step already succeeded")
@@ -245,11 +265,19 @@ def retry(call: ActionCall) -> str:
     )
 
 
-def _done_so_far(services: ModeServices, record: StatusRecord, plan: Plan, attempt: int) -> AttemptDone:
+def _done_so_far(
+    services: ModeServices,
+    record: StatusRecord,
+    plan: Plan,
+    attempt: int,
+    *,
+    published: Iterable[str] = (),
+) -> AttemptDone:
     """What earlier attempts finished: the last backfill report's succeeded steps and
-    succeeded (DAG, date) reruns, plus what the attempt before it had found done."""
+    succeeded (DAG, date) reruns, plus what the attempt before it had found done, plus the
+    held steps a person has just `published`."""
     storage = services.storage
-    steps_done: set[str] = set()
+    steps_done: set[str] = set(published)
     dates_done: dict[str, set[date]] = {}
     if attempt > 2:
         previous = storage.read_document(
@@ -325,12 +353,224 @@ def reject(call: ActionCall) -> str:
     )
 
 
+# -- publish, discard, undo (safe publish; trigger/publishing.py) -----------------------------
+def publish(call: ActionCall) -> str:
+    """Every held step published by `call.by` (each checked before the first is published),
+    then attempt n+1 runs what waited for them, or the backfill SUCCEEDED when nothing did."""
+    services, record, began = call.services, call.record, call.action
+    attempt = began.basis_attempt + 1
+    if record.state is not BackfillState.AWAITING_PUBLISH:
+        if (
+            call.resumed
+            and publishing.decided(record, "publish")
+            and record.run_attempt >= began.basis_attempt
+        ):
+            # An earlier delivery published and moved the backfill on, then failed or died.
+            if record.state is BackfillState.SUCCEEDED:
+                release_claims(services, record.backfill_id, now=call.now)
+            return record.reason or f"published by {call.by}"
+        raise ControlRefusedError(
+            f"cannot publish {record.backfill_id}: it is {record.state}; only a backfill AWAITING_PUBLISH "
+            "has staged steps to publish"
+        )
+    plan = _plan(services, record)
+    steps = publishing.held_steps(publishing.last_report(services, record))
+    publisher = _publisher(call, record)
+    try:
+        manifests = publishing.held_manifests(publisher, record, steps)
+        publishing.reachable(publisher, manifests)
+        for manifest in manifests:  # refuse before the first partition changes
+            if manifest.state is not ManifestState.PUBLISHED:
+                publisher.check_publishable(manifest)
+        for manifest in manifests:
+            publisher.publish(manifest, by=call.by)
+    except (PublishError, publishing.PublishUnavailableError) as error:
+        raise _refused("publish", record, error) from None
+    partitions = sum(len(m.partitions) for m in manifests)
+    held = f"{len(steps)} held step{'s' if len(steps) != 1 else ''} ({', '.join(steps)}; {partitions} partitions)"
+    decision = publishing.with_decision(
+        record, "publish", by=call.by, at=call.now, reason=call.request.reason, steps=steps
+    )
+    done = _done_so_far(services, record, plan, attempt, published=steps)
+    remaining = [step.id for step in plan.steps if step.id not in done.steps_done]
+    if not remaining:
+        why = f"published {held} by {call.by}; nothing else was left to run"
+        _transition(
+            call,
+            record,
+            BackfillState.SUCCEEDED,
+            why,
+            by=call.by,
+            attributes={"publish": decision, "reason": why},
+        )
+        release_claims(services, record.backfill_id, now=call.now)
+        report_decision(services, record, BackfillState.SUCCEEDED, why, now=call.now)
+        return why
+    if attempt > MAX_ATTEMPTS:
+        raise ControlRefusedError(f"cannot publish {record.backfill_id}: it has had {MAX_ATTEMPTS} attempts")
+    services.status.annotate(record.backfill_id, {"publish": decision})
+    done_uri = services.storage.store_document(
+        record.backfill_id, f"attempts/{attempt}/done.json", done.to_json().encode()
+    )
+    run, _ = trigger_run(
+        services,
+        backfill_id=record.backfill_id,
+        config_uri=record.config_uri or "",
+        plan_uri=record.plan_uri or "",
+        result_uri=original_result_uri(services, record),
+        attempt=attempt,
+        done_uri=done_uri,
+    )
+    return (
+        f"published {held} by {call.by}; attempt {attempt} runs the {len(remaining)} steps that waited "
+        f"(DAG run {run.run.run_id})"
+    )
+
+
+def discard(call: ActionCall) -> str:
+    """What the backfill staged removed (a publish under way rolled back first), the warehouse
+    unchanged by it: DISCARDED, claims released (what waited starts)."""
+    services, record, began = call.services, call.record, call.action
+    if (
+        record.state is BackfillState.DISCARDED
+        and call.resumed
+        and began.basis_state is BackfillState.AWAITING_PUBLISH
+    ):
+        release_claims(
+            services, record.backfill_id, now=call.now
+        )  # the earlier delivery may have died before it
+        return record.reason or f"discarded by {call.by}"
+    if record.state is not BackfillState.AWAITING_PUBLISH:
+        raise ControlRefusedError(
+            f"cannot discard {record.backfill_id}: it is {record.state}; only a backfill AWAITING_PUBLISH "
+            "has staged steps to discard"
+            + ("; undo it instead" if record.state is BackfillState.SUCCEEDED else "")
+        )
+    publisher = _publisher(call, record)
+    try:
+        manifests = publishing.unfinished(publisher, record.backfill_id)
+        publishing.reachable(publisher, [m for m in manifests if m.state is ManifestState.PUBLISHING])
+        for manifest in manifests:
+            publisher.discard(manifest)
+    except (PublishError, publishing.PublishUnavailableError) as error:
+        raise _refused("discard", record, error) from None
+    steps = sorted({m.step_id for m in manifests})
+    why = (
+        f"discarded by {call.by}: {len(steps)} staged step{'s' if len(steps) != 1 else ''} removed "
+        f"({', '.join(steps) or 'nothing was left staged'}); the warehouse is as it was: {call.request.reason}"
+    )
+    _transition(
+        call,
+        record,
+        BackfillState.DISCARDED,
+        why,
+        by=call.by,
+        attributes={
+            "reason": why[:2000],
+            "publish": publishing.with_decision(
+                record, "discard", by=call.by, at=call.now, reason=call.request.reason, steps=steps
+            ),
+        },
+    )
+    release_claims(services, record.backfill_id, now=call.now)
+    report_decision(services, record, BackfillState.DISCARDED, why, now=call.now)
+    return why
+
+
+def undo(call: ActionCall) -> str:
+    """Every partition the backfill published back to what it was (the newest publish first),
+    unless a later backfill republished one (undo that one first), the backups expired, or a
+    partition changed outside backfills: each a located refusal before any change. UNDONE,
+    an OpenLineage run whose outputs are the restored partitions."""
+    services, record, began = call.services, call.record, call.action
+    if record.state is BackfillState.UNDONE:
+        if call.resumed and began.basis_state is BackfillState.SUCCEEDED:
+            return record.reason or f"undone by {call.by}"
+        return "already undone; nothing to do"
+    if record.state is not BackfillState.SUCCEEDED:
+        raise ControlRefusedError(
+            f"cannot undo {record.backfill_id}: it is {record.state}; only a SUCCEEDED backfill is undone"
+            + ("; discard it instead" if record.state is BackfillState.AWAITING_PUBLISH else "")
+        )
+    publisher = _publisher(call, record)
+    plan = _plan(services, record)
+    # The partitions change under nobody else's feet: the backfill claims its steps and dates
+    # again for the undo (refused while an overlapping backfill is active).
+    admission = admit(services, backfill_id=record.backfill_id, plan=plan, submitted_at=call.now.isoformat())
+    try:
+        if not isinstance(admission, Admitted):
+            raise ControlRefusedError(
+                f"cannot undo {record.backfill_id} now: {_blocking(admission)} is active over the same steps "
+                "and dates; undo when it ends"
+            )
+        try:
+            manifests = publisher.manifests(record.backfill_id)
+            publishing.reachable(publisher, manifests)
+            undone = publisher.undo(record.backfill_id, by=call.by)
+        except (PublishError, publishing.PublishUnavailableError) as error:
+            raise _refused("undo", record, error) from None
+        restored = publishing.restored_partitions(undone)
+        count = sum(len(partitions) for partitions in restored.values())
+        why = (
+            f"undone by {call.by}: {count} partitions of {len(restored)} tables are back to what they were "
+            f"before the backfill: {call.request.reason}"
+        )
+        _transition(
+            call,
+            record,
+            BackfillState.UNDONE,
+            why,
+            by=call.by,
+            attributes={
+                "reason": why[:2000],
+                "publish": publishing.with_decision(
+                    record, "undo", by=call.by, at=call.now, reason=call.request.reason, partitions=count
+                ),
+            },
+        )
+    finally:
+        release_claims(services, record.backfill_id, now=call.now)
+    if services.lineage_events is not None:
+        backfill_undone(
+            services.lineage_events,
+            services.lineage_events.facts(
+                backfill_id=record.backfill_id, attempt=record.run_attempt, config_uri=record.config_uri
+            ),
+            restored,
+            when=call.now,
+        )
+    report_decision(services, record, BackfillState.UNDONE, why, now=call.now)
+    return why
+
+
+def _publisher(call: ActionCall, record: StatusRecord) -> Publisher:
+    try:
+        return publishing.publisher_for(call.services, record)
+    except publishing.PublishUnavailableError as error:
+        raise ControlRefusedError(str(error)) from None
+
+
+def _refused(action: str, record: StatusRecord, error: Exception) -> ControlRefusedError:
+    """A publish refusal (or a table out of reach) as the control document's located refusal.
+    A failing catalog or storage (a ServiceError) is raised as it is: the redelivery resumes
+    the action from the manifests."""
+    if isinstance(error, ServiceError):
+        raise error
+    detail = publishing.refusal(error) if isinstance(error, PublishError) else str(error)
+    later = getattr(error, "later_backfills", None)
+    hint = f" (undo {', '.join(later)} first)" if later else ""
+    return ControlRefusedError(f"cannot {action} {record.backfill_id}: {detail}{hint}")
+
+
 ACTIONS: dict[ControlAction, Action] = {
     "cancel": cancel,
     "retry": retry,
     "start": start,
     "approve": approve,
     "reject": reject,
+    "publish": publish,
+    "discard": discard,
+    "undo": undo,
 }
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from backfill_orchestrator.airflow_api import TriggerResult
 from backfill_orchestrator.claims import Queued, Refused
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue, InvalidConfigError
+from backfill_orchestrator.contracts.publish import PublishPolicy
 from backfill_orchestrator.lineage import ProducersSeen
 from backfill_orchestrator.planner import PlanRefusedError, build_plan
+from backfill_orchestrator.policy import Policy, publish_policy_for
 from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger.approval import gate_submission
@@ -60,6 +62,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         # The picture: written here for a backfill that may stop (a queued one gets it when it
         # queues, below); a run writes it when it starts.
         if plan is None:
+            # The config's `publish:` may only narrow the deployment's: checked before anything is planned.
+            publish_policy, issues = publish_policy_for(deployment_policy(services), config.publish)
+            if issues:
+                reason = f"publish: looser than the deployment's publish policy ({len(issues)} fields)"
+                return ModeOutcome(BackfillState.REJECTED, issues=issues, reason=reason)
             try:
                 catalog = services.catalog()
                 marquez = services.lineage()  # the plan's lineage, and the run history of its jobs
@@ -74,6 +81,8 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
                     known_producers=lineage.producers,
                     durations=services.durations,
                 )
+                if publish_policy != PublishPolicy():  # the defaults need not be written down
+                    plan = plan.model_copy(update={"publish_policy": publish_policy})
             except PreflightRefusedError as error:
                 return ModeOutcome(BackfillState.REJECTED, issues=error.issues, reason=str(error))
             except PlanRefusedError as error:
@@ -144,6 +153,11 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         run_url=run_url,
         announced=announce is not None,
     )
+
+
+def deployment_policy(services: ModeServices) -> Policy | None:
+    gate = services.approval
+    return gate.policy() if gate is not None else None
 
 
 def policy_may_hold_back(services: ModeServices) -> bool:

@@ -42,6 +42,7 @@ class Disposition(StrEnum):
     DUPLICATE = "duplicate"  # the same event again: nothing done, nothing written
     QUEUED = "queued"  # waits for an overlapping backfill to end
     AWAITING_APPROVAL = "awaiting_approval"  # waits for a second person's approval (trigger/approval.py)
+    AWAITING_PUBLISH = "awaiting_publish"  # ran; a staged step waits for a person's publish or discard
     FAILED = "failed"
     IGNORED = "ignored"  # not a config under the incoming prefix, or deleted meanwhile
 
@@ -226,4 +227,9 @@ OUTCOME_OF: dict[BackfillState, Ending] = {
     S.RUNNING: Ending(D.ACCEPTED),
     S.SUCCEEDED: Ending(D.ACCEPTED),
     S.CANCELLED: Ending(D.ACCEPTED),
+    # The DAG's finish records it (the result file says awaiting_publish: it ran and a staged
+    # step waits for a person); publish, discard and undo (control documents) move on from it.
+    S.AWAITING_PUBLISH: Ending(D.AWAITING_PUBLISH),
+    S.DISCARDED: Ending(D.ACCEPTED),
+    S.UNDONE: Ending(D.ACCEPTED),
 }

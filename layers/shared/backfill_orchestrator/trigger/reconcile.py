@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from backfill_orchestrator.airflow_api import AirflowApiError, DagRun
-from backfill_orchestrator.contracts import BackfillReport, InvalidDocumentError
+from backfill_orchestrator.contracts import BackfillReport, InvalidDocumentError, StepStatus
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.notify import Notifier, status_message
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
@@ -87,10 +87,16 @@ def _finish(
     ended = run.end_date.isoformat() if run.end_date else "a moment unknown"
     found = f"the DAG run {run.dag_id}/{run.run_id} ended {run.state} in Airflow at {ended}; its finish did not record it (found by the sweep)"
     if report is not None:
-        state = BackfillState.SUCCEEDED if report.succeeded else BackfillState.FAILED
+        state = {
+            "succeeded": BackfillState.SUCCEEDED,
+            "awaiting_publish": BackfillState.AWAITING_PUBLISH,
+        }.get(report.status, BackfillState.FAILED)
         summary = report.figures.text(total_steps=len(report.steps))
         if report.succeeded:
             detail = f"{summary}; report {report_uri}; {found}"
+        elif report.awaiting_publish:
+            waiting = [p.step for p in report.problems if p.status is StepStatus.AWAITING_PUBLISH]
+            detail = f"awaiting publish: {', '.join(waiting[:20])}; {summary}; {found}"
         else:
             failed = [problem.step for problem in report.problems]
             detail = f"{len(failed)} step(s) failed or not run: {', '.join(failed[:20])}; {summary}; {found}"
@@ -102,7 +108,9 @@ def _finish(
         record.backfill_id, state, detail=detail[:1000], attributes=attributes, only_from=LIVE_RUN_STATES
     )
     log.warning("sweep: %s recorded %s: %s", record.backfill_id, state, detail[:300])
-    started = release_claims(services, record.backfill_id, now=now)
+    # A backfill awaiting publish keeps its claims: what it staged replaces those partitions.
+    held = state is BackfillState.AWAITING_PUBLISH
+    started = [] if held else release_claims(services, record.backfill_id, now=now)
     notifier.slack(
         record.backfill_id,
         status_message(

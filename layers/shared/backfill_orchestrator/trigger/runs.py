@@ -21,6 +21,7 @@ from backfill_orchestrator.lineage_events import LineageEmitter, backfill_starte
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.preflight import estimate_totals
 from backfill_orchestrator.preflight.history import DurationCache
+from backfill_orchestrator.publish import Publisher
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import (
     TRIGGER_FROM,
@@ -54,6 +55,9 @@ class ModeServices:
     lineage_events: LineageEmitter | None = None  # OpenLineage events of the backfill (None: off)
     approval: ApprovalGate | None = None  # uploaders' identities and the policy (None: nothing gated)
     durations: DurationCache | None = None  # run durations the warm container keeps (None: read every time)
+    # Safe publish's controls: the Publisher over a publish root (None: publish, discard and
+    # undo are refused; trigger/publish_actions.py)
+    publisher: Callable[[str], Publisher] | None = None
 
 
 # Posts the message that opens the backfill's Slack thread for a run this attempt created

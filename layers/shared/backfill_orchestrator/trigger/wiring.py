@@ -14,15 +14,15 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
 import requests
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
-from backfill_orchestrator.aws import AWS_CLIENT_CONFIG
+from backfill_orchestrator.aws import aws_client
 from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
 from backfill_orchestrator.config import BackfillConfig
+from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
@@ -34,6 +34,13 @@ from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.planner.build import first_lineage_query
 from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.preflight.duration_cache import RecentDurations
+from backfill_orchestrator.publish import (
+    FileDataStore,
+    GlueCatalog,
+    PartitionCatalog,
+    Publisher,
+    PublishLayout,
+)
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
@@ -100,12 +107,9 @@ class TriggerWiring:
     @classmethod
     def from_env(cls) -> TriggerWiring:
         """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (AWS_CLIENT_CONFIG)."""
+        boto3's clients with the package's retry policy (`aws.aws_client`)."""
         settings = DeploymentSettings.from_env()
-
-        def client(name: str) -> Any:
-            return boto3.client(name, config=AWS_CLIENT_CONFIG)  # type: ignore[call-overload]
-
+        client = aws_client
         return cls(
             settings,
             s3_client=client("s3"),
@@ -188,8 +192,22 @@ class TriggerWiring:
             ),
             approval=self.approval,
             durations=self.durations,
+            publisher=self.publisher,
         )
         return services, notifier
+
+    def publisher(self, root: str) -> Publisher:
+        """Safe publish's operations over `root`, on the tables' storage through this container's
+        S3 client, and on Glue when PUBLISH_CATALOG says the tables are catalogued there."""
+        catalogs: dict[TableKind, PartitionCatalog] = {}
+        if self.settings.publish_catalog == "glue":
+            catalogs[TableKind.GLUE] = GlueCatalog()
+        return Publisher(
+            layout=PublishLayout(root),
+            store=FileDataStore(s3_client=self._s3),
+            catalogs=catalogs,
+            s3_client=self._s3,
+        )
 
     def _approval_gate(
         self, ssm_factory: Callable[[], Any] | None, iam_factory: Callable[[], Any] | None

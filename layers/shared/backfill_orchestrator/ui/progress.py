@@ -66,6 +66,7 @@ class StepGrid:
         for state in (
             CellState.FAILED,
             CellState.RUNNING,
+            CellState.HELD,
             CellState.BLOCKED,
             CellState.PENDING,
             CellState.SUCCEEDED,

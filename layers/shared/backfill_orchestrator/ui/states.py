@@ -18,6 +18,7 @@ class CellState(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     BLOCKED = "blocked"
+    HELD = "held"  # staged and checked, held by the publish policy: live untouched
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ CELL_STATES: dict[CellState, CellStyle] = {
     CellState.SUCCEEDED: CellStyle("s", "succeeded", "#2e9e5b", "rewritten"),
     CellState.FAILED: CellStyle("f", "failed", "#d64545", "its step or rerun failed"),
     CellState.BLOCKED: CellStyle("b", "blocked", "#e3a33b", "not run: a step it depends on did not succeed"),
+    CellState.HELD: CellStyle(
+        "h", "held", "#8e6ccf", "staged and checked; waits for a person to publish or discard"
+    ),
 }
 STATE_OF_CODE: dict[str, CellState] = {style.code: state for state, style in CELL_STATES.items()}
 
@@ -43,6 +47,7 @@ CELL_OF_STEP: dict[StepStatus, CellState] = {
     StepStatus.SUCCEEDED: CellState.SUCCEEDED,
     StepStatus.FAILED: CellState.FAILED,
     StepStatus.BLOCKED: CellState.BLOCKED,
+    StepStatus.AWAITING_PUBLISH: CellState.HELD,
 }
 # A (DAG, date) rerun's Airflow state, as its cell; states not listed are RUNNING.
 CELL_OF_RERUN: dict[str, CellState] = {
@@ -70,10 +75,19 @@ ACTIONS: dict[str, PageAction] = {
     "reject": PageAction("Reject", True, "Reject this backfill? It will not run.", "danger"),
     "cancel": PageAction("Cancel", True, "Cancel this backfill? Its DAG run is stopped.", "danger"),
     "retry": PageAction("Retry failed", False, "Run the steps that did not succeed again?", "primary"),
+    "publish": PageAction(
+        "Publish", False, "Publish the held steps? Their staged partitions replace the live ones.", "primary"
+    ),
+    "discard": PageAction(
+        "Discard", True, "Discard what this backfill staged? The warehouse stays as it was.", "danger"
+    ),
+    "undo": PageAction(
+        "Undo", True, "Undo this backfill? Every partition it published goes back to what it was.", "danger"
+    ),
 }
 
 
-_NO_OPS = frozenset({("cancel", "CANCELLED")})  # allowed, but nothing to do: no button
+_NO_OPS = frozenset({("cancel", "CANCELLED"), ("undo", "UNDONE")})  # allowed, but nothing to do: no button
 
 
 def actions_allowed_in(state: str) -> list[str]:

@@ -16,18 +16,14 @@ from backfill_orchestrator.ui.sources import Sources
 
 
 def build_app() -> Any:
-    import boto3
-
-    from backfill_orchestrator.aws import AWS_CLIENT_CONFIG as config
+    from backfill_orchestrator.aws import aws_client
 
     settings = PageSettings.from_options(airflow_option)
     sources = Sources(
         settings=settings,
-        dynamodb_client=boto3.client("dynamodb", config=config),
-        s3_client=boto3.client("s3", config=config),
-        ssm_client=boto3.client("ssm", config=config)
-        if (settings.policy_uri or "").startswith("ssm:")
-        else None,
+        dynamodb_client=aws_client("dynamodb"),
+        s3_client=aws_client("s3"),
+        ssm_client=aws_client("ssm") if (settings.policy_uri or "").startswith("ssm:") else None,
         runs=AirflowRuns(),
     )
     desk = (
