@@ -12,11 +12,12 @@ with plain boto3/requests; `ratio` = ours / baseline. A duplicate delivery is ti
 
 Round trips: every AWS call attempt and HTTP request the handler makes per config, counted on
 the wire (`RoundTrips`); the deployment is the one above (Slack with a bot token, PagerDuty,
-a job catalog; no claims table, no policy, no OpenLineage events). A first invocation for
-other jobs reads the secrets, the catalog and Airflow's token (once per container). Then the
-container's first config of the measured jobs is `round_trips_cold` (it reads their run
-history); `round_trips` is the median over the configs after it (warm: the durations are kept
-for HISTORY_CACHE_SECONDS).
+a job catalog; no claims table, no policy, no OpenLineage events). `round_trips_cold` and
+`round_trips` are the round trips a config waits for one after another (calls sent side by
+side count once: `waits`, with every answer held LATENCY), for a new container's first config
+(it reads the secrets, the catalog, Airflow's token and the jobs' run history) and for a
+second config of the same jobs (warm: those are kept); `calls_cold` and `calls` count the
+calls themselves (`calls` is the median over the timed configs).
 
 Cold: `import app` in fresh interpreters (median of COLD_RUNS) with tracing off, beside
 `import boto3` alone (what any Python Lambda that talks to AWS pays): the import's CPU time
@@ -24,7 +25,7 @@ Cold: `import app` in fresh interpreters (median of COLD_RUNS) with tracing off,
 neighbours), bytecode cached as in a pip-built layer; and once more with every module
 compiled from source. The last line is what tooling reads:
 
-    BENCH trigger warm_ms_p50=... baseline_ms_p50=... round_trips=... cold_import_ms=... ratio=... round_trips_cold=...
+    BENCH trigger warm_ms_p50=... baseline_ms_p50=... round_trips=... cold_import_ms=... ratio=... round_trips_cold=... calls=... calls_cold=...
 
     .venv/bin/python benchmarks/trigger.py
 """
@@ -42,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +52,15 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = 40
 COLD_RUNS = 7
+LATENCY = 0.25  # seconds per answer while waits are counted: far above starting a thread
 BUCKET = "bench-configs"
 TABLE = "bench-status"
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str  # e.g. s3.GetObject, "marquez GET /api/v1/lineage"
+    sent: float  # time.monotonic() when it was sent
 
 
 class RoundTrips:
@@ -60,12 +69,24 @@ class RoundTrips:
     stub cannot answer before it), every other HTTP request at `http.client`'s `putrequest`,
     where requests/urllib3 (Marquez, Airflow, PagerDuty) and slack_sdk's urllib all end up.
     Requests to `aws_ports` (a moto server) are left to the botocore hook, so nothing counts
-    twice. `names` labels the other servers by port."""
+    twice. `names` labels the other servers by port.
 
-    def __init__(self, *, aws_ports: set[int] | None = None, names: dict[int, str] | None = None):
+    With a `latency`, every call waits that long before it is sent, as if each answer took
+    that long to come back: calls sent side by side overlap, and `waits` tells how many round
+    trips the code waited for one after another."""
+
+    def __init__(
+        self,
+        *,
+        aws_ports: set[int] | None = None,
+        names: dict[int, str] | None = None,
+        latency: float = 0.0,
+    ):
         self.aws_ports = aws_ports or set()
         self.names = names or {}
-        self.calls: list[str] = []
+        self.latency = latency
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
         self._original = http.client.HTTPConnection.putrequest
 
     def watch_events(self, events: object) -> None:
@@ -80,7 +101,7 @@ class RoundTrips:
             connection: http.client.HTTPConnection, method: str, url: str, *args: object, **kwargs: object
         ) -> None:
             if connection.port not in counter.aws_ports:
-                counter.calls.append(
+                counter._sent(
                     f"{counter.names.get(connection.port, connection.port)} {method} {url.split('?')[0]}"
                 )
             return original(connection, method, url, *args, **kwargs)
@@ -92,13 +113,36 @@ class RoundTrips:
         http.client.HTTPConnection.putrequest = self._original  # type: ignore[method-assign]
 
     def take(self) -> list[str]:
-        """The calls counted since the last take."""
-        calls, self.calls = self.calls, []
-        return calls
+        """The calls counted since the last take, in the order they were sent."""
+        return [call.name for call in self.take_calls()]
+
+    def take_calls(self) -> list[Call]:
+        with self._lock:
+            calls, self.calls = self.calls, []
+        return sorted(calls, key=lambda call: call.sent)
+
+    def _sent(self, name: str) -> None:
+        with self._lock:
+            self.calls.append(Call(name, time.monotonic()))
+        if self.latency:
+            time.sleep(self.latency)
 
     def _aws(self, event_name: str, **_: object) -> None:
-        self.calls.append(event_name.removeprefix("before-send."))  # e.g. s3.GetObject
+        self._sent(event_name.removeprefix("before-send."))  # e.g. s3.GetObject
         return None
+
+
+def waits(calls: list[Call], latency: float) -> int:
+    """The round trips waited for one after another: the longest chain of calls each sent
+    after the one before it had its answer (`latency` after it was sent). Calls sent side by
+    side overlap, so they count once; `latency` must be far longer than starting a thread
+    takes. The code's own work between two calls only delays the later one."""
+    ordered = sorted(calls, key=lambda call: call.sent)
+    chain: list[int] = []
+    for index, call in enumerate(ordered):
+        before = [chain[j] for j in range(index) if ordered[j].sent + latency <= call.sent]
+        chain.append(1 + max(before, default=0))
+    return max(chain, default=0)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -271,6 +315,24 @@ def main() -> int:
                     answer = app.handler(event, Context())
                 return (time.perf_counter() - started) * 1000, answer
 
+            # Round trips waited for, in a new container: every call held LATENCY before it is
+            # sent, so what goes side by side overlaps (`waits`). Its first config (cold: the
+            # secrets, the catalog, Airflow's token, the jobs' run history), then one of the
+            # same jobs (warm).
+            from backfill_orchestrator.trigger.handler import trigger_wiring
+
+            waited: dict[str, tuple[list[str], int]] = {}
+            counter.latency = LATENCY
+            with trigger_wiring():  # a new container's wiring, built from the environment
+                for label, index in (("cold", 9000), ("warm", 9001)):
+                    event = event_for(f"incoming/waits-{label}.yaml", config_body(index))
+                    counter.take()
+                    _, answer = invoke(event)
+                    assert answer["results"][0]["disposition"] == "accepted", answer
+                    sent = counter.take_calls()
+                    waited[label] = ([call.name for call in sent], waits(sent, LATENCY))
+            counter.latency = 0.0
+
             first_ms, _ = invoke(event_for("incoming/warmup.yaml", WARMUP))
             first_calls = counter.take()
             ours, duplicates, trips, duplicate_trips = [], [], [], []
@@ -286,7 +348,8 @@ def main() -> int:
                 duplicate_trips.append(counter.take())
                 assert answer["results"][0]["disposition"] == "duplicate", answer
                 duplicates.append(elapsed)
-            assert len(airflow.runs) == CONFIGS + 1 and len(slack.messages) == CONFIGS + 1
+            ran = CONFIGS + 1 + len(waited)  # the timed configs, the warm-up, the waits' configs
+            assert len(airflow.runs) == ran and len(slack.messages) == ran
 
             # Baseline: the unavoidable round trips, done plainly.
             session = requests.Session()
@@ -353,28 +416,30 @@ def main() -> int:
     print(
         f"{'cold import CPU, no bytecode':<28}{cold_source.cpu_ms:>10.0f}{'':>13}{'':>8}   (every module compiled from source)"
     )
-    round_trips_cold = len(trips[0])  # the container's first config of these jobs
-    round_trips = statistics.median(len(calls) for calls in trips[1:])
+    (cold_calls, round_trips_cold), (warm_calls, round_trips) = waited["cold"], waited["warm"]
+    calls_warm = statistics.median(len(calls) for calls in trips)
     print(
-        f"round trips per valid config: median {round_trips:g}, max {max(len(c) for c in trips[1:])} "
-        f"(baseline {statistics.median(baseline_trips):g}; duplicate delivery "
-        f"{statistics.median(len(c) for c in duplicate_trips):g}; first invocation {len(first_calls)}, secrets and token included)"
+        f"round trips waited for, one after another ({LATENCY * 1000:.0f} ms per answer): new container "
+        f"{round_trips_cold}, warm {round_trips} (baseline {statistics.median(baseline_trips):g}, one by one)"
     )
-    print(f"  warm (config {len(trips) // 2}):")
-    for name, count in collections.Counter(trips[len(trips) // 2]).items():
-        print(f"    {count} x {name}")
-    print(f"  cold for these jobs (config 0, their run history read): {round_trips_cold}")
-    for name, count in collections.Counter(trips[0]).items():
-        print(f"    {count} x {name}")
+    print(
+        f"calls per valid config: warm median {calls_warm:g}, max {max(len(c) for c in trips)}; duplicate "
+        f"delivery {statistics.median(len(c) for c in duplicate_trips):g}; new container {len(cold_calls)}"
+    )
+    for label, calls in (("warm", warm_calls), ("new container", cold_calls)):
+        print(f"  {label}:")
+        for name, count in collections.Counter(calls).items():
+            print(f"    {count} x {name}")
     print(
         f"more: warm_ms_p90={percentile(ours, 0.9):.1f} duplicate_ms_p50={statistics.median(duplicates):.1f} "
         f"cold_import_wall_ms={cold.wall_ms:.0f} cold_import_boto3_ms={cold_base.cpu_ms:.0f} "
         f"cold_import_no_bytecode_ms={cold_source.cpu_ms:.0f} first_invocation_ms={first_ms:.0f} "
-        f"baseline_round_trips={statistics.median(baseline_trips):g}"
+        f"first_invocation_calls={len(first_calls)} baseline_round_trips={statistics.median(baseline_trips):g}"
     )
     print(
-        f"BENCH trigger warm_ms_p50={ours_p50:.1f} baseline_ms_p50={base_p50:.1f} round_trips={round_trips:g} "
-        f"cold_import_ms={cold.cpu_ms:.0f} ratio={ours_p50 / base_p50:.2f} round_trips_cold={round_trips_cold}"
+        f"BENCH trigger warm_ms_p50={ours_p50:.1f} baseline_ms_p50={base_p50:.1f} round_trips={round_trips} "
+        f"cold_import_ms={cold.cpu_ms:.0f} ratio={ours_p50 / base_p50:.2f} round_trips_cold={round_trips_cold} "
+        f"calls={calls_warm:g} calls_cold={len(cold_calls)}"
     )
     return 0
 

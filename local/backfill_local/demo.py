@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -258,7 +259,7 @@ def airflow_settings(
 def main() -> int:
     CLOCK.began = time.monotonic()
     work = Path(os.environ.get("DEMO_WORKDIR", REPO / ".demo")).resolve()
-    shutil.rmtree(work, ignore_errors=True)
+    clear_last_run(work)
     (work / "logs").mkdir(parents=True)
     failures: list[str] = []
     figures: dict[str, float] = {}
@@ -301,6 +302,22 @@ def main() -> int:
         "demo passed: the backfill repaired the data to equal a clean run; the overlapping one waited, then ran"
     )
     return 0
+
+
+def clear_last_run(work: Path) -> None:
+    """The last run's work directory (thousands of small files: tens of seconds to delete on a
+    busy machine) is moved aside at once and deleted by a thread while this run goes on; the
+    process waits for that thread before it exits. Leftovers of a run killed meanwhile go too."""
+    leftovers = list(work.parent.glob(f".{work.name}.old-*"))
+    if work.exists():
+        aside = work.with_name(f".{work.name}.old-{os.getpid()}")
+        work.rename(aside)
+        leftovers.append(aside)
+    if leftovers:
+        threading.Thread(
+            target=lambda: [shutil.rmtree(path, ignore_errors=True) for path in leftovers],
+            name="demo-clear-last-run",
+        ).start()
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -371,12 +388,14 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     spark_scope = ExitStack()
     stack.enter_context(spark_scope)
     spark = spark_scope.enter_context(demo_spark(log=spark_log))
-    rows = spark.generate(warehouse=warehouse, start=DATA_START, days=DATA_DAYS)
-    written = spark.run_clean(warehouse=warehouse)
-    shutil.copytree(warehouse, reference)
+    sample = spark.clean_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
-    print(f"   {rows} raw orders; clean run {written}; dropped {len(broken)} partitions of orders")
+    made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"
+    print(
+        f"   {sample.raw_rows} raw orders; clean run {sample.written} ({made}); "
+        f"dropped {len(broken)} partitions of orders"
+    )
     print(f"   warehouse {warehouse} (broken), reference {reference}; Spark log {spark_log}")
 
     if airflow is not None:

@@ -3,15 +3,31 @@ the final comparison of the repaired warehouse with the clean run.
 
 One JVM for all of it (started once, while Airflow boots) instead of one per command: each
 start costs several seconds of CPU on a small machine. The backfill's Spark job is not run
-here: Airflow runs it, as in a deployment. The JVM's output goes to a log file."""
+here: Airflow runs it, as in a deployment. The JVM's output goes to a log file.
+
+The generated and cleanly run warehouse is kept once per virtualenv (`SampleCache`), named by a
+digest of everything its bytes depend on (the generator's settings, the code under
+`spark_jobs/`, PySpark's version, the session's settings): the generator is deterministic, so a
+later demo copies the same tables instead of computing them again (the demo's largest piece of
+CPU). Any change to that code names another copy, and only the newest is kept."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from backfill_local import cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
 
 # Small data, two cores: a few shuffle partitions instead of 200, no web UI, partition
 # directories listed by the driver (a listing job of one task per path costs more here).
@@ -53,9 +69,93 @@ def _stderr_to(log: Path) -> Iterator[None]:
         os.close(saved)
 
 
+@dataclass(frozen=True)
+class CleanSample:
+    """The sample warehouse, generated and cleanly run: what the demo breaks and compares with."""
+
+    raw_rows: int  # raw orders generated
+    written: dict[str, int]  # rows per processed table of the clean run
+    cached: bool  # copied from the virtualenv's cache rather than computed
+
+
+class SampleCache:
+    """One clean sample warehouse per content digest, under the virtualenv's cache directory
+    (`backfill_local.cache_dir()`, beside the local Spark jar); the newest only."""
+
+    PREFIX = "sample-warehouse-"
+
+    def __init__(self, *, start: str, days: int, root: Path | None = None):
+        self.root = root if root is not None else cache_dir()
+        self.entry = self.root / f"{self.PREFIX}{sample_digest(start=start, days=days)}"
+
+    def load(self, warehouse: Path, *, linked: bool = False) -> CleanSample | None:
+        """The cached warehouse copied to `warehouse`, or None. `linked`: hard links to the
+        cached files instead of copies, for a tree that is only ever read (the demo's
+        reference): a write into a linked file would change the cache."""
+        try:
+            counts = json.loads((self.entry / "counts.json").read_text())
+        except (OSError, ValueError):
+            return None
+        copy = _link_or_copy if linked else shutil.copy2
+        shutil.copytree(self.entry / "warehouse", warehouse, dirs_exist_ok=True, copy_function=copy)
+        return CleanSample(raw_rows=counts["raw_rows"], written=counts["written"], cached=True)
+
+    def store(self, warehouse: Path, sample: CleanSample) -> None:
+        """Keep a copy of `warehouse`; best effort (a full disk only costs the next demo time).
+        Built beside the entry and renamed in at once, so a reader sees a whole copy or none;
+        older entries go."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            scratch = Path(tempfile.mkdtemp(prefix=f".{self.entry.name}.", dir=self.root))
+            try:
+                shutil.copytree(warehouse, scratch / "warehouse")
+                counts = {"raw_rows": sample.raw_rows, "written": sample.written}
+                (scratch / "counts.json").write_text(json.dumps(counts))
+                with contextlib.suppress(OSError):  # a concurrent demo stored the same copy first
+                    scratch.rename(self.entry)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            for stale in self.root.glob(f"{self.PREFIX}*"):
+                if stale != self.entry:
+                    shutil.rmtree(stale, ignore_errors=True)
+        except OSError as error:
+            print(f"   sample data not cached ({error})")
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, target)
+
+
+def sample_digest(*, start: str, days: int) -> str:
+    """What the clean sample's bytes depend on: the generator's arguments, every module of
+    `spark_jobs` (generator, tables, transforms, the engine's writes), PySpark, the settings."""
+    digest = hashlib.sha256(json.dumps([start, days, version("pyspark"), DEMO_SPARK_SETTINGS]).encode())
+    for source in sorted((REPO / "spark_jobs").rglob("*.py")):
+        digest.update(source.relative_to(REPO).as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 class DemoSpark:
     def __init__(self, spark: Any):
         self.spark = spark
+
+    def clean_sample(self, *, warehouse: Path, reference: Path, start: str, days: int) -> CleanSample:
+        """The sample generated for `days` days from `start` and run clean into `warehouse`
+        and `reference` (both empty or absent; the reference is only ever read): copied from
+        the cache when this very sample was made before in this virtualenv, else computed and
+        cached. The reference is hard links to the cache's files where it can be."""
+        cache = SampleCache(start=start, days=days)
+        sample = cache.load(warehouse)
+        if sample is None:
+            rows = self.generate(warehouse=warehouse, start=start, days=days)
+            sample = CleanSample(raw_rows=rows, written=self.run_clean(warehouse=warehouse), cached=False)
+            cache.store(warehouse, sample)
+        if cache.load(reference, linked=True) is None:  # not cached (the store failed)
+            shutil.copytree(warehouse, reference)
+        return sample
 
     def generate(self, *, warehouse: Path, start: str, days: int) -> int:
         from datetime import date

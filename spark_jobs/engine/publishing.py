@@ -40,6 +40,7 @@ from spark_jobs.engine.checks import (
     schema_check,
     verdict,
 )
+from spark_jobs.engine.phases import PhaseClock
 from spark_jobs.engine.registry import Transform
 from spark_jobs.engine.scope import Scope
 from spark_jobs.engine.storage import HadoopFs
@@ -140,8 +141,11 @@ def stage_step(
     output: DataFrame,
     warehouse: str,
     scope: Scope,
+    clock: PhaseClock | None = None,
 ) -> StagedStep:
-    """Write the step's output into its staging location and check it; live is untouched."""
+    """Write the step's output into its staging location and check it; live is untouched.
+    `clock` is told where the time went (transform, write, check)."""
+    clock = clock or PhaseClock()
     table = transform.output
     if not table.partition_columns:
         raise UnpartitionedTableError(f"{table.name} is not partitioned")
@@ -176,50 +180,61 @@ def stage_step(
     )
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        after = profiles(frame, table.schema, columns)
+        with clock.phase("transform"):
+            after = profiles(frame, table.schema, columns)
         if after:
-            (
-                frame.repartition(*columns)  # one file per partition directory, as a direct write
-                .write.mode("overwrite")
-                .option("partitionOverwriteMode", "static")
-                .partitionBy(*columns)
-                .format(table.format)
-                .save(staging_uri)
+            with clock.phase("write"):
+                (
+                    frame.repartition(*columns)  # one file per partition directory, as a direct write
+                    .write.mode("overwrite")
+                    .option("partitionOverwriteMode", "static")
+                    .partitionBy(*columns)
+                    .format(table.format)
+                    .save(staging_uri)
+                )
+        with clock.phase("check"):
+            live = live_partitions(
+                spark=spark,
+                warehouse=warehouse,
+                catalogs=settings.catalogs,
+                table_scope=table_scope,
+                table=table,
             )
-        live = live_partitions(
-            spark=spark, warehouse=warehouse, catalogs=settings.catalogs, table_scope=table_scope, table=table
-        )
-        old = read_table(
-            spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
-        )
-        before = profiles(old, table.schema, columns) if live else {}
-        first_staged = next(iter(after), None)
-        first_live = next(iter(live.items()), None)
-        schema = schema_check(
-            staged=_sample_schema(spark, table.format, f"{staging_uri}/{first_staged}", first_staged)
-            if first_staged
-            else None,
-            live=_sample_schema(spark, table.format, first_live[1], first_live[0]) if first_live else None,
-            staged_partitions=list(columns),
-            live_partitions=_catalog_partition_columns(spark, settings.catalogs, table) or list(columns),
-        )
-        table_rules = settings.rules.for_table(table.name) if settings.rules else None
-        rules = rules_check(
-            rules=table_rules,
-            transform=transform,
-            computed=frame,
-            # Read back only when there are rules: building the frame lists the staged files.
-            staged=_read_staged(spark, table, staging_uri) if table_rules is not None and after else frame,
-        )
-        keys = (
-            key_changes(new=frame, old=old, partition_columns=columns, key_columns=table.key_columns)
-            if table.key_columns
-            else None
-        )
-        diff = data_diff(before=before, after=after, keys=keys, key_columns=table.key_columns)
-        outcome, reasons = verdict(
-            policy=settings.policy, schema=schema, rules=rules, diff=diff, before=before, after=after
-        )
+            old = read_table(
+                spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
+            )
+            before = profiles(old, table.schema, columns) if live else {}
+            first_staged = next(iter(after), None)
+            first_live = next(iter(live.items()), None)
+            schema = schema_check(
+                staged=_sample_schema(spark, table.format, f"{staging_uri}/{first_staged}", first_staged)
+                if first_staged
+                else None,
+                live=_sample_schema(spark, table.format, first_live[1], first_live[0])
+                if first_live
+                else None,
+                staged_partitions=list(columns),
+                live_partitions=_catalog_partition_columns(spark, settings.catalogs, table) or list(columns),
+            )
+            table_rules = settings.rules.for_table(table.name) if settings.rules else None
+            rules = rules_check(
+                rules=table_rules,
+                transform=transform,
+                computed=frame,
+                # Read back only when there are rules: building the frame lists the staged files.
+                staged=_read_staged(spark, table, staging_uri)
+                if table_rules is not None and after
+                else frame,
+            )
+            keys = (
+                key_changes(new=frame, old=old, partition_columns=columns, key_columns=table.key_columns)
+                if table.key_columns
+                else None
+            )
+            diff = data_diff(before=before, after=after, keys=keys, key_columns=table.key_columns)
+            outcome, reasons = verdict(
+                policy=settings.policy, schema=schema, rules=rules, diff=diff, before=before, after=after
+            )
     finally:
         frame.unpersist()
     checks = StepChecks(

@@ -25,6 +25,7 @@ from backfill_orchestrator.contracts.publish import (
 from backfill_orchestrator.errors import UserError
 from backfill_orchestrator.publish import PublishError, UnknownStagedAttemptError
 from spark_jobs.engine.catalogs import Catalogs
+from spark_jobs.engine.phases import PhaseClock
 from spark_jobs.engine.publishing import AUTO_PUBLISHER, PublishSettings, StagedStep, stage_step
 from spark_jobs.engine.registry import Registry, Transform
 from spark_jobs.engine.scope import Scope
@@ -141,7 +142,7 @@ def run_step(
     """One step, start to finish; every failure becomes a failed result, never an exception,
     so that siblings on other threads carry on. With `publishing`, the output is staged,
     checked and published (or held) instead of written over the live partitions."""
-    started = time.monotonic()
+    started, clock = time.monotonic(), PhaseClock()
     spark.sparkContext.setJobGroup(f"step:{step.id}", f"backfill step {step.id} ({step.transform})")
     frames: Mapping[str, DataFrame] = {}
     catalogs = publishing.catalogs if publishing else None
@@ -153,17 +154,23 @@ def run_step(
             if done is not None:
                 return _result_of_published(step, wave, started, transform, done)
         # Cached: counting the rows in and computing the result then read the files once.
-        frames = {
-            name: frame.persist(StorageLevel.MEMORY_AND_DISK)
-            for name, frame in input_frames(
-                spark=spark, warehouse=warehouse, transform=transform, scope=scope, catalogs=catalogs
-            ).items()
-        }
-        rows_in = {name: frame.count() for name, frame in frames.items()}
+        with clock.phase("read"):
+            frames = {
+                name: frame.persist(StorageLevel.MEMORY_AND_DISK)
+                for name, frame in input_frames(
+                    spark=spark, warehouse=warehouse, transform=transform, scope=scope, catalogs=catalogs
+                ).items()
+            }
+            rows_in = {name: frame.count() for name, frame in frames.items()}
         output = conform(transform.apply(frames), transform.output)
         if publishing is None:
             written = replace_partitions(
-                spark=spark, frame=output, warehouse=warehouse, table=transform.output, scope=scope
+                spark=spark,
+                frame=output,
+                warehouse=warehouse,
+                table=transform.output,
+                scope=scope,
+                clock=clock,
             )
             rows_by_partition, deleted, size = (
                 written.rows_by_partition,
@@ -180,8 +187,10 @@ def run_step(
                 output=output,
                 warehouse=warehouse,
                 scope=scope,
+                clock=clock,
             )
-            status, extra = _publish_or_hold(publishing, staged)
+            with clock.phase("commit"):
+                status, extra = _publish_or_hold(publishing, staged)
             rows_by_partition, deleted, size = staged.rows_by_partition, staged.deleted, staged.bytes_staged
             if status is StepStatus.FAILED:
                 return _failed(step, wave, started, **extra)  # type: ignore[arg-type]
@@ -203,6 +212,7 @@ def run_step(
         wave=wave,
         status=status,
         seconds=round(time.monotonic() - started, 3),
+        phase_seconds=clock.seconds(),
         rows_in=sum(rows_in.values()),
         rows_in_by_input=rows_in,
         rows_out=sum(rows_by_partition.values()),

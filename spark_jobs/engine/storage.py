@@ -7,8 +7,11 @@ JVM so that the job needs no second set of credentials."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from backfill_orchestrator.documents import has_scheme
 from backfill_orchestrator.errors import UserError
@@ -29,6 +32,13 @@ def resolve_warehouse(warehouse: str) -> str:
     if not path.is_dir():
         raise WarehouseNotFoundError(f"warehouse {warehouse}: no such directory")
     return str(path.resolve())
+
+
+def local_path(uri: str) -> str | None:
+    """The path of a local-disk URI (a bare path or `file:`), else None."""
+    if uri.startswith("file:"):
+        return urlsplit(uri).path
+    return None if has_scheme(uri) else uri
 
 
 # -- table directories, through the cluster's Hadoop FileSystem ------------------------------
@@ -59,6 +69,24 @@ class HadoopFs:
         """Bytes under `uri` (the lineage events' output statistics)."""
         path = self._path(uri)
         return int(path.getFileSystem(self._conf).getContentSummary(path).getLength())
+
+    def total_size(self, uris: Iterable[str]) -> int:
+        """Bytes under all of `uris`: on a local disk with os calls (a write of a thousand
+        hourly partitions would otherwise cost a thousand JVM round trips), elsewhere with
+        `size` each."""
+        total = 0
+        for uri in uris:
+            local = local_path(uri)
+            if local is None:
+                total += self.size(uri)
+                continue
+            for directory, _, names in os.walk(local):
+                total += sum(
+                    os.stat(os.path.join(directory, name)).st_size
+                    for name in names
+                    if not (name.startswith(".") and name.endswith(".crc"))  # Hadoop's checksums: not data
+                )
+        return total
 
     def children(self, uri: str) -> list[str]:
         path = self._path(uri)

@@ -19,6 +19,7 @@ from pyspark import StorageLevel
 
 from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.errors import UserError
+from spark_jobs.engine.phases import PhaseClock
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
 from spark_jobs.engine.staging import remove_dead_staging
 from spark_jobs.engine.storage import HadoopFs
@@ -129,12 +130,19 @@ class WriteResult:
 
 
 def replace_partitions(
-    *, spark: SparkSession, frame: DataFrame, warehouse: str, table: Table, scope: Scope = ALL
+    *,
+    spark: SparkSession,
+    frame: DataFrame,
+    warehouse: str,
+    table: Table,
+    scope: Scope = ALL,
+    clock: PhaseClock | None = None,
 ) -> WriteResult:
     """Make the scope's partitions of `table` hold exactly `frame`'s rows; leave the rest alone.
 
     Rows of `frame` outside the scope are dropped, never written. With the whole scope (`ALL`)
-    this rewrites the table."""
+    this rewrites the table. `clock` is told where the time went (transform, write, commit)."""
+    clock = clock or PhaseClock()
     if not table.partition_columns:
         raise UnpartitionedTableError(f"{table.name} is not partitioned")
     columns = list(table.partition_columns)
@@ -145,23 +153,26 @@ def replace_partitions(
     # Cached once: the per-partition counts and the write read the same computed rows.
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        counts = sorted(
-            (tuple((column, row[column]) for column in columns), row["count"])
-            for row in frame.groupBy(*columns).count().collect()
-        )
+        with clock.phase("transform"):
+            counts = sorted(
+                (tuple((column, row[column]) for column in columns), row["count"])
+                for row in frame.groupBy(*columns).count().collect()
+            )
         rows_by_partition = {partition_path(partition): rows for partition, rows in counts}
         uri = table.uri(warehouse)
-        _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
+        with clock.phase("commit"):
+            _remove_dead_staging(spark=spark, table=table, uri=uri, days=scope.days)
         if rows_by_partition:
             try:
-                (
-                    frame.repartition(*columns)  # one file per partition directory
-                    .write.mode("overwrite")
-                    .option("partitionOverwriteMode", "dynamic")
-                    .partitionBy(*columns)
-                    .format(table.format)
-                    .save(uri)
-                )
+                with clock.phase("write"):
+                    (
+                        frame.repartition(*columns)  # one file per partition directory
+                        .write.mode("overwrite")
+                        .option("partitionOverwriteMode", "dynamic")
+                        .partitionBy(*columns)
+                        .format(table.format)
+                        .save(uri)
+                    )
             except Exception:
                 # Spark aborts a failed or cancelled (SIGTERM) write's job at once, but its tasks
                 # end when they notice: one still writing makes its staging directories again
@@ -172,14 +183,15 @@ def replace_partitions(
     finally:
         frame.unpersist()
     # Only after a successful write: a failed step must not lose the old partitions.
-    filesystem = HadoopFs(spark)
-    deleted = []
-    for partition in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=scope):
-        path = partition_path(partition)
-        if path not in rows_by_partition:
-            filesystem.delete(f"{table.uri(warehouse)}/{path}")
-            deleted.append(path)
-    bytes_written = sum(filesystem.size(f"{table.uri(warehouse)}/{path}") for path in rows_by_partition)
+    with clock.phase("commit"):
+        filesystem = HadoopFs(spark)
+        deleted = []
+        for partition in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=scope):
+            path = partition_path(partition)
+            if path not in rows_by_partition:
+                filesystem.delete(f"{table.uri(warehouse)}/{path}")
+                deleted.append(path)
+        bytes_written = filesystem.total_size(f"{table.uri(warehouse)}/{path}" for path in rows_by_partition)
     return WriteResult(rows_by_partition=rows_by_partition, deleted=deleted, bytes_written=bytes_written)
 
 

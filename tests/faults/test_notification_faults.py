@@ -318,6 +318,8 @@ def test_the_factory_turns_a_channel_off_when_its_secret_cannot_be_read(
             secrets=FailingSecrets(RuntimeError(f"boom {SECRET_IN_MESSAGE}")),
             metrics=counter,
         )
+    assert counter.counts == {}  # each client is made, and its secret read, on its first message
+    assert notifier.slack("b-1", SlackMessage("x")) is False and notifier.page("b-1", summary="x") is False
     assert counter.counts == {"SlackFailures": 1, "PagerDutyFailures": 1}
     assert notifier.slack("b-1", SlackMessage("x")) is False and notifier.page("b-1", summary="x") is False
     assert counter.counts == {"SlackFailures": 1, "PagerDutyFailures": 1}  # off, not failing again
@@ -353,7 +355,8 @@ def test_the_dags_reporting_survives_an_unreadable_secret_and_slack_without_ts(
         (message,) = slack.messages
         assert "&lt;!channel&gt;" in message["text"]
         assert pagerduty.events == [] and pagerduty.requests_seen == 0
-        assert "PagerDuty is off for now" in caplog.text
+        # Nothing paged, so the gone secret was never read (PagerDuty's client is made on first use).
+        assert "PagerDuty is off for now" not in caplog.text
         assert "without a message ts" in caplog.text
         assert SLACK_TOKEN not in caplog.text
 

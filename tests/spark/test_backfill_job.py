@@ -100,7 +100,17 @@ def test_broken_pipeline_backfilled_from_a_plan_equals_a_clean_run(spark, pristi
     assert orders.rows_in == orders.rows_out > 0
     # What the lineage events need: the tables it read and wrote, and the bytes written.
     assert (orders.output_table, orders.input_tables) == ("orders", {"raw_orders": "raw_orders"})
-    assert orders.bytes_written is not None and orders.bytes_written > 0
+    assert orders.bytes_written == sum(
+        file.stat().st_size
+        for partition in orders.partitions_written
+        for file in (root / "processed" / "orders" / partition).rglob("*")
+        if file.is_file() and not file.name.endswith(".crc")  # the local file system's checksums
+    )
+    assert orders.bytes_written > 0
+    # Where each step's time went, every phase a direct write has.
+    for step in report.steps:
+        assert set(step.phase_seconds) == {"read", "transform", "write", "commit"}, step.phase_seconds
+        assert 0 < sum(step.phase_seconds.values()) <= step.seconds
     assert report.external_steps == ["email_discounts", "orders_popular_day_of_week"]
     assert_tables_equal(spark, root, pristine)
 

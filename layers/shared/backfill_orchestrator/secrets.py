@@ -15,7 +15,11 @@ Accepted secret strings (JSON, or the bare value where noted):
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -53,8 +57,34 @@ class SecretReader:
     def __init__(self, *, provider: SecretsProvider, max_age: int = 300):
         self._provider = provider
         self._max_age = max_age
+        self._reading: dict[str, Future[str]] = {}  # reads started ahead (`read_ahead`)
+        self._read_at: dict[str, float] = {}  # when each secret was last read (monotonic)
+
+    def read_ahead(
+        self, secret_ids: Iterable[str], submit: Callable[[Callable[[], str]], Future[str]]
+    ) -> list[Future[str]]:
+        """Start reading these secrets side by side (`submit` runs a call on another thread):
+        a later use waits for its read instead of sending another. A read that fails is
+        sent again by the use, which raises as usual."""
+        started = []
+        for secret_id in dict.fromkeys(secret_ids):
+            read_at = self._read_at.get(secret_id)
+            if read_at is not None and time.monotonic() - read_at < self._max_age:
+                continue  # the provider's cache holds it
+            reading = self._reading.get(secret_id)
+            if reading is None or reading.done():
+                self._reading[secret_id] = reading = submit(partial(self._read, secret_id))
+            started.append(reading)
+        return started
 
     def _raw(self, secret_id: str) -> str:
+        reading = self._reading.get(secret_id)
+        if reading is not None:
+            wait([reading])  # then the provider's cache answers, unless that read failed
+        return self._read(secret_id)
+
+    def _read(self, secret_id: str) -> str:
+        read_at = time.monotonic()
         try:
             value = self._provider.get(secret_id, max_age=self._max_age)
         except GetParameterError as error:
@@ -64,6 +94,9 @@ class SecretReader:
             value = value.decode("utf-8")
         if not isinstance(value, str) or not value.strip():
             raise SecretFormatError(f"secret {secret_id!r} is empty")
+        previous = self._read_at.get(secret_id)
+        if previous is None or read_at - previous >= self._max_age:  # the provider fetched it anew
+            self._read_at[secret_id] = read_at
         register_secret(value.strip())  # the whole secret string, as it may be logged whole
         return value.strip()
 

@@ -144,6 +144,11 @@ class AirflowClient(ABC):
         self.api_version = api_version
         self._ui_url = ui_url.rstrip("/") if ui_url else None
 
+    def sign_in(self) -> None:
+        """Get what the client's requests carry (a REST client's token) now rather than on its
+        first request; raises as that request would. Nothing to do for most clients."""
+        return None
+
     @abstractmethod
     def _request(self, call: ApiCall) -> tuple[int, Any]:
         """Send one request; (status, JSON body) for any answer, AirflowUnavailableError for none."""

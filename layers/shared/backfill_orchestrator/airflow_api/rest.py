@@ -42,6 +42,11 @@ class RestAirflowClient(AirflowClient):
         self._session = session or retrying_session()
         self._token: SecretStr | None = None
 
+    def sign_in(self) -> None:
+        """Airflow 3's JWT, fetched now (kept until Airflow refuses it); Airflow 2: basic auth."""
+        if self.api_version == "v2" and self._token is None:
+            self._token = self._fetch_token()
+
     def _fetch_token(self) -> SecretStr:
         url = f"{self._base}/auth/token"
         with self._transport_errors():

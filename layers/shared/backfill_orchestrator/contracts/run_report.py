@@ -27,6 +27,10 @@ class StepResult(Contract):
         description="succeeded (published), failed, blocked or awaiting_publish (a run report has no pending step)"
     )
     seconds: float = Field(ge=0)
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Where `seconds` went: read, transform, write, check, commit (spark_jobs.engine.phases)",
+    )
     rows_in: int = Field(default=0, ge=0)
     rows_in_by_input: dict[str, int] = Field(default_factory=dict)
     rows_out: int = Field(default=0, ge=0)

@@ -5,13 +5,15 @@ already loaded (a lineage export, a generated graph in a test or benchmark)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage.errors import LineageError, UnaddressableJobError, UnknownJobError
 from backfill_orchestrator.lineage.graph import JobKey, LineageGraph, job_node_id, parse_lineage_response
 from backfill_orchestrator.lineage.nodeid import is_addressable
-from backfill_orchestrator.lineage.runs import RunHistory
+from backfill_orchestrator.lineage.runs import RunHistory, RunPage
 
 URL_ENV = "MARQUEZ_URL"
 API_KEY_ENV = "MARQUEZ_API_KEY"  # the name Marquez's own Python client reads
@@ -98,3 +100,43 @@ class ProducersSeen:
 
     def job_names(self, namespace: str) -> list[str]:
         return job_names_of(self._source, namespace)
+
+
+class LineageAhead:
+    """A LineageWithHistory whose first answer was asked for ahead (`first_query`, answered by
+    `first`, a read started side by side with other work): the planner's first question takes
+    that answer, or its error, and everything else goes to `source()` (made on first use).
+    One per invocation."""
+
+    def __init__(
+        self,
+        source: Callable[[], LineageWithHistory],
+        *,
+        first_query: tuple[JobRef, int],
+        first: Future[LineageGraph],
+    ):
+        self._source_factory = source
+        self._source: LineageWithHistory | None = None
+        self._first_key = (first_query[0].key, first_query[1])
+        self._first: Future[LineageGraph] | None = first
+
+    def _made(self) -> LineageWithHistory:
+        if self._source is None:
+            self._source = self._source_factory()
+        return self._source
+
+    def lineage(self, job: JobRef, *, depth: int) -> LineageGraph:
+        first = self._first
+        if first is not None and (job.key, depth) == self._first_key:
+            self._first = None  # answered once: a second question is asked again
+            return first.result()
+        return self._made().lineage(job, depth=depth)
+
+    def job_runs(self, job: JobRef, *, limit: int, offset: int) -> RunPage:
+        return self._made().job_runs(job, limit=limit, offset=offset)
+
+    def producers(self, job: JobRef) -> list[JobRef]:
+        return self._made().producers(job)
+
+    def job_names(self, namespace: str) -> list[str]:
+        return job_names_of(self._made(), namespace)

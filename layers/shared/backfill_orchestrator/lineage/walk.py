@@ -23,6 +23,12 @@ from backfill_orchestrator.lineage.source import LineageSource
 DEFAULT_QUERY_DEPTH = 20
 
 
+def depth_to_ask(hops: int, *, max_depth: int, query_depth: int = DEFAULT_QUERY_DEPTH) -> int:
+    """The depth to ask about a job `hops` from a root: enough that everything down to
+    `max_depth` is inside the answer, not on its edge (0: the job's own data only)."""
+    return 0 if max_depth == 0 else min(query_depth, max_depth - hops + 1)
+
+
 def fetch_downstream(
     source: LineageSource,
     roots: Sequence[JobRef],
@@ -46,9 +52,9 @@ def fetch_downstream(
         known = job.key in graph.jobs
         if known and (max_depth == 0 or graph.is_complete(job.key)):
             return
-        # Enough hops that everything down to max_depth is inside the answer, not on its edge.
-        depth = 0 if max_depth == 0 else min(query_depth, max_depth - hops + 1)
-        graph.merge(source.lineage(job, depth=depth))
+        graph.merge(
+            source.lineage(job, depth=depth_to_ask(hops, max_depth=max_depth, query_depth=query_depth))
+        )
 
     unknown: list[JobRef] = []
     unaddressable: list[JobRef] = []

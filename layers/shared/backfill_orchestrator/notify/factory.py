@@ -16,7 +16,7 @@ import requests
 from slack_sdk.http_retry import RetryHandler
 
 from backfill_orchestrator.errors import BackfillError
-from backfill_orchestrator.notify.notifier import MetricsSink, Notifier
+from backfill_orchestrator.notify.notifier import Deferred, MetricsSink, Notifier
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient
 from backfill_orchestrator.notify.slack import SlackClient, SlackWebApi, SlackWebhook
 from backfill_orchestrator.secrets import SecretReader
@@ -53,7 +53,7 @@ def _slack(
     secrets: SecretReader,
     metrics: MetricsSink | None,
     handlers: list[RetryHandler] | None,
-) -> SlackClient | None:
+) -> Deferred[SlackClient] | None:
     secret_id = settings.slack_secret_id
     if not secret_id:
         log.info("no Slack secret is configured: no Slack messages")
@@ -75,7 +75,7 @@ def _pagerduty(
     metrics: MetricsSink | None,
     source: str,
     session: requests.Session | None,
-) -> PagerDutyClient | None:
+) -> Deferred[PagerDutyClient] | None:
     secret_id = settings.pagerduty_secret_id
     if not secret_id:
         log.info("no PagerDuty secret is configured: no PagerDuty events")
@@ -95,14 +95,19 @@ def _pagerduty(
 
 def _or_off(
     name: str, build: Callable[[], Client], *, metrics: MetricsSink | None, metric: str
-) -> Client | None:
-    """The client, or None (that channel off) when its secret cannot be read."""
-    try:
-        return build()
-    except Exception as error:  # noqa: BLE001 - setting up notifications must not fail a backfill
-        log.error("%s is off for now: %s", name, _safe(error))
-        _count(metrics, metric)
-        return None
+) -> Deferred[Client]:
+    """The client, made on first use (its secret read then), or None (that channel off) when
+    its secret cannot be read."""
+
+    def made() -> Client | None:
+        try:
+            return build()
+        except Exception as error:  # noqa: BLE001 - setting up notifications must not fail a backfill
+            log.error("%s is off for now: %s", name, _safe(error))
+            _count(metrics, metric)
+            return None
+
+    return Deferred(made)
 
 
 def _safe(error: Exception) -> str:

@@ -14,8 +14,9 @@ Build one with `notify.factory.build_notifier`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient, PagerDutyError, Severity
 from backfill_orchestrator.notify.slack import SlackClient, SlackError, SlackMessage
@@ -23,6 +24,23 @@ from backfill_orchestrator.status import StatusRecord, StatusStore, StatusStoreE
 
 logger = logging.getLogger(__name__)
 MAX_REMEMBERED_THREADS = 1000
+Client = TypeVar("Client")
+
+
+class Deferred(Generic[Client]):
+    """A client made on its first use, once (`build` returns None when it cannot be made: that
+    channel is off), so a notifier that never pages never reads the pager's secret."""
+
+    def __init__(self, build: Callable[[], Client | None]):
+        self._build: Callable[[], Client | None] | None = build
+        self._client: Client | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Client | None:
+        with self._lock:
+            if self._build is not None:
+                self._client, self._build = self._build(), None
+            return self._client
 
 
 class MetricsSink(Protocol):
@@ -35,20 +53,31 @@ class Notifier:
     def __init__(
         self,
         *,
-        slack: SlackClient | None,
-        pagerduty: PagerDutyClient | None,
+        slack: SlackClient | Deferred[SlackClient] | None,
+        pagerduty: PagerDutyClient | Deferred[PagerDutyClient] | None,
         status_store: StatusStore | None = None,
         default_channel: str | None = None,
         metrics: MetricsSink | None = None,
     ):
         """`status_store` keeps each backfill's Slack thread (channel, ts) on its record so
-        every component replies in the same thread; without it every message is top-level."""
-        self._slack = slack
-        self._pagerduty = pagerduty
+        every component replies in the same thread; without it every message is top-level.
+        A `Deferred` client is made when the first message needs it."""
+        self._slack_client = slack
+        self._pagerduty_client = pagerduty
         self._store = status_store
         self._default_channel = default_channel
         self._metrics = metrics
         self._threads: dict[str, tuple[str, str]] = {}  # threads this notifier started or stored
+
+    @property
+    def _slack(self) -> SlackClient | None:
+        client = self._slack_client
+        return client.get() if isinstance(client, Deferred) else client
+
+    @property
+    def _pagerduty(self) -> PagerDutyClient | None:
+        client = self._pagerduty_client
+        return client.get() if isinstance(client, Deferred) else client
 
     def slack(
         self,
@@ -62,12 +91,13 @@ class Notifier:
         (e.g. the config's notify.slack_channel) applies when a thread starts. `record` is the
         backfill's status record as the caller holds it (returned by its own last write): its
         thread is used as is, without reading the table again. True if sent."""
-        if self._slack is None:
+        slack = self._slack
+        if slack is None:
             return False
         try:
             thread_channel, thread_ts = self._thread(backfill_id, record)
             target = thread_channel or channel or self._default_channel
-            posted = self._slack.post(message, channel=target, thread_ts=thread_ts)
+            posted = slack.post(message, channel=target, thread_ts=thread_ts)
             if posted and backfill_id and not thread_ts:
                 self.remember_thread(backfill_id, posted.channel, posted.ts)
                 if self._store is not None:
@@ -97,14 +127,15 @@ class Notifier:
         fewer than `slack`). None when nothing is to be stored: the record already has a
         thread (the message is a reply in it), the transport has no threads, or nothing was
         sent (counted and logged as `slack` does)."""
-        if self._slack is None:
+        slack = self._slack
+        if slack is None:
             return None
         try:
             thread_channel, thread_ts = self._thread(backfill_id, record)
-            posted = self._slack.post(
+            posted = slack.post(
                 message, channel=thread_channel or channel or self._default_channel, thread_ts=thread_ts
             )
-            if posted is None or thread_ts or not self._slack.supports_threads:
+            if posted is None or thread_ts or not slack.supports_threads:
                 return None
             self.remember_thread(backfill_id, posted.channel, posted.ts)
             return posted.channel, posted.ts
@@ -135,9 +166,9 @@ class Notifier:
         links: list[dict[str, str]] | None = None,
     ) -> bool:
         """Open (or add to) the backfill's incident. `enabled` is the config's notify.pagerduty."""
-        if self._pagerduty is None or not enabled:
+        pagerduty = self._pagerduty if enabled else None  # its secret is read only to send
+        if pagerduty is None:
             return False
-        pagerduty = self._pagerduty
         return self._pagerduty_call(
             "trigger",
             lambda: pagerduty.trigger(
@@ -156,9 +187,9 @@ class Notifier:
 
     def resolve(self, backfill_id: str, *, enabled: bool = True) -> bool:
         """Resolve the backfill's incident (a no-op for PagerDuty when none is open)."""
-        if self._pagerduty is None or not enabled:
+        pagerduty = self._pagerduty if enabled else None  # its secret is read only to send
+        if pagerduty is None:
             return False
-        pagerduty = self._pagerduty
         return self._pagerduty_call(
             "resolve",
             lambda: pagerduty.resolve(dedup_key=backfill_id),

@@ -32,7 +32,7 @@ from backfill_orchestrator.lineage.errors import (
 from backfill_orchestrator.lineage.gcpause import paused_gc
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey, LineageGraph
 from backfill_orchestrator.lineage.source import LineageSource, job_names_of
-from backfill_orchestrator.lineage.walk import fetch_downstream
+from backfill_orchestrator.lineage.walk import depth_to_ask, fetch_downstream
 from backfill_orchestrator.planner.cascade import cascade_dates
 from backfill_orchestrator.planner.catalog import JobCatalog, StepTarget
 from backfill_orchestrator.planner.document import plan_model
@@ -71,6 +71,20 @@ def build_plan(
         )
 
 
+def downstream_depth(config: BackfillConfig) -> int:
+    """How many hops downstream of the roots the plan reaches (0: the roots alone)."""
+    downstream = config.effective_downstream
+    return downstream.max_depth if downstream.enabled else 0
+
+
+def first_lineage_query(config: BackfillConfig) -> tuple[JobRef, int] | None:
+    """The lineage query `build_plan` starts with (its first root, at the depth it asks), so a
+    caller may send it ahead, side by side with other work; None for a config with no plan."""
+    if config.mode != "batch" or not config.jobs:
+        return None
+    return config.jobs[0], depth_to_ask(0, max_depth=downstream_depth(config))
+
+
 def _build_plan(
     config: BackfillConfig,
     *,
@@ -88,7 +102,7 @@ def _build_plan(
     now = now or datetime.now(UTC)
     today = today or datetime.now(UTC).date()
     downstream = config.effective_downstream
-    max_depth = downstream.max_depth if downstream.enabled else 0
+    max_depth = downstream_depth(config)
     roots = list(dict.fromkeys(job.key for job in config.jobs))
 
     try:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
@@ -76,6 +76,9 @@ from backfill_orchestrator.trigger.runs import (
 )
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError, StoredBackfill
 
+if TYPE_CHECKING:
+    from backfill_orchestrator.trigger.read_ahead import ReadAhead
+
 DEFAULT_LEASE_SECONDS = 900  # Lambda's longest timeout: an attempt older than this is dead
 MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the log line)
 
@@ -121,6 +124,9 @@ class TriggerService:
     metrics: MetricsSink
     logger: Logger | logging.Logger = field(default_factory=lambda: logging.getLogger(__name__))
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # Starts what a valid config will wait for, side by side with its claim (the wiring's
+    # `read_ahead`); None: each read is sent when it is needed.
+    read_ahead: Callable[[BackfillConfig], ReadAhead] | None = None
 
     @property
     def settings(self) -> DeploymentSettings:
@@ -237,6 +243,26 @@ class TriggerService:
     def _handle_valid(
         self, upload: Upload, config: BackfillConfig, body: bytes, backfill_id: str, attempt: Attempt
     ) -> UploadResult:
+        if self.read_ahead is None:
+            return self._claim_and_run(upload, config, body, backfill_id, attempt, self.services)
+        with deadline_scope(attempt.deadline):  # the reads draw on the mode's budget
+            ahead = self.read_ahead(config)
+        try:
+            return self._claim_and_run(
+                upload, config, body, backfill_id, attempt, ahead.services(self.services)
+            )
+        finally:
+            ahead.settle()
+
+    def _claim_and_run(
+        self,
+        upload: Upload,
+        config: BackfillConfig,
+        body: bytes,
+        backfill_id: str,
+        attempt: Attempt,
+        services: ModeServices,
+    ) -> UploadResult:
         status = self.services.status
         try:
             record = status.create(
@@ -313,7 +339,7 @@ class TriggerService:
         )
         try:
             with deadline_scope(attempt.deadline):
-                outcome = MODE_RUNNERS[config.mode](request, self.services)
+                outcome = MODE_RUNNERS[config.mode](request, services)
         except (
             UserError,
             PolicyRefusal,

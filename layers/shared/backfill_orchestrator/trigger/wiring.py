@@ -5,10 +5,12 @@ The service is built per invocation, so rotated secrets apply once the cache exp
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +21,17 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.aws import aws_client
 from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queued
+from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
-from backfill_orchestrator.lineage import LineageWithHistory, MarquezClient
+from backfill_orchestrator.lineage import LineageAhead, LineageWithHistory, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter
 from backfill_orchestrator.notify import Notifier, build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.planner import JobCatalog
+from backfill_orchestrator.planner.build import first_lineage_query
 from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.publish import (
@@ -41,6 +45,7 @@ from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.approval_gate import ApprovalGate
+from backfill_orchestrator.trigger.read_ahead import ReadAhead
 from backfill_orchestrator.trigger.runs import ModeServices
 from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
     from backfill_orchestrator.trigger.reconcile import Swept
 
 CATALOG_MAX_AGE_SECONDS = 60
+READ_AHEAD_THREADS = 6  # secrets, the catalog, Airflow's sign-in, the first lineage query
 
 
 class TriggerWiring:
@@ -89,6 +95,10 @@ class TriggerWiring:
         self._sessions = {name: session_factory() for name in ("airflow", "marquez", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
         self._catalog: tuple[float, JobCatalog] | None = None
+        # Reads started ahead (`read_ahead`), for the container's life: a use waits for its read.
+        self._ahead_pool: ThreadPoolExecutor | None = None
+        self._catalog_reading: Future[JobCatalog] | None = None
+        self._signing_in: Future[None] | None = None
         self.approval = self._approval_gate(ssm_client_factory, iam_client_factory)
         # The preflight's measured run durations, kept for HISTORY_CACHE_SECONDS (0: read every time).
         ttl = settings.preflight.history_cache_seconds
@@ -113,7 +123,46 @@ class TriggerWiring:
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
         services, notifier = self.mode_services(metrics=metrics, logger=logger)
-        return TriggerService(services=services, notifier=notifier, metrics=metrics, logger=logger)
+        return TriggerService(
+            services=services, notifier=notifier, metrics=metrics, logger=logger, read_ahead=self.read_ahead
+        )
+
+    def read_ahead(self, config: BackfillConfig) -> ReadAhead:
+        """Start, side by side on the container's threads, what a valid `config` will wait for
+        and the container does not hold yet: Slack's secret; for a batch config Marquez's key,
+        the job catalog and the plan's first lineage query (sent beside the claim: a duplicate
+        wastes that one read); for one that triggers a run, Airflow's secret and token. Each
+        use waits for its read instead of sending another. Runs in the caller's context (its
+        deadline applies)."""
+        settings = self.settings
+        if self._ahead_pool is None:
+            self._ahead_pool = ThreadPoolExecutor(
+                max_workers=READ_AHEAD_THREADS, thread_name_prefix="trigger-read-ahead"
+            )
+        pool = self._ahead_pool
+
+        def submit(call: Callable[[], Any]) -> Future[Any]:
+            return pool.submit(contextvars.copy_context().run, call)
+
+        first = first_lineage_query(config)  # None: not a batch config, nothing to plan
+        triggers = first is not None and not config.dry_run and not settings.mwaa_environment
+        secret_ids = [settings.notify.slack_secret_id]
+        if first is not None:
+            secret_ids.append(settings.marquez_api_key_secret_id)
+        if triggers:
+            secret_ids.append(settings.airflow_secret_id)
+        reads: list[Future[Any]] = list(self._secrets.read_ahead(filter(None, secret_ids), submit))
+        if first is None:
+            return ReadAhead(reads)
+        if settings.job_catalog_uri and self._catalog_stale() and not _running(self._catalog_reading):
+            self._catalog_reading = submit(self._load_catalog)
+        if triggers and self._airflow is None and not _running(self._signing_in):
+            # A warm container's client holds its token (rotated credentials: signed in on use).
+            self._signing_in = submit(lambda: self._airflow_client().sign_in())
+        reads += [read for read in (self._catalog_reading, self._signing_in) if read is not None]
+        job, depth = first
+        answer = submit(lambda: self.lineage().lineage(job, depth=depth))
+        return ReadAhead([*reads, answer], LineageAhead(self.lineage, first_query=first, first=answer))
 
     def mode_services(
         self, *, metrics: MetricsSink | None, logger: Logger | logging.Logger
@@ -210,6 +259,11 @@ class TriggerWiring:
         )
 
     def airflow(self) -> AirflowClient:
+        if self._signing_in is not None:
+            wait([self._signing_in])  # a sign-in read ahead: its client holds the token
+        return self._airflow_client()
+
+    def _airflow_client(self) -> AirflowClient:
         settings = self.settings
         if settings.mwaa_environment:
             if self._airflow is None:
@@ -261,10 +315,21 @@ class TriggerWiring:
         handling a burst of uploads reads it once)."""
         if not self.settings.job_catalog_uri:
             return JobCatalog.empty()
-        now = time.monotonic()
-        if self._catalog is None or now - self._catalog[0] > CATALOG_MAX_AGE_SECONDS:
-            self._catalog = (now, JobCatalog.load(self.settings.job_catalog_uri, s3_client=self._s3))
+        if self._catalog_reading is not None:
+            wait([self._catalog_reading])  # read ahead: kept below unless that read failed
+        if self._catalog is None or self._catalog_stale():
+            return self._load_catalog()
         return self._catalog[1]
+
+    def _catalog_stale(self) -> bool:
+        return self._catalog is None or time.monotonic() - self._catalog[0] > CATALOG_MAX_AGE_SECONDS
+
+    def _load_catalog(self) -> JobCatalog:
+        assert self.settings.job_catalog_uri
+        started = time.monotonic()
+        catalog = JobCatalog.load(self.settings.job_catalog_uri, s3_client=self._s3)
+        self._catalog = (started, catalog)
+        return catalog
 
     def notifier(self, *, status: StatusStore, metrics: MetricsSink | None) -> Notifier:
         """Slack and PagerDuty as this deployment configures them (`notify.build_notifier`)."""
@@ -276,3 +341,7 @@ class TriggerWiring:
             source="backfill-trigger",
             pagerduty_session=self._sessions["pagerduty"],
         )
+
+
+def _running(read: Future[Any] | None) -> bool:
+    return read is not None and not read.done()
