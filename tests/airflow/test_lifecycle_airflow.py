@@ -360,9 +360,11 @@ def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_int
     assert result.disposition == "accepted", result
     backfill_id = result.backfill_id
     assert platform.claims()["active"] == [backfill_id]
-    # the job is writing etl_orders' partitions (Spark's staging output is there)
+    # the job is writing etl_orders' partitions: under safe publish into the backfill's staging
+    # (`<warehouse>/_backfill/staging/<id>/a<attempt>/<step>`), never into the live table
+    staging = platform.warehouse / "_backfill" / "staging" / backfill_id
     wait_until(
-        lambda: any(orders.rglob(".spark-staging*")) or any(orders.rglob("_temporary")),
+        lambda: any(p.is_file() for p in staging.rglob("*")),
         timeout=300,
         what=lambda: f"the Spark job writing; record {platform.record(backfill_id).state}",
     )
@@ -402,12 +404,14 @@ def test_cancel_during_a_spark_step_kills_the_job_and_leaves_every_partition_int
             f"{partition} half-written: {sorted(old)} -> {sorted(new)}"
         )
     assert_tables_equal(platform, [t for t in PROCESSED_TABLES if t.name == "orders"])
-    # the retry's write of the table removes the killed write's staging (spark_jobs/engine/staging.py)
+    # the cancelled job discarded what it staged; the retry stages, checks and publishes again
+    assert not [p for p in staging.rglob("*") if p.is_file() and "/a1/" in str(p)]
     outcome, written = platform.control(backfill_id, "retry", reason="dates fixed")
     assert outcome.disposition == "accepted", written
     record = platform.wait_for_state(backfill_id, BackfillState.SUCCEEDED, BackfillState.FAILED, timeout=600)
     assert record.state is BackfillState.SUCCEEDED, explain(platform, record.dag_run_id)
     assert not any(orders.rglob(".spark-staging*")) and not any(orders.rglob("_temporary"))
+    assert not [p for p in staging.rglob("*") if p.is_file()]  # nothing staged is left
     print(
         f"\nTIMING cancel-spark: Spark gone {gone_after:.1f} s after the cancel; case {time.monotonic() - began:.0f} s"
     )

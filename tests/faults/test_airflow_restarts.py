@@ -111,16 +111,17 @@ def assert_whole_partitions(before: dict[str, int], after: dict[str, int]) -> No
 
 
 def writing_orders(stack: AirflowStack) -> bool:
-    orders = stack.warehouse / "processed" / "orders"
-    return any(orders.rglob(".spark-staging*")) or any(orders.rglob("_temporary"))
+    """The job is staging etl_orders: safe publish writes into the backfill's staging
+    (`<warehouse>/_backfill/staging/<id>/a<attempt>/etl_orders`), never into the live table."""
+    return any(p.is_file() for p in (stack.warehouse / "_backfill" / "staging").glob("*/a*/etl_orders/**/*"))
 
 
 def staged_files(stack: AirflowStack) -> list[Path]:
-    """Files left in the orders table's staging directories. A killed write's staging with
-    files is removed by the next write of the table; one killed while it was setting up may
-    leave an empty set-up (docs/lifecycle.md), which holds no file."""
-    orders = stack.warehouse / "processed" / "orders"
-    return [p for staging in orders.glob(".spark-staging*") for p in staging.rglob("*") if p.is_file()]
+    """Files left in any backfill's staging. A killed try's staging is discarded by the next
+    try's recovery, and a publish moves what it staged into the table: after a backfill ends
+    nothing staged is left."""
+    staging = stack.warehouse / "_backfill" / "staging"
+    return [p for p in staging.rglob("*") if p.is_file()]
 
 
 def job_processes(pid: int) -> list[Any]:
@@ -206,7 +207,7 @@ def test_a_restart_of_every_airflow_component_during_a_spark_step_ends_succeeded
     assert_tables_equal(
         spark, stack.warehouse, stack.root / "reference", [t for t in PROCESSED_TABLES if t.name == "orders"]
     )
-    assert not staged_files(stack)  # the killed write's staging was removed by the next write
+    assert not staged_files(stack)  # the killed try's staging was discarded or published
 
 
 def test_a_spark_driver_killed_mid_write_is_retried_and_never_leaves_a_partition_half_written(
