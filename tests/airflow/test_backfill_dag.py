@@ -100,7 +100,13 @@ def test_runs_both_step_kinds_in_order_and_reruns_an_existing_run_instead_of_dup
 
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["status"] == "succeeded"
-    assert report["counts"] == {"pending": 0, "succeeded": 5, "failed": 0, "blocked": 0}
+    assert report["counts"] == {
+        "pending": 0,
+        "succeeded": 5,
+        "failed": 0,
+        "blocked": 0,
+        "awaiting_publish": 0,
+    }
     assert report["steps"]["orders_popular_day_of_week"]["dates"] == {
         "2021-06-04": "success",
         "2021-06-05": "success",

@@ -194,7 +194,13 @@ def _succeeded(env: dict[str, Any], aws: AwsLocal, backfill: Any) -> dict[str, A
         explain(airflow, backfill.backfill_id) + "\n" + "\n".join(env["cluster"].errors)
     )
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
-    assert report["counts"] == {"pending": 0, "succeeded": 2, "failed": 0, "blocked": 0}
+    assert report["counts"] == {
+        "pending": 0,
+        "succeeded": 2,
+        "failed": 0,
+        "blocked": 0,
+        "awaiting_publish": 0,
+    }
     assert status_store(aws).get(backfill.backfill_id).state == BackfillState.SUCCEEDED
     return report
 

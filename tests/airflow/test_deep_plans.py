@@ -113,7 +113,13 @@ def test_a_chain_of_30_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env
     assert all(state == "skipped" for key, state in last.items() if key.endswith(".spark"))
 
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
-    assert report["counts"] == {"pending": 0, "succeeded": 30, "failed": 0, "blocked": 0}
+    assert report["counts"] == {
+        "pending": 0,
+        "succeeded": 30,
+        "failed": 0,
+        "blocked": 0,
+        "awaiting_publish": 0,
+    }
     assert report["dag_run_id"] == chain[-1]
     result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
     assert result.state == "SUCCEEDED" and result.figures.dag_runs_succeeded == 30
