@@ -308,9 +308,9 @@ def clear_last_run(work: Path) -> None:
     """The last run's work directory (thousands of small files: tens of seconds to delete on a
     busy machine) is moved aside at once and deleted by a thread while this run goes on; the
     process waits for that thread before it exits. Leftovers of a run killed meanwhile go too."""
-    leftovers = list(work.parent.glob(f".{work.name}.old-*"))
+    leftovers = list(work.parent.glob(f"{work.name}.old-*"))
     if work.exists():
-        aside = work.with_name(f".{work.name}.old-{os.getpid()}")
+        aside = work.with_name(f"{work.name}.old-{os.getpid()}")
         work.rename(aside)
         leftovers.append(aside)
     if leftovers:
