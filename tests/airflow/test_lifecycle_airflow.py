@@ -195,25 +195,10 @@ def gated_events(job: str) -> list[dict[str, Any]]:
 def spark() -> Iterator[Any]:
     """A SparkSession in this process for the warehouse's data and the comparisons (the one of
     tests/spark when it is up: getOrCreate; stopped only if this module made it)."""
-    from pyspark.sql import SparkSession
+    from tests.support.spark import small_session
 
-    from spark_jobs.engine.session import configure
-
-    existing = SparkSession.getActiveSession()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("lifecycle-airflow-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    configure(session)
-    yield session
-    if existing is None:
-        session.stop()
+    with small_session("lifecycle-airflow-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

@@ -43,25 +43,10 @@ RUN_TIMEOUT = 600
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A SparkSession in this process for the warehouse's data and the comparisons."""
-    from pyspark.sql import SparkSession
+    from tests.support.spark import small_session
 
-    from spark_jobs.engine.session import configure
-
-    existing = SparkSession.getActiveSession()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("airflow-fault-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    configure(session)
-    yield session
-    if existing is None:
-        session.stop()
+    with small_session("airflow-fault-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

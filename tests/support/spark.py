@@ -4,6 +4,8 @@ the sample's dates, file snapshots, warehouse equality, hand-written plans."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -108,3 +110,28 @@ def hand_plan(*waves: list[dict]) -> Plan:
             "waves": [{"index": i, "steps": steps} for i, steps in enumerate(waves)],
         }
     )
+
+
+@contextmanager
+def small_session(app_name: str) -> Iterator[SparkSession]:
+    """A local SparkSession sized for 2 cores (no UI, 2 shuffle partitions) with the job's
+    settings; the active one when there is one (getOrCreate), stopped only if made here."""
+    from spark_jobs.engine.session import configure
+
+    existing = SparkSession.getActiveSession()
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    configure(session)
+    try:
+        yield session
+    finally:
+        if existing is None:
+            session.stop()
