@@ -160,6 +160,45 @@ def test_the_trigger_reads_uploads_by_version_and_keeps_durations_warm(template:
     assert function["Environment"]["Variables"]["HISTORY_CACHE_SECONDS"] == "600"
 
 
+def test_the_trigger_may_publish_only_where_the_stack_names(template: dict[str, Any]) -> None:
+    """Safe publish's controls run in the trigger: it may write the publish bucket, the table data
+    buckets it is given and the Glue resources it is given, each only when set, and nothing else."""
+    function = template["Resources"]["TriggerFunction"]["Properties"]
+    by_condition = {
+        policy["If"][0]: policy["If"][1]["Statement"]
+        for policy in function["Policies"]
+        if isinstance(policy, dict) and "If" in policy
+    }
+    root_objects, root_listing = by_condition["HasPublishBucket"]
+    assert root_objects["Action"] == ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    assert root_objects["Resource"] == {"Sub": "arn:${AWS::Partition}:s3:::${PublishBucketName}/*"}
+    assert root_listing["Resource"] == {"Sub": "arn:${AWS::Partition}:s3:::${PublishBucketName}"}
+    data_objects, data_listing = by_condition["HasWarehouseBuckets"]
+    assert data_listing["Resource"] == {"Ref": "WarehouseBucketArns"}
+    # the Split/Join gives each bucket ARN with "/*": evaluate it as CloudFormation would
+    split = data_objects["Resource"]["Split"]
+    inner = split[1]["Join"][1]
+    buckets = ["arn:aws:s3:::warehouse-a", "arn:aws:s3:::warehouse-b"]
+    joined = inner[0]["Join"][0].join(buckets) + inner[1]
+    assert joined.split(split[0]) == ["arn:aws:s3:::warehouse-a/*", "arn:aws:s3:::warehouse-b/*"]
+    (glue,) = by_condition["PublishViaGlue"]
+    assert glue["Resource"] == {"Ref": "PublishGlueResourceArns"}
+    assert all(
+        action.startswith("glue:") and "Partition" in action or action == "glue:GetTable"
+        for action in glue["Action"]
+    )
+    assert not any(
+        action.endswith("*")
+        for statements in by_condition.values()
+        for s in statements
+        for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    )
+    conditions = template["Conditions"]
+    assert conditions["PublishViaGlue"]["And"][0] == {"Equals": [{"Ref": "PublishCatalog"}, "glue"]}
+    assert template["Parameters"]["PublishCatalog"]["AllowedValues"] == ["none", "glue"]
+    assert function["Environment"]["Variables"]["PUBLISH_CATALOG"] == {"Ref": "PublishCatalog"}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_sam_validate_build_and_import_the_layer_under_python_3_12(sam_build: Any, tmp_path: Path) -> None:
