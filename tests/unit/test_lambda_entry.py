@@ -1,6 +1,7 @@
 """The three Lambda functions have one shape (backfill_orchestrator.lambda_entry): powertools
-around a typed handler, a container that builds the wiring once from the environment, and a
-seam that swaps it for a block."""
+around a typed handler, a container that builds the wiring once from the environment, a
+wiring on the one base (settings, clients, secrets cache), and a seam that swaps it for a
+block."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from backfill_orchestrator.lambda_entry import Container, Powertools
+from backfill_orchestrator.lambda_entry import Container, FunctionWiring, Powertools
 from tests.support.lambda_context import FakeLambdaContext
 
 HANDLERS = {
@@ -51,6 +52,7 @@ def test_each_function_has_the_same_shape(module_name: str) -> None:
     assert module.tracer is None  # tracing is off outside Lambda (tracing.tracing_enabled)
     assert callable(getattr(module, seam))
     wiring = getattr(importlib.import_module(module_name.rsplit(".", 1)[0] + ".wiring"), wiring_class)
+    assert issubclass(wiring, FunctionWiring)  # settings, S3, DynamoDB and the secrets cache
     assert callable(wiring.from_env)  # settings read once, the clients made there
 
 

@@ -6,9 +6,12 @@
   invocation redacts secrets from every log handler and has the package's loggers write
   through this function's Logger (JSON, its keys: so in a process that imports several
   handlers, as the tests do, the running one owns them).
-- `Container`: the function's wiring (frozen settings read once from the environment, and the
-  object that owns the clients, sessions and caches), built on first use and kept for the
-  container's life. Tests swap it for a block: `with trigger_wiring(wiring): handler(...)`.
+- `FunctionWiring`: what each function's wiring (frozen settings read once from the
+  environment, and the object that owns the clients, sessions and caches) holds for the
+  container's life: its settings, S3 and DynamoDB clients and secrets cache. A wiring's
+  `from_env` passes it the deployment's clients (`deployment_clients`).
+- `Container`: the function's wiring, built on first use and kept for the container's life.
+  Tests swap it for a block: `with trigger_wiring(wiring): handler(...)`.
 
     powertools = Powertools.for_function("backfill-trigger")
     container = Container(TriggerWiring.from_env)
@@ -25,23 +28,76 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator import redaction
+from backfill_orchestrator.aws import aws_client
+from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.tracing import lambda_tracer, traced_handler
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_s3.client import S3Client
+    from mypy_boto3_secretsmanager.client import SecretsManagerClient
 
 PACKAGE_LOGGER = "backfill_orchestrator"
 DEFAULT_METRICS_NAMESPACE = "BackfillOrchestrator"
 
 Wiring = TypeVar("Wiring")
 Handler = Callable[[dict[str, Any], "LambdaContext"], Any]
+
+
+class FunctionSettings(Protocol):
+    """What `FunctionWiring` reads of a function's settings."""
+
+    @property
+    def secrets_max_age_seconds(self) -> int: ...
+
+
+Settings = TypeVar("Settings", bound=FunctionSettings)
+
+
+class FunctionClients(TypedDict):
+    """The AWS clients every function's wiring is given (its keyword arguments)."""
+
+    s3_client: S3Client
+    dynamodb_client: DynamoDBClient
+    secrets_client: SecretsManagerClient
+
+
+def deployment_clients() -> FunctionClients:
+    """The deployment's: boto3's clients with the package's retry policy (`aws.aws_client`)."""
+    return FunctionClients(
+        s3_client=aws_client("s3"),
+        dynamodb_client=aws_client("dynamodb"),
+        secrets_client=aws_client("secretsmanager"),
+    )
+
+
+class FunctionWiring(Generic[Settings]):
+    """What every function's wiring holds for the container's life: its settings, its S3 and
+    DynamoDB clients, and the secrets cache (a read is kept SECRETS_MAX_AGE_SECONDS)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        s3_client: S3Client,
+        dynamodb_client: DynamoDBClient,
+        secrets_client: SecretsManagerClient,
+    ) -> None:
+        self.settings = settings
+        self._s3 = s3_client
+        self._dynamodb = dynamodb_client
+        self._secrets = SecretReader(
+            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
+        )
 
 
 @dataclass(frozen=True)

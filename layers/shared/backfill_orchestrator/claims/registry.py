@@ -446,15 +446,7 @@ class ClaimRegistry:
         """Remove an entry the unopposed path wrote, if it is still the one written; a key left
         with no entry and no lease goes."""
         item = self._get_key(key)
-        while item.entries.get(backfill_id) == entry:
-            entries = {i: e for i, e in item.entries.items() if i != backfill_id}
-            if not entries and not item.lease:
-                if self._delete_key(item):
-                    return
-            elif self._put_key(
-                replace(item, version=item.version + 1, entries=entries), expected=item.version
-            ):
-                return
+        while item.entries.get(backfill_id) == entry and self._without(item, backfill_id) is None:
             item = self._get_key(key)
 
     # -- leases ----------------------------------------------------------------------------
@@ -671,18 +663,22 @@ class ClaimRegistry:
         for key in keys:
             item = items[key]
             while backfill_id in item.entries:
-                entries = {i: e for i, e in item.entries.items() if i != backfill_id}
-                if not entries and not item.lease:
-                    if self._delete_key(item):
-                        break
-                elif self._put_key(
-                    replace(item, version=item.version + 1, entries=entries), expected=item.version
-                ):
-                    item = replace(item, entries=entries)
-                    break
-                item = self._get_key(key)
+                item = self._without(item, backfill_id) or self._get_key(key)
             waiting |= {i for i, entry in item.entries.items() if entry.kind == "queued"}
         return waiting
+
+    def _without(self, item: KeyItem, backfill_id: str) -> KeyItem | None:
+        """Take the backfill's entry out of the key in one conditional write (the key item goes
+        when it is left with no entry and no lease): the key as left, None when it changed
+        since `item` was read."""
+        entries = {i: e for i, e in item.entries.items() if i != backfill_id}
+        if not entries and not item.lease:
+            written = self._delete_key(item)
+        else:
+            written = self._put_key(
+                replace(item, version=item.version + 1, entries=entries), expected=item.version
+            )
+        return replace(item, entries=entries) if written else None
 
     def _delete_key(self, item: KeyItem) -> bool:
         """A key item nobody holds any more goes, unless it changed since it was read."""

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
@@ -21,14 +20,14 @@ from backfill_orchestrator.interactivity.control_writer import write_control_doc
 from backfill_orchestrator.interactivity.facts import read_backfill_facts
 from backfill_orchestrator.interactivity.service import InteractivityService
 from backfill_orchestrator.interactivity.verify import ReplayGuard
+from backfill_orchestrator.lambda_entry import FunctionClients, FunctionWiring, deployment_clients
 from backfill_orchestrator.policy import PolicySource
 from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import InteractivitySettings
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_s3.client import S3Client
-    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from typing import Unpack
+
     from mypy_boto3_ssm.client import SSMClient
 
 RESPONSE_TIMEOUT_SECONDS = 1  # a reply must not push the acknowledgement past Slack's 3 s
@@ -39,36 +38,29 @@ class InteractivitySettingsError(ServiceError, ValueError):
     """The deployment cannot do what its policy asks (a policy naming Slack user groups without a bot token)."""
 
 
-class InteractivityWiring:
+class InteractivityWiring(FunctionWiring[InteractivitySettings]):
     def __init__(
         self,
         settings: InteractivitySettings,
         *,
-        s3_client: S3Client,
-        dynamodb_client: DynamoDBClient,
-        secrets_client: SecretsManagerClient,
         ssm_client: SSMClient | None,
         policy_source: PolicySource | None = None,
         respond: Callable[[str, dict[str, Any]], None] | None = None,
         slack_groups_of: GroupsOf | None = None,
         clock: Callable[[], datetime] | None = None,
-    ):
+        **clients: Unpack[FunctionClients],
+    ) -> None:
         """`respond` posts a reply to a response_url (default: `post_response`, under the
         deployment's prefix only); `slack_groups_of` looks up Slack user groups (default:
         through the bot token of SLACK_SECRET_ID when it is set; none without)."""
-        self.settings = settings
-        self._s3 = s3_client
-        self._dynamodb = dynamodb_client
-        self._secrets = SecretReader(
-            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
-        )
+        super().__init__(settings, **clients)
         self._policy = policy_source or PolicySource(
             settings.policy_uri,
             ttl_seconds=settings.policy_cache_seconds,
-            s3_client=s3_client,
+            s3_client=self._s3,
             ssm_client=ssm_client,
         )
-        self._replay_guard = ReplayGuard(dynamodb_client=dynamodb_client, table_name=settings.requests_table)
+        self._replay_guard = ReplayGuard(dynamodb_client=self._dynamodb, table_name=settings.requests_table)
         self._respond = respond or partial(post_response, allowed_prefix=settings.response_url_prefix)
         self._groups_of = slack_groups_of or (
             _group_lookup(settings, self._secrets) if settings.slack_secret_id else None
@@ -77,17 +69,9 @@ class InteractivityWiring:
 
     @classmethod
     def from_env(cls) -> InteractivityWiring:
-        """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (`aws.aws_client`)."""
-        settings = InteractivitySettings.from_env()
-        client = aws_client
-        return cls(
-            settings,
-            s3_client=client("s3"),
-            dynamodb_client=client("dynamodb"),
-            secrets_client=client("secretsmanager"),
-            ssm_client=client("ssm"),
-        )
+        """The deployment's: settings from the environment (SettingsError names every problem)
+        and its clients (`lambda_entry.deployment_clients`)."""
+        return cls(InteractivitySettings.from_env(), ssm_client=aws_client("ssm"), **deployment_clients())
 
     def service(self, *, count: Callable[[str], None]) -> InteractivityService:
         settings, secrets, dynamodb = self.settings, self._secrets, self._dynamodb

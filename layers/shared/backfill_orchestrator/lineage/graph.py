@@ -18,12 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage.gcpause import paused_gc
 
 JobKey = tuple[str, str]  # (namespace, name): cheap to hash, no validation per job
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 
 
 class JobInfo(NamedTuple):
@@ -59,21 +61,20 @@ class LineageGraph:
 
     def merge(self, other: LineageGraph) -> None:
         """Add what `other` knows. Complete answers are never replaced by partial ones."""
-        # What is known already wins; dict.update does the rest at C speed (answers are large).
-        if self.jobs:
-            jobs = dict(other.jobs)
-            jobs.update(self.jobs)
-            self.jobs.update(jobs)
-        else:
-            self.jobs.update(other.jobs)
-        if self.consumers:
-            consumers = dict(other.consumers)
-            consumers.update(self.consumers)
-            self.consumers.update(consumers)
-        else:
-            self.consumers.update(other.consumers)
-        for key, found in other.producers.items():
-            self.producers.setdefault(key, found)
+        _add_unknown(self.jobs, other.jobs)
+        _add_unknown(self.consumers, other.consumers)
+        _add_unknown(self.producers, other.producers)
+
+
+def _add_unknown(known: dict[Key, Value], other: Mapping[Key, Value]) -> None:
+    """Add `other`'s entries for the keys `known` lacks: what is known already wins.
+    dict.update does the work at C speed (answers are large)."""
+    if known:
+        merged = dict(other)
+        merged.update(known)
+        known.update(merged)
+    else:
+        known.update(other)
 
 
 class MalformedLineageError(ServiceError, ValueError):

@@ -69,6 +69,34 @@ def _error(message: str) -> error_message_run.ErrorMessageRunFacet:
     )
 
 
+def _run_event(
+    state: RunState,
+    *,
+    when: datetime | None,
+    run_id: str,
+    facets: dict,
+    job: Job,
+    inputs: list[InputDataset] | None = None,
+    outputs: list[OutputDataset] | None = None,
+) -> RunEvent:
+    return RunEvent(
+        eventType=state,
+        eventTime=_iso(when),
+        run=Run(runId=run_id, facets=facets),
+        job=job,
+        inputs=inputs or [],
+        outputs=outputs or [],
+        producer=PRODUCER,
+    )
+
+
+def _child_job(facts: BackfillFacts, name: str, job_type: str) -> Job:
+    """The job of a child run of the backfill run: `<backfill id>.<name>`."""
+    return Job(
+        namespace=facts.namespace, name=f"{facts.backfill_id}.{name}", facets={"jobType": _job_type(job_type)}
+    )
+
+
 def backfill_event(
     facts: BackfillFacts,
     state: Literal["START"] | FinalState,
@@ -79,13 +107,8 @@ def backfill_event(
     run_facets: dict = {"backfill": run_facet(facts)}
     if reason and state in ("FAIL", "ABORT"):
         run_facets["errorMessage"] = _error(reason)
-    return RunEvent(
-        eventType=RunState[state],
-        eventTime=_iso(when),
-        run=Run(runId=facts.run_id, facets=run_facets),
-        job=Job(namespace=facts.namespace, name=facts.backfill_id, facets={"jobType": _job_type("BACKFILL")}),
-        producer=PRODUCER,
-    )
+    job = Job(namespace=facts.namespace, name=facts.backfill_id, facets={"jobType": _job_type("BACKFILL")})
+    return _run_event(RunState[state], when=when, run_id=facts.run_id, facets=run_facets, job=job)
 
 
 def dataset_address(warehouse: str, table: str) -> tuple[str, str]:
@@ -130,11 +153,7 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
         if step.status is StepStatus.BLOCKED:
             continue
         run_id = step_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt, step_id=step.id)
-        job = Job(
-            namespace=facts.namespace,
-            name=f"{facts.backfill_id}.{step.id}",
-            facets={"jobType": _job_type("SPARK_STEP")},
-        )
+        job = _child_job(facts, step.id, "SPARK_STEP")
         end_facets: dict = {}
         if not step.succeeded:
             end_facets["errorMessage"] = _error(step.error or "step failed")
@@ -144,14 +163,14 @@ def step_events(facts: BackfillFacts, report: RunReport, *, warehouse: str) -> l
             (RunState.COMPLETE if step.succeeded else RunState.FAIL, report.finished_at, end_facets, True),
         ):
             events.append(
-                RunEvent(
-                    eventType=kind,
-                    eventTime=_iso(when),
-                    run=Run(runId=run_id, facets={"parent": parent_facet(facts), **facets}),
+                _run_event(
+                    kind,
+                    when=when,
+                    run_id=run_id,
+                    facets={"parent": parent_facet(facts), **facets},
                     job=job,
                     inputs=inputs,
                     outputs=_outputs(step, warehouse, final=final),
-                    producer=PRODUCER,
                 )
             )
     return events
@@ -168,11 +187,7 @@ def dag_rerun_events(
     succeeded, else FAIL. A rerun that never ran has no run. (With the Airflow OpenLineage
     provider installed the rerun DAG's own events carry the same parent, from the conf.)"""
     events: list[RunEvent] = []
-    job = Job(
-        namespace=facts.namespace,
-        name=f"{facts.backfill_id}.{step_id}",
-        facets={"jobType": _job_type("DAG_RERUN")},
-    )
+    job = _child_job(facts, step_id, "DAG_RERUN")
     for day_text, state in sorted(dates.items()):
         if state in NOT_RUN_STATES:
             continue
@@ -192,24 +207,9 @@ def dag_rerun_events(
         end = dict(facets)
         if state != "success":
             end["errorMessage"] = _error(f"rerun of DAG {dag_id} for {day_text} ended {state}")
-        events.append(
-            RunEvent(
-                eventType=RunState.START,
-                eventTime=_iso(when),
-                run=Run(runId=run_id, facets=facets),
-                job=job,
-                producer=PRODUCER,
-            )
-        )
-        events.append(
-            RunEvent(
-                eventType=RunState.COMPLETE if state == "success" else RunState.FAIL,
-                eventTime=_iso(when),
-                run=Run(runId=run_id, facets=end),
-                job=job,
-                producer=PRODUCER,
-            )
-        )
+        end_state = RunState.COMPLETE if state == "success" else RunState.FAIL
+        events.append(_run_event(RunState.START, when=when, run_id=run_id, facets=facets, job=job))
+        events.append(_run_event(end_state, when=when, run_id=run_id, facets=end, job=job))
     return events
 
 
@@ -235,22 +235,8 @@ def undo_events(
         )
     run_id = undo_run_id(backfill_id=facts.backfill_id, attempt=facts.attempt)
     facets: dict = {"parent": parent_facet(facts), "backfill": run_facet(facts)}
-    job = Job(
-        namespace=facts.namespace, name=f"{facts.backfill_id}.undo", facets={"jobType": _job_type("UNDO")}
-    )
-    start = RunEvent(
-        eventType=RunState.START,
-        eventTime=_iso(when),
-        run=Run(runId=run_id, facets=facets),
-        job=job,
-        producer=PRODUCER,
-    )
-    complete = RunEvent(
-        eventType=RunState.COMPLETE,
-        eventTime=_iso(when),
-        run=Run(runId=run_id, facets=facets),
-        job=job,
-        producer=PRODUCER,
-        outputs=outputs,
-    )
-    return [start, complete]
+    job = _child_job(facts, "undo", "UNDO")
+    return [
+        _run_event(RunState.START, when=when, run_id=run_id, facets=facets, job=job),
+        _run_event(RunState.COMPLETE, when=when, run_id=run_id, facets=facets, job=job, outputs=outputs),
+    ]

@@ -81,11 +81,10 @@ class ReplayProgress:
                 backfill_id, status_message(backfill_id=backfill_id, state=str(target), detail=summary)
             )
             if failed:
-                self._notifier.page(
+                self._page(
                     backfill_id,
-                    summary=f"Replay {backfill_id} FAILED: {summary}",
-                    enabled=pagerduty,
-                    component="replay",
+                    f"Replay {backfill_id} FAILED: {summary}",
+                    pagerduty=pagerduty,
                     details={"tasks_failed": record.tasks_failed, "messages_failed": record.messages_failed},
                 )
             elif record.pagerduty_open:
@@ -94,12 +93,16 @@ class ReplayProgress:
 
     def page_task_failure(self, *, backfill_id: str, task_id: str, error: str, pagerduty: bool) -> None:
         """A task that failed for good (its last delivery; the message goes to the DLQ)."""
-        if self._notifier is None:
-            return
-        self._notifier.page(
+        self._page(
             backfill_id,
-            summary=f"Replay task {task_id} failed for good and went to the DLQ: {error}"[:1000],
-            enabled=pagerduty,
-            component="replay",
+            f"Replay task {task_id} failed for good and went to the DLQ: {error}"[:1000],
+            pagerduty=pagerduty,
             details={"task_id": task_id, "error": error[:2000]},
         )
+
+    def _page(self, backfill_id: str, summary: str, *, pagerduty: bool, details: dict[str, Any]) -> None:
+        """Open (or add to) the backfill's incident as the replay (no notifier: nothing to do)."""
+        if self._notifier is not None:
+            self._notifier.page(
+                backfill_id, summary=summary, enabled=pagerduty, component="replay", details=details
+            )

@@ -149,30 +149,19 @@ def batches(
         yield batch
 
 
+@dataclass(frozen=True, kw_only=True)
 class BatchSender:
     """SendMessageBatch to one queue; entries that fail with SenderFault are rejected at once
     (retrying cannot help), the others are retried alone with exponential backoff and jitter."""
 
-    def __init__(
-        self,
-        *,
-        sqs: Any,
-        queue_url: str,
-        limiter: TokenBucket | None = None,
-        max_attempts: int = 6,
-        backoff_base: float = 0.1,
-        backoff_max: float = 5.0,
-        sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
-    ):
-        self._sqs = sqs
-        self._queue_url = queue_url
-        self._limiter = limiter
-        self._max_attempts = max_attempts
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
-        self._sleep = sleep
-        self._jitter = jitter
+    sqs: Any
+    queue_url: str
+    limiter: TokenBucket | None = None
+    max_attempts: int = 6
+    backoff_base: float = 0.1
+    backoff_max: float = 5.0
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
 
     def send(self, messages: list[ReplayMessage]) -> BatchOutcome:
         if len(messages) > MAX_BATCH_ENTRIES:
@@ -180,18 +169,18 @@ class BatchSender:
         outcome = BatchOutcome()
         pending = {str(index): message for index, message in enumerate(messages)}
         reason = ""
-        for attempt in range(1, self._max_attempts + 1):
+        for attempt in range(1, self.max_attempts + 1):
             if not pending:
                 break
             if attempt > 1:
                 # Full jitter: spreads retries of concurrent senders apart.
-                self._sleep(min(self._backoff_max, self._backoff_base * 2 ** (attempt - 2)) * self._jitter())
-            if self._limiter is not None:
-                self._limiter.acquire(len(pending))
+                self.sleep(min(self.backoff_max, self.backoff_base * 2 ** (attempt - 2)) * self.jitter())
+            if self.limiter is not None:
+                self.limiter.acquire(len(pending))
             outcome.calls += 1
             try:
-                response = self._sqs.send_message_batch(
-                    QueueUrl=self._queue_url,
+                response = self.sqs.send_message_batch(
+                    QueueUrl=self.queue_url,
                     Entries=[
                         {"Id": entry_id, "MessageBody": m.body, "MessageAttributes": m.attributes}
                         for entry_id, m in pending.items()
@@ -202,7 +191,7 @@ class BatchSender:
                 status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
                 if code not in TRANSIENT_CODES and status < 500:
                     raise TargetQueueError(
-                        f"SQS refused SendMessageBatch to {self._queue_url}: {code}: {error}"
+                        f"SQS refused SendMessageBatch to {self.queue_url}: {code}: {error}"
                     ) from error
                 reason = f"{code or status}: {error}"
                 continue

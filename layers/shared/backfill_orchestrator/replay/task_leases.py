@@ -166,7 +166,7 @@ class TaskLedger:
                 },
                 ReturnValues="ALL_NEW",
             )
-        except ClientError as error:
+        except (ClientError, BotoCoreError) as error:
             if not condition_failed(error):
                 raise LedgerError(f"acquiring replay task {task_id}: {error}") from error
             current = self.get(task_id)
@@ -177,8 +177,6 @@ class TaskLedger:
             if current.state == "DONE":
                 raise TaskAlreadyDoneError(current) from None
             raise TaskBusyError(task_id, current.lease_until) from None
-        except BotoCoreError as error:
-            raise LedgerError(f"acquiring replay task {task_id}: {error}") from error
         return _state_from_item(response["Attributes"])
 
     def checkpoint(

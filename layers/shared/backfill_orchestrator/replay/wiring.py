@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
-
 from backfill_orchestrator.aws import aws_client
+from backfill_orchestrator.lambda_entry import FunctionClients, FunctionWiring, deployment_clients
 from backfill_orchestrator.notify import build_notifier
 from backfill_orchestrator.notify.notifier import MetricsSink
 from backfill_orchestrator.replay.progress import ReplayProgress
@@ -17,47 +16,26 @@ from backfill_orchestrator.replay.runner import ReplayContext
 from backfill_orchestrator.replay.settings import ReplaySettings
 from backfill_orchestrator.replay.task_leases import TaskLedger
 from backfill_orchestrator.replay.worker import ReplayWorker
-from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.status import StatusStore
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_s3.client import S3Client
-    from mypy_boto3_secretsmanager.client import SecretsManagerClient
+    from typing import Unpack
+
     from mypy_boto3_sqs.client import SQSClient
 
 
-class ReplayWiring:
+class ReplayWiring(FunctionWiring[ReplaySettings]):
     def __init__(
-        self,
-        settings: ReplaySettings,
-        *,
-        s3_client: S3Client,
-        sqs_client: SQSClient,
-        dynamodb_client: DynamoDBClient,
-        secrets_client: SecretsManagerClient,
-    ):
-        self.settings = settings
-        self._s3 = s3_client
+        self, settings: ReplaySettings, *, sqs_client: SQSClient, **clients: Unpack[FunctionClients]
+    ) -> None:
+        super().__init__(settings, **clients)
         self._sqs = sqs_client
-        self._dynamodb = dynamodb_client
-        self._secrets = SecretReader(
-            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
-        )
 
     @classmethod
     def from_env(cls) -> ReplayWiring:
-        """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (`aws.aws_client`)."""
-        settings = ReplaySettings.from_env()
-        client = aws_client
-        return cls(
-            settings,
-            s3_client=client("s3"),
-            sqs_client=client("sqs"),
-            dynamodb_client=client("dynamodb"),
-            secrets_client=client("secretsmanager"),
-        )
+        """The deployment's: settings from the environment (SettingsError names every problem)
+        and its clients (`lambda_entry.deployment_clients`)."""
+        return cls(ReplaySettings.from_env(), sqs_client=aws_client("sqs"), **deployment_clients())
 
     def worker(self, *, metrics: MetricsSink) -> ReplayWorker:
         settings = self.settings

@@ -360,7 +360,6 @@ class StatusStore:
             values=values,
             detail=detail,
             attributes=attributes,
-            on_conflict=lambda current: TransitionRejectedError(backfill_id, target, current),
             by=by,
             **_thread_clauses(slack_thread),
         )
@@ -428,7 +427,6 @@ class StatusStore:
                 detail=detail,
                 extra_set=extra,
                 attributes={"reason": None, "retryable": False},
-                on_conflict=lambda now_record: TransitionRejectedError(backfill_id, target, now_record),
             )
         except TransitionRejectedError:
             return None
@@ -544,7 +542,6 @@ class StatusStore:
         values: dict[str, Any],
         detail: str | None,
         attributes: Mapping[str, Any] | None,
-        on_conflict: Callable[[StatusRecord | None], Exception],
         extra_set: list[str] | None = None,
         extra_values: dict[str, Any] | None = None,
         by: str | None = None,
@@ -584,23 +581,20 @@ class StatusStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         try:
-            response = self._send_update(backfill_id, request, on_conflict, target=target)
+            response = self._send_update(backfill_id, request, target=target)
         except StatusItemTooLargeError:
             # A record written before its history was bounded, or one at the edge: move its
             # older history out and write again, once.
             if not self._move_history_now(backfill_id):
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
-            response = self._send_update(backfill_id, request, on_conflict, target=target)
+            response = self._send_update(backfill_id, request, target=target)
         return self._bounded(response["Attributes"])
 
     def _send_update(
-        self,
-        backfill_id: str,
-        request: dict[str, Any],
-        on_conflict: Callable[[StatusRecord | None], Exception],
-        *,
-        target: BackfillState,
+        self, backfill_id: str, request: dict[str, Any], *, target: BackfillState
     ) -> dict[str, Any]:
+        """Send the transition's write; one whose condition fails is rejected with the record
+        as it is (TransitionRejectedError)."""
         try:
             return cast(dict[str, Any], self._client.update_item(**request))
         except (ClientError, BotoCoreError) as error:
@@ -608,8 +602,10 @@ class StatusStore:
                 old = error.response.get("Item")
                 if old is None and self.get(backfill_id) is None:
                     raise RecordNotFoundError(backfill_id) from None
-                raise on_conflict(
-                    record_from_item(cast(Mapping[str, Any], old)) if old else self.get(backfill_id)
+                raise TransitionRejectedError(
+                    backfill_id,
+                    target,
+                    record_from_item(cast(Mapping[str, Any], old)) if old else self.get(backfill_id),
                 ) from None
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None

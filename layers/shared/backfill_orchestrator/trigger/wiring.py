@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
 from backfill_orchestrator.aws import aws_client
@@ -26,6 +25,7 @@ from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.deadline import Deadline
 from backfill_orchestrator.http import retrying_session
 from backfill_orchestrator.identity import IamNameResolver
+from backfill_orchestrator.lambda_entry import FunctionClients, FunctionWiring, deployment_clients
 from backfill_orchestrator.lineage import LineageAhead, LineageWithHistory, MarquezClient
 from backfill_orchestrator.lineage_events import LineageEmitter
 from backfill_orchestrator.notify import Notifier, build_notifier
@@ -41,7 +41,6 @@ from backfill_orchestrator.publish import (
     Publisher,
     PublishLayout,
 )
-from backfill_orchestrator.secrets import SecretReader
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.approval_gate import ApprovalGate
@@ -51,11 +50,10 @@ from backfill_orchestrator.trigger.service import TriggerService
 from backfill_orchestrator.trigger.storage import TriggerStorage
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from typing import Unpack
+
     from mypy_boto3_iam.client import IAMClient
     from mypy_boto3_mwaa.client import MWAAClient
-    from mypy_boto3_s3.client import S3Client
-    from mypy_boto3_secretsmanager.client import SecretsManagerClient
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_ssm.client import SSMClient
 
@@ -65,32 +63,25 @@ CATALOG_MAX_AGE_SECONDS = 60
 READ_AHEAD_THREADS = 6  # secrets, the catalog, Airflow's sign-in, the first lineage query
 
 
-class TriggerWiring:
+class TriggerWiring(FunctionWiring[DeploymentSettings]):
     def __init__(
         self,
         settings: DeploymentSettings,
         *,
-        s3_client: S3Client,
-        dynamodb_client: DynamoDBClient,
-        secrets_client: SecretsManagerClient,
         mwaa_client_factory: Callable[[], MWAAClient] | None = None,
         sqs_client_factory: Callable[[], SQSClient] | None = None,
         session_factory: Callable[[], requests.Session] = retrying_session,
         ssm_client_factory: Callable[[], SSMClient] | None = None,
         iam_client_factory: Callable[[], IAMClient] | None = None,
-    ):
+        **clients: Unpack[FunctionClients],
+    ) -> None:
         """`session_factory` makes the HTTP sessions (tests pass one with short backoff); the
         MWAA and SQS clients are made on first use, the SSM and IAM ones only when a policy is
         configured (POLICY_URI)."""
-        self.settings = settings
-        self._s3 = s3_client
-        self._dynamodb = dynamodb_client
+        super().__init__(settings, **clients)
         self._mwaa_factory = mwaa_client_factory
         self._sqs_factory = sqs_client_factory
         self._sqs: SQSClient | None = None
-        self._secrets = SecretReader(
-            provider=SecretsProvider(boto3_client=secrets_client), max_age=settings.secrets_max_age_seconds
-        )
         # One session per service so retry/backoff state and connections are reused.
         self._sessions = {name: session_factory() for name in ("airflow", "marquez", "pagerduty")}
         self._airflow: tuple[str, AirflowClient] | None = None
@@ -106,19 +97,16 @@ class TriggerWiring:
 
     @classmethod
     def from_env(cls) -> TriggerWiring:
-        """The deployment's: settings from the environment (SettingsError names every problem),
-        boto3's clients with the package's retry policy (`aws.aws_client`)."""
-        settings = DeploymentSettings.from_env()
+        """The deployment's: settings from the environment (SettingsError names every problem)
+        and its clients (`lambda_entry.deployment_clients`; the others made when needed)."""
         client = aws_client
         return cls(
-            settings,
-            s3_client=client("s3"),
-            dynamodb_client=client("dynamodb"),
-            secrets_client=client("secretsmanager"),
+            DeploymentSettings.from_env(),
             mwaa_client_factory=lambda: client("mwaa"),
             sqs_client_factory=lambda: client("sqs"),
             ssm_client_factory=lambda: client("ssm"),
             iam_client_factory=lambda: client("iam"),
+            **deployment_clients(),
         )
 
     def service(self, *, metrics: MetricsSink, logger: Logger | logging.Logger) -> TriggerService:
