@@ -8,20 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfill_orchestrator.client.aws import aws_client
-from backfill_orchestrator.client.preflight import (
-    check_prefix,
-    deployment_policy,
-    incoming_prefix,
-    preflight_checked,
-)
+from backfill_orchestrator.client.preflight import check_prefix, deployment_policy, incoming_prefix
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
 from backfill_orchestrator.client.status import status_table, watch_backfill
+from backfill_orchestrator.client.validate import check_backfill
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.planner import JobCatalog
-from backfill_orchestrator.preflight import PreflightRefusedError, Verdict
+from backfill_orchestrator.preflight import Verdict
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from backfill_orchestrator.status.model import StatusRecord
 
@@ -102,7 +98,7 @@ def submit_backfill(
         source, policy=policy or deployment_policy(), s3_client=s3_client, session=session
     )
     check_prefix(prefix, incoming=incoming_prefix())
-    verdict, _ = preflight_checked(
+    checked = check_backfill(
         prepared,
         marquez_url=marquez_url,
         lineage=lineage,
@@ -110,11 +106,9 @@ def submit_backfill(
         limits=limits,
         strict=strict,
         s3_client=s3_client,
-    )
-    if not verdict.accepted:
-        raise PreflightRefusedError(verdict)
+    ).accepted()
     submission = upload_prepared(
-        prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session, verdict=verdict
+        prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session, verdict=checked.verdict
     )
     if not wait:
         return submission

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfill_orchestrator.client.preflight import deployment_policy, preflight_checked
-from backfill_orchestrator.client.sources import ConfigSource, prepare_config
+from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.contracts.plan import Plan
@@ -23,14 +23,28 @@ from backfill_orchestrator.settings.preflight import PreflightLimits
 class Checked:
     """A config and what was (and was not) checked about it: `verdict.unchecked` says what."""
 
-    config: BackfillConfig
-    backfill_id: str
+    prepared: PreparedConfig  # the config, its backfill id and the bytes an upload sends
     verdict: Verdict
     plan: Plan | None  # None when lineage was not reached (or the plan was refused)
 
+    @property
+    def config(self) -> BackfillConfig:
+        return self.prepared.config
+
+    @property
+    def backfill_id(self) -> str:
+        return self.prepared.backfill_id
+
+    def accepted(self) -> Checked:
+        """This, when the preflight accepted the config; else PreflightRefusedError carrying
+        every refusal."""
+        if not self.verdict.accepted:
+            raise PreflightRefusedError(self.verdict)
+        return self
+
 
 def check_backfill(
-    source: ConfigSource,
+    source: ConfigSource | PreparedConfig,
     *,
     policy: ConfigPolicy | None = None,
     marquez_url: str | None = None,
@@ -46,7 +60,11 @@ def check_backfill(
     that cannot be read. Nothing is uploaded."""
     if s3_client is None and session is not None:
         s3_client = session.client("s3")
-    prepared = prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
+    prepared = (
+        source
+        if isinstance(source, PreparedConfig)
+        else prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
+    )
     verdict, plan = preflight_checked(
         prepared,
         marquez_url=marquez_url,
@@ -56,7 +74,7 @@ def check_backfill(
         strict=strict,
         s3_client=s3_client,
     )
-    return Checked(prepared.config, prepared.backfill_id, verdict, plan)
+    return Checked(prepared, verdict, plan)
 
 
 def validate_backfill(
@@ -87,6 +105,4 @@ def validate_backfill(
         session=session,
         s3_client=s3_client,
     )
-    if not checked.verdict.accepted:
-        raise PreflightRefusedError(checked.verdict)
-    return checked.config
+    return checked.accepted().config
