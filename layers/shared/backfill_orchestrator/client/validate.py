@@ -20,20 +20,12 @@ from backfill_orchestrator.settings.preflight import PreflightLimits
 
 
 @dataclass(frozen=True)
-class Checked:
-    """A config and what was (and was not) checked about it: `verdict.unchecked` says what."""
+class Checked(PreparedConfig):
+    """A config (with the bytes an upload sends) and what was (and was not) checked about it:
+    `verdict.unchecked` says what."""
 
-    prepared: PreparedConfig  # the config, its backfill id and the bytes an upload sends
     verdict: Verdict
     plan: Plan | None  # None when lineage was not reached (or the plan was refused)
-
-    @property
-    def config(self) -> BackfillConfig:
-        return self.prepared.config
-
-    @property
-    def backfill_id(self) -> str:
-        return self.prepared.backfill_id
 
     def accepted(self) -> Checked:
         """This, when the preflight accepted the config; else PreflightRefusedError carrying
@@ -44,7 +36,7 @@ class Checked:
 
 
 def check_backfill(
-    source: ConfigSource | PreparedConfig,
+    source: ConfigSource,
     *,
     policy: ConfigPolicy | None = None,
     marquez_url: str | None = None,
@@ -60,11 +52,7 @@ def check_backfill(
     that cannot be read. Nothing is uploaded."""
     if s3_client is None and session is not None:
         s3_client = session.client("s3")
-    prepared = (
-        source
-        if isinstance(source, PreparedConfig)
-        else prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
-    )
+    prepared = prepare_config(source, policy=policy or deployment_policy(), s3_client=s3_client)
     verdict, plan = preflight_checked(
         prepared,
         marquez_url=marquez_url,
@@ -74,7 +62,7 @@ def check_backfill(
         strict=strict,
         s3_client=s3_client,
     )
-    return Checked(prepared, verdict, plan)
+    return Checked(prepared.config, prepared.backfill_id, prepared.body, prepared.extension, verdict, plan)
 
 
 def validate_backfill(

@@ -125,25 +125,31 @@ def _edges(plan: Plan) -> list[tuple[str, str]]:
     return [(_node(by_id[parent]), _node(step)) for step in plan.steps for parent in step.upstream]
 
 
+def _mermaid_wave(number: int) -> str:
+    return f'  subgraph wave{number}["wave {number}"]'
+
+
+def _mermaid_step(step: PlanStep) -> str:
+    return f'    {_node(step)}["{_label(step).replace(chr(34), chr(39))}"]'
+
+
 def render_mermaid(plan: Plan) -> str:
-    waves = _subgraphs(
-        plan,
-        lambda number: f'  subgraph wave{number}["wave {number}"]',
-        lambda step: f'    {_node(step)}["{_label(step).replace(chr(34), chr(39))}"]',
-        "  end",
-    )
+    waves = _subgraphs(plan, _mermaid_wave, _mermaid_step, "  end")
     edges = [f"  {parent} --> {child}" for parent, child in _edges(plan)]
     return "\n".join(["flowchart LR", *waves, *edges]) + "\n"
 
 
+def _dot_wave(number: int) -> str:
+    return f'  subgraph cluster_wave{number} {{ label="wave {number}";'
+
+
+def _dot_step(step: PlanStep) -> str:
+    return f"    {_node(step)} [label={json.dumps(_label(step))}];"
+
+
 def render_dot(plan: Plan) -> str:
     head = [f"digraph {json.dumps(plan.backfill_id)} {{", "  rankdir=LR;", "  node [shape=box];"]
-    waves = _subgraphs(
-        plan,
-        lambda number: f'  subgraph cluster_wave{number} {{ label="wave {number}";',
-        lambda step: f"    {_node(step)} [label={json.dumps(_label(step))}];",
-        "  }",
-    )
+    waves = _subgraphs(plan, _dot_wave, _dot_step, "  }")
     edges = [f"  {parent} -> {child};" for parent, child in _edges(plan)]
     return "\n".join([*head, *waves, *edges]) + "\n}\n"
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -73,6 +73,14 @@ def page_json(data: Any) -> Markup:
     return Markup(text)  # noqa: S704 - escaped above for the one context it is used in
 
 
+class _Answered(Exception):
+    """A request answered before its route runs: not signed in, or not allowed to see backfills."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
 def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> FastAPI:
     """The app over these services (`desk`: None when actions are not configured)."""
     app = FastAPI(title="Backfills", docs_url=None, redoc_url=None, openapi_url=None)
@@ -115,23 +123,43 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         body = templates.get_template(name).render(base=base(request), **context)
         return HTMLResponse(body, status_code=status)
 
-    async def who(request: Request, *, page: bool) -> Viewer | Response:
+    async def who(request: Request, *, page: bool) -> Viewer:
+        """The signed-in viewer who may see the backfills; else _Answered with the page's (or
+        the API's) answer."""
         try:
             viewer = await access.viewer(request)
         except NotAuthenticatedError:
             if page:
-                return RedirectResponse(
-                    access.login_url(str(request.url.path) + _query(request)), status_code=303
-                )
-            return JSONResponse({"error": "not authenticated: log in to Airflow"}, status_code=401)
+                raise _Answered(
+                    RedirectResponse(
+                        access.login_url(str(request.url.path) + _query(request)), status_code=303
+                    )
+                ) from None
+            raise _Answered(
+                JSONResponse({"error": "not authenticated: log in to Airflow"}, status_code=401)
+            ) from None
         if not viewer.may_view:
             message = f"{viewer.name} may not see the runs of the backfill DAG ({sources.settings.dag_id})"
             if page:
-                return render(
-                    request, "message.html", 403, title="Not allowed", message=message, viewer=viewer
+                raise _Answered(
+                    render(request, "message.html", 403, title="Not allowed", message=message, viewer=viewer)
                 )
-            return JSONResponse({"error": message}, status_code=403)
+            raise _Answered(JSONResponse({"error": message}, status_code=403))
         return viewer
+
+    async def page_viewer(request: Request) -> Viewer:
+        return await who(request, page=True)
+
+    async def api_viewer(request: Request) -> Viewer:
+        return await who(request, page=False)
+
+    # Each route names its viewer as a parameter: FastAPI resolves it (or answers) first.
+    page_viewer_dependency = Depends(page_viewer)
+    api_viewer_dependency = Depends(api_viewer)
+
+    @app.exception_handler(_Answered)
+    async def answered(request: Request, answer: _Answered) -> Response:
+        return answer.response
 
     def failure(request: Request, error: Exception, *, page: bool, viewer: Viewer | None) -> Response:
         status = 400 if isinstance(error, BadQueryError) else 503
@@ -149,10 +177,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- pages ------------------------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse)
-    async def list_page(request: Request) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def list_page(request: Request, viewer: Viewer = page_viewer_dependency) -> Response:
         try:
             query = _list_query(request, sources.settings.page_size)
             page = sources.list_page(query)
@@ -181,10 +206,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/b/{backfill_id}", response_class=HTMLResponse)
-    async def detail_page(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def detail_page(
+        request: Request, backfill_id: str, viewer: Viewer = page_viewer_dependency
+    ) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -221,10 +245,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
-    async def from_dag_run(request: Request, dag_id: str, run_id: str) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def from_dag_run(
+        request: Request, dag_id: str, run_id: str, viewer: Viewer = page_viewer_dependency
+    ) -> Response:
         backfill_id = _backfill_of_run(dag_id, run_id, sources.settings.dag_id)
         if backfill_id is None:
             return render(
@@ -239,10 +262,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- the API ------------------------------------------------------------------------------
     @app.get("/api/backfills")
-    async def list_api(request: Request) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def list_api(request: Request, viewer: Viewer = api_viewer_dependency) -> Response:
         try:
             page = sources.list_page(_list_query(request, sources.settings.page_size))
         except (BadQueryError, ServiceError) as error:
@@ -253,10 +273,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/api/backfills/{backfill_id}")
-    async def detail_api(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def detail_api(
+        request: Request, backfill_id: str, viewer: Viewer = api_viewer_dependency
+    ) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -267,10 +286,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return JSONResponse(json.loads(json.dumps(view, default=str)))
 
     @app.get("/api/backfills/{backfill_id}/result")
-    async def result_api(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def result_api(
+        request: Request, backfill_id: str, viewer: Viewer = api_viewer_dependency
+    ) -> Response:
         try:
             record = find(backfill_id)
             result = sources.result_file(record) if record is not None else None
@@ -281,10 +299,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return Response(result.to_json(), media_type="application/json")
 
     @app.post("/api/backfills/{backfill_id}/actions/{action}")
-    async def press(request: Request, backfill_id: str, action: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def press(
+        request: Request, backfill_id: str, action: str, viewer: Viewer = api_viewer_dependency
+    ) -> Response:
         if forged := csrf_refusal(access, viewer, request):
             return JSONResponse({"outcome": "refused", "rule": "csrf", "reason": forged}, status_code=403)
         if not viewer.may_act:
@@ -324,10 +341,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return JSONResponse(outcome.as_dict(), status_code=202 if outcome.outcome == "requested" else 409)
 
     @app.get("/api/backfills/{backfill_id}/controls/{name}")
-    async def control_api(request: Request, backfill_id: str, name: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def control_api(
+        request: Request, backfill_id: str, name: str, viewer: Viewer = api_viewer_dependency
+    ) -> Response:
         if not ID.match(backfill_id):
             return JSONResponse({"error": "no such backfill"}, status_code=404)
         try:
