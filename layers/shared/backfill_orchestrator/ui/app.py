@@ -147,15 +147,15 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
             raise _Answered(JSONResponse({"error": message}, status_code=403))
         return viewer
 
-    async def page_viewer(request: Request) -> Viewer:
+    async def viewer_on_page(request: Request) -> Viewer:
         return await who(request, page=True)
 
-    async def api_viewer(request: Request) -> Viewer:
+    async def viewer_on_api(request: Request) -> Viewer:
         return await who(request, page=False)
 
-    # Each route names its viewer as a parameter: FastAPI resolves it (or answers) first.
-    page_viewer_dependency = Depends(page_viewer)
-    api_viewer_dependency = Depends(api_viewer)
+    # A route's `viewer` parameter: FastAPI finds the viewer (or answers) before the route runs.
+    page_viewer = Depends(viewer_on_page)
+    api_viewer = Depends(viewer_on_api)
 
     @app.exception_handler(_Answered)
     async def answered(request: Request, answer: _Answered) -> Response:
@@ -177,7 +177,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- pages ------------------------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse)
-    async def list_page(request: Request, viewer: Viewer = page_viewer_dependency) -> Response:
+    async def list_page(request: Request, viewer: Viewer = page_viewer) -> Response:
         try:
             query = _list_query(request, sources.settings.page_size)
             page = sources.list_page(query)
@@ -206,9 +206,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/b/{backfill_id}", response_class=HTMLResponse)
-    async def detail_page(
-        request: Request, backfill_id: str, viewer: Viewer = page_viewer_dependency
-    ) -> Response:
+    async def detail_page(request: Request, backfill_id: str, viewer: Viewer = page_viewer) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -246,7 +244,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
     async def from_dag_run(
-        request: Request, dag_id: str, run_id: str, viewer: Viewer = page_viewer_dependency
+        request: Request, dag_id: str, run_id: str, viewer: Viewer = page_viewer
     ) -> Response:
         backfill_id = _backfill_of_run(dag_id, run_id, sources.settings.dag_id)
         if backfill_id is None:
@@ -262,7 +260,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- the API ------------------------------------------------------------------------------
     @app.get("/api/backfills")
-    async def list_api(request: Request, viewer: Viewer = api_viewer_dependency) -> Response:
+    async def list_api(request: Request, viewer: Viewer = api_viewer) -> Response:
         try:
             page = sources.list_page(_list_query(request, sources.settings.page_size))
         except (BadQueryError, ServiceError) as error:
@@ -273,9 +271,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/api/backfills/{backfill_id}")
-    async def detail_api(
-        request: Request, backfill_id: str, viewer: Viewer = api_viewer_dependency
-    ) -> Response:
+    async def detail_api(request: Request, backfill_id: str, viewer: Viewer = api_viewer) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -286,9 +282,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return JSONResponse(json.loads(json.dumps(view, default=str)))
 
     @app.get("/api/backfills/{backfill_id}/result")
-    async def result_api(
-        request: Request, backfill_id: str, viewer: Viewer = api_viewer_dependency
-    ) -> Response:
+    async def result_api(request: Request, backfill_id: str, viewer: Viewer = api_viewer) -> Response:
         try:
             record = find(backfill_id)
             result = sources.result_file(record) if record is not None else None
@@ -299,9 +293,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return Response(result.to_json(), media_type="application/json")
 
     @app.post("/api/backfills/{backfill_id}/actions/{action}")
-    async def press(
-        request: Request, backfill_id: str, action: str, viewer: Viewer = api_viewer_dependency
-    ) -> Response:
+    async def press(request: Request, backfill_id: str, action: str, viewer: Viewer = api_viewer) -> Response:
         if forged := csrf_refusal(access, viewer, request):
             return JSONResponse({"outcome": "refused", "rule": "csrf", "reason": forged}, status_code=403)
         if not viewer.may_act:
@@ -342,7 +334,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     @app.get("/api/backfills/{backfill_id}/controls/{name}")
     async def control_api(
-        request: Request, backfill_id: str, name: str, viewer: Viewer = api_viewer_dependency
+        request: Request, backfill_id: str, name: str, viewer: Viewer = api_viewer
     ) -> Response:
         if not ID.match(backfill_id):
             return JSONResponse({"error": "no such backfill"}, status_code=404)
