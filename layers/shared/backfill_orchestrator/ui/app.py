@@ -36,7 +36,7 @@ from markupsafe import Markup
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.contracts import InvalidDocumentError
 from backfill_orchestrator.documents import DocumentError
-from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.policy import InvalidPolicyError, PolicyUnavailableError
 from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.ui.access import Access, NotAuthenticatedError, Viewer, csrf_refusal, csrf_token
@@ -73,8 +73,9 @@ def page_json(data: Any) -> Markup:
     return Markup(text)  # noqa: S704 - escaped above for the one context it is used in
 
 
-class _Answered(Exception):
-    """A request answered before its route runs: not signed in, or not allowed to see backfills."""
+class AccessRefusedError(PolicyRefusal):
+    """A request refused before its route runs (not signed in, or not allowed to see the
+    backfills), carrying the page's or the API's answer."""
 
     def __init__(self, response: Response) -> None:
         super().__init__(response.status_code)
@@ -124,27 +125,27 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return HTMLResponse(body, status_code=status)
 
     async def who(request: Request, *, page: bool) -> Viewer:
-        """The signed-in viewer who may see the backfills; else _Answered with the page's (or
-        the API's) answer."""
+        """The signed-in viewer who may see the backfills; else AccessRefusedError carrying the
+        page's (or the API's) answer."""
         try:
             viewer = await access.viewer(request)
         except NotAuthenticatedError:
             if page:
-                raise _Answered(
+                raise AccessRefusedError(
                     RedirectResponse(
                         access.login_url(str(request.url.path) + _query(request)), status_code=303
                     )
                 ) from None
-            raise _Answered(
+            raise AccessRefusedError(
                 JSONResponse({"error": "not authenticated: log in to Airflow"}, status_code=401)
             ) from None
         if not viewer.may_view:
             message = f"{viewer.name} may not see the runs of the backfill DAG ({sources.settings.dag_id})"
             if page:
-                raise _Answered(
+                raise AccessRefusedError(
                     render(request, "message.html", 403, title="Not allowed", message=message, viewer=viewer)
                 )
-            raise _Answered(JSONResponse({"error": message}, status_code=403))
+            raise AccessRefusedError(JSONResponse({"error": message}, status_code=403))
         return viewer
 
     async def viewer_on_page(request: Request) -> Viewer:
@@ -157,9 +158,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
     page_viewer = Depends(viewer_on_page)
     api_viewer = Depends(viewer_on_api)
 
-    @app.exception_handler(_Answered)
-    async def answered(request: Request, answer: _Answered) -> Response:
-        return answer.response
+    @app.exception_handler(AccessRefusedError)
+    async def refused(request: Request, refusal: AccessRefusedError) -> Response:
+        return refusal.response
 
     def failure(request: Request, error: Exception, *, page: bool, viewer: Viewer | None) -> Response:
         status = 400 if isinstance(error, BadQueryError) else 503
