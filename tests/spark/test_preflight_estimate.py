@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.contracts.publish import PublishPolicy
 from backfill_orchestrator.planner.catalog import JobCatalog
-from backfill_orchestrator.preflight import preflight_plan, warehouse_lister
+from backfill_orchestrator.preflight import Reach, preflight_plan, warehouse_lister
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from spark_jobs.engine.catalogs import Catalogs
 from spark_jobs.engine.publishing import PublishSettings
@@ -79,7 +79,7 @@ def test_partitions_and_bytes_equal_what_the_spark_job_reads_and_writes(spark, w
         update={"waves": [w for w in plan.waves if all(s.kind == "spark" for s in w.steps)]}
     )
     verdict, planned = preflight_plan(
-        config, spark_plan, catalog=CATALOG, limits=PreflightLimits(), lister=warehouse_lister(str(warehouse))
+        config, spark_plan, Reach(PreflightLimits(), catalog=CATALOG, lister=warehouse_lister(str(warehouse)))
     )
     estimates = {entry["step"]: entry for entry in planned.estimate["steps"]}
     expected_bytes = {step.id: read_bytes(spark, warehouse, step) for step in spark_plan.steps}

@@ -26,7 +26,7 @@ PAGE_POLICY = POLICY_YAML.replace(
     'aws: ["role/data-eng/jane.doe@example.com"]',
     'aws: ["role/data-eng/jane.doe@example.com"]\n    airflow: [jane]',
 ).replace("slack_user: U0BOB\n", "slack_user: U0BOB\n    airflow: [bob, bob.*]\n")
-USERS = {"jane": "user", "bob": "user", "vic": "viewer", "mallory": "user"}
+USERS = {"jane": "user", "bob": "user", "vic": "viewer", "mallory": "user", "olga": "outsider"}
 
 
 @dataclass

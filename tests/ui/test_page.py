@@ -67,6 +67,17 @@ def test_no_login_gets_no_data(page: PageHarness) -> None:
     assert page.client.post("/api/backfills/orders-fix-00000000/actions/cancel", json={}).status_code == 401
 
 
+def test_a_signed_in_user_who_may_not_view_gets_a_refusal_and_no_data(page: PageHarness) -> None:
+    _records(page, 1)
+    headers = page.as_user("olga")  # signed in, without a role that sees the backfill DAG
+    answer = page.client.get("/b/orders-fix-00000000", headers=headers)
+    assert answer.status_code == 403 and "may not see the runs" in answer.text
+    assert "orders-fix-00000000" not in answer.text and "content-security-policy" in answer.headers
+    for path in ("/api/backfills", "/api/backfills/orders-fix-00000000/result"):
+        answer = page.client.get(path, headers=headers)
+        assert answer.status_code == 403 and answer.json()["error"].startswith("olga may not see")
+
+
 def test_every_response_carries_a_strict_content_security_policy(page: PageHarness) -> None:
     _records(page, 1)
     answer = page.client.get("/", headers=page.as_user("vic"))

@@ -33,6 +33,7 @@ from backfill_orchestrator.contracts import (
     StepStatus,
     parse_document,
 )
+from backfill_orchestrator.contracts.publish import MAX_HELD_TOP, HeldStep
 from backfill_orchestrator.contracts.schemas import contract_schema, stale
 from backfill_orchestrator.errors import UserError
 from tests.support.publish import sample_ledger, sample_manifest, sample_policy, sample_step_checks
@@ -465,3 +466,41 @@ def test_the_contracts_sit_at_the_bottom_of_the_package() -> None:
     assert graph["contracts"] <= {"config", "errors", "parsing", "_compat"}
     assert graph["parsing"] <= {"errors"}  # every document's reader, below everything that reads one
     assert "plan" not in graph  # the plan's one home is contracts.plan
+
+
+def test_a_held_step_summarises_its_checks_bounded():
+    checks = sample_step_checks()
+    long_reasons = checks.model_copy(update={"reasons": ["x" * 600] * (MAX_HELD_TOP + 2)})
+    held = HeldStep.of(long_reasons, checks_uri="s3://b/checks.json")
+    assert (held.step, held.attempt, held.table) == ("etl_orders", 1, "orders")
+    assert (held.partitions, held.rows_before, held.rows_after, held.keys_removed) == (72, 140, 139, 1)
+    assert held.partitions_emptied == 0 and held.partitions_new == 0
+    assert [reason for reason in held.reasons] == ["x" * 500] * MAX_HELD_TOP
+    [top] = held.top
+    assert (top.partition, top.change, top.rows_before, top.rows_after, top.keys_removed) == (
+        "day=2021-05-05/hour=3/feed=web",
+        "changed",
+        2,
+        1,
+        1,
+    )
+    assert held.checks_uri == "s3://b/checks.json"
+
+
+def test_a_step_result_counts_its_figures():
+    step = StepResult(
+        id="s",
+        transform="t",
+        wave=0,
+        status="succeeded",
+        seconds=2.5,
+        rows_in=7,
+        rows_out=5,
+        partitions_written=["day=2021-06-04"],
+    )
+    assert step.figures.model_dump() == {
+        "seconds": 2.5,
+        "rows_in": 7,
+        "rows_out": 5,
+        "partitions_written_count": 1,
+    }

@@ -10,7 +10,7 @@ from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage import KnownProducers, ProducersSeen, fetch_downstream, job_node_id
 from backfill_orchestrator.lineage.graph import LineageGraph, parse_lineage_response
 from backfill_orchestrator.lineage.runs import upstream_producers
-from backfill_orchestrator.preflight import run_preflight
+from backfill_orchestrator.preflight import Reach, run_preflight
 from tests.support.preflight import DAY, EXAMPLE_CATALOG, LIMITS, plan_of, stale, store_with
 from tests.support.preflight import upstream_config as config
 
@@ -83,10 +83,12 @@ def test_the_walk_keeps_the_roots_producers_and_freshness_asks_nothing_more():
 
     plan = plan_of(cfg, store)
     plain = CountingHistory(InProcessMarquez(store))
-    before = run_preflight(cfg, plan=plan, catalog=EXAMPLE_CATALOG, limits=LIMITS, history=plain)
+    before = run_preflight(cfg, plan=plan, reach=Reach(LIMITS, catalog=EXAMPLE_CATALOG, history=plain))
     reused = CountingHistory(InProcessMarquez(store))
     after = run_preflight(
-        cfg, plan=plan, catalog=EXAMPLE_CATALOG, limits=LIMITS, history=KnownProducers(reused, seen.producers)
+        cfg,
+        plan=plan,
+        reach=Reach(LIMITS, catalog=EXAMPLE_CATALOG, history=KnownProducers(reused, seen.producers)),
     )
     assert plain.asked == ["etl_orders_7_days"] and reused.asked == []
     assert after.findings == before.findings and after.unchecked == before.unchecked

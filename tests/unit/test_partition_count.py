@@ -11,7 +11,7 @@ from backfill_orchestrator.config import parse_config
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.planner.partitions import catalog_entries, plan_partitions
 from backfill_orchestrator.policy import PlanFacts, needs_approval, parse_policy
-from backfill_orchestrator.preflight import preflight_plan
+from backfill_orchestrator.preflight import Reach, preflight_plan
 from backfill_orchestrator.preflight.render import estimate_line, render
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from tests.support.configs import EXAMPLES
@@ -39,7 +39,7 @@ def test_the_estimate_the_text_the_slack_line_and_the_gate_say_one_number(extra,
     text = (EXAMPLES / "minimal-batch.yaml").read_text() + extra
     config = parse_config(text, fmt="yaml")
     view = plan_backfill(text, lineage=lineage(), catalog=CATALOG)
-    _, plan = preflight_plan(config, view.plan, catalog=CATALOG, limits=PreflightLimits())
+    _, plan = preflight_plan(config, view.plan, Reach(PreflightLimits(), catalog=CATALOG))
     assert plan_partitions(plan, catalog_entries(plan, CATALOG)) == expected
     assert plan.estimate is not None and int(plan.estimate["partitions"]) == expected
     assert f"partitions to rewrite: {expected} (measured)" in render(plan, "text")

@@ -9,7 +9,7 @@ import pytest
 from backfill_local.marquez_double import LineageStore, run_events
 from backfill_orchestrator.config import backfill_id, parse_config
 from backfill_orchestrator.planner import JobCatalog
-from backfill_orchestrator.preflight import preflight_plan, run_preflight, warehouse_lister
+from backfill_orchestrator.preflight import Reach, preflight_plan, run_preflight, warehouse_lister
 from backfill_orchestrator.preflight.render import render
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -30,9 +30,8 @@ def config(**extra):
 
 
 def verdict_of(cfg, *, catalog=EXAMPLE_CATALOG, limits=LIMITS, lister=None, strict=False, store=None):
-    return run_preflight(
-        cfg, plan=plan_of(cfg, store, catalog), catalog=catalog, limits=limits, lister=lister, strict=strict
-    )
+    reach = Reach(limits, catalog=catalog, lister=lister, strict=strict)
+    return run_preflight(cfg, plan=plan_of(cfg, store, catalog), reach=reach)
 
 
 def warehouse(tmp_path: Path, files: dict[str, int]) -> str:
@@ -209,7 +208,7 @@ def test_all_hours_of_all_declared_feeds_for_an_hourly_step():
 @pytest.mark.parametrize("fmt", ["text", "json", "mermaid", "dot", "html"])
 def test_every_format_shows_every_step(fmt):
     cfg = config(feeds=["web"])
-    _, plan = preflight_plan(cfg, plan_of(cfg), catalog=EXAMPLE_CATALOG, limits=LIMITS)
+    _, plan = preflight_plan(cfg, plan_of(cfg), Reach(LIMITS, catalog=EXAMPLE_CATALOG))
     out = render(plan, fmt)
     for step in plan.steps:
         assert step.id in out
@@ -221,7 +220,7 @@ def test_every_format_shows_every_step(fmt):
 
 def test_the_plan_document_keeps_the_estimate_and_warnings():
     cfg = config(hours=[1, 2])  # hours on daily steps: a warning
-    _, plan = preflight_plan(cfg, plan_of(cfg), catalog=EXAMPLE_CATALOG, limits=LIMITS)
+    _, plan = preflight_plan(cfg, plan_of(cfg), Reach(LIMITS, catalog=EXAMPLE_CATALOG))
     assert plan.estimate["partitions"] == sum(step["partitions"]["value"] for step in plan.estimate["steps"])
     assert any(w.code == "hours_on_daily_steps" for w in plan.warnings)
     assert type(plan).from_json(plan.to_json()) == plan
@@ -231,7 +230,7 @@ def test_the_slack_line_and_the_stored_page_carry_the_estimate():
     from backfill_orchestrator.preflight.render import estimate_line, render_html
 
     cfg = config(feeds=["web"])
-    _, plan = preflight_plan(cfg, plan_of(cfg), catalog=EXAMPLE_CATALOG, limits=LIMITS)
+    _, plan = preflight_plan(cfg, plan_of(cfg), Reach(LIMITS, catalog=EXAMPLE_CATALOG))
     line = estimate_line(plan.estimate)
     assert line.startswith(f"{int(plan.estimate['partitions'])} partitions, inputs not listed, 14 DAG reruns")
     assert "(assumed)" in line

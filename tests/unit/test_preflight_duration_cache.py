@@ -10,7 +10,7 @@ import pytest
 
 from backfill_local.marquez_double import InProcessMarquez, run_events
 from backfill_orchestrator.lineage import MarquezUnavailableError
-from backfill_orchestrator.preflight import run_preflight
+from backfill_orchestrator.preflight import Reach, run_preflight
 from backfill_orchestrator.preflight.duration_cache import RecentDurations
 from backfill_orchestrator.preflight.history import measured_seconds_per_date
 from backfill_orchestrator.settings.environment import EnvironmentReader
@@ -111,10 +111,7 @@ def test_the_preflight_keeps_durations_measured_but_reads_upstream_runs_every_ti
         run_preflight(
             cfg,
             plan=plan,
-            catalog=EXAMPLE_CATALOG,
-            limits=PreflightLimits(),
-            history=history,
-            durations=durations,
+            reach=Reach(PreflightLimits(), catalog=EXAMPLE_CATALOG, history=history, durations=durations),
         )
         for _ in range(2)
     ]

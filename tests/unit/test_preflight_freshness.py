@@ -12,7 +12,7 @@ from backfill_orchestrator.config import backfill_id
 from backfill_orchestrator.config.model import JobRef
 from backfill_orchestrator.lineage import MarquezUnavailableError
 from backfill_orchestrator.lineage.runs import JobRun, parse_runs_response
-from backfill_orchestrator.preflight import run_preflight
+from backfill_orchestrator.preflight import Reach, run_preflight
 from backfill_orchestrator.preflight.freshness import judge_dates, read_runs
 from backfill_orchestrator.settings.environment import EnvironmentReader, SettingsError
 from backfill_orchestrator.settings.preflight import PreflightLimits
@@ -34,9 +34,7 @@ def verdict(cfg, store, *, limits=LIMITS, history=True, raise_errors=False):
     return run_preflight(
         cfg,
         plan=plan_of(cfg, store),
-        catalog=EXAMPLE_CATALOG,
-        limits=limits,
-        history=marquez if history else None,
+        reach=Reach(limits, catalog=EXAMPLE_CATALOG, history=marquez if history else None),
         marquez_errors_raise=raise_errors,
     )
 
@@ -194,9 +192,7 @@ def test_marquez_down_while_reading_runs(extra, raise_errors, outcome):
     call = lambda: run_preflight(  # noqa: E731
         cfg,
         plan=plan_of(cfg, store),
-        catalog=EXAMPLE_CATALOG,
-        limits=LIMITS,
-        history=DownMarquez(store),
+        reach=Reach(LIMITS, catalog=EXAMPLE_CATALOG, history=DownMarquez(store)),
         marquez_errors_raise=raise_errors,
     )
     if outcome == "raised":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from backfill_orchestrator.cli.common import (
@@ -39,24 +39,15 @@ MAX_DOCUMENT_BYTES = 8 * 1024 * 1024  # the largest document validated here (a j
 
 @dataclass(frozen=True)
 class Result:
-    path: str
+    """One file's outcome; `--json` prints its fields as they are named here."""
+
+    file: str
     kind: str
     ok: bool
     summary: str = ""
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    unchecked: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.path,
-            "kind": self.kind,
-            "ok": self.ok,
-            "summary": self.summary,
-            "problems": list(self.problems),
-            "warnings": list(self.warnings),
-            "not_checked": list(self.unchecked),
-        }
+    not_checked: tuple[str, ...] = ()
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -88,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             show(result)
     if args.json:
-        print_json([result.as_dict() for result in results])
+        print_json([asdict(result) for result in results])
     return worst
 
 
@@ -98,15 +89,15 @@ def _problems(error: BackfillError) -> list[str]:
 
 
 def show(result: Result) -> None:
-    for what in result.unchecked:
-        print(f"{result.path}: not checked: {what}", file=sys.stderr)
+    for what in result.not_checked:
+        print(f"{result.file}: not checked: {what}", file=sys.stderr)
     for warning in result.warnings:
-        print(f"{result.path}: warning: {warning}", file=sys.stderr)
+        print(f"{result.file}: warning: {warning}", file=sys.stderr)
     if result.ok:
         print(result.summary)
     else:
         for problem in result.problems:
-            print(f"{result.path}: {problem}", file=sys.stderr)
+            print(f"{result.file}: {problem}", file=sys.stderr)
 
 
 def validate_file(path: str, args: argparse.Namespace) -> Result:
@@ -160,7 +151,7 @@ def _config(path: str, body: bytes, args: argparse.Namespace) -> Result:
         summary,
         problems=tuple(str(finding) for finding in verdict.refusals),
         warnings=tuple(str(finding) for finding in verdict.warnings),
-        unchecked=tuple(verdict.unchecked),
+        not_checked=tuple(verdict.unchecked),
     )
 
 

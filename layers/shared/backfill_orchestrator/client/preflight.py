@@ -15,7 +15,7 @@ from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.lineage import URL_ENV, InvalidMarquezUrlError, LineageSource, RunHistory
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
-from backfill_orchestrator.preflight import Verdict, preflight_config, warehouse_lister
+from backfill_orchestrator.preflight import Reach, Verdict, preflight_config, warehouse_lister
 from backfill_orchestrator.settings.environment import EnvironmentReader
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from backfill_orchestrator.settings.trigger import DEFAULT_SPARK_PROFILES, comma_set
@@ -125,15 +125,18 @@ def preflight_checked(
         env = EnvironmentReader(dict(environ))
         limits = PreflightLimits.read(env)
         env.check()
+    reach = Reach(
+        limits,
+        catalog=job_catalog,
+        lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
+        history=run_history_of(source),
+        strict=strict,
+    )
     return preflight_config(
         prepared.config,
         backfill_id=prepared.backfill_id,
         lineage=source,
-        catalog=job_catalog,
-        limits=limits,
-        lister=warehouse_lister(limits.warehouse_uri) if limits.warehouse_uri else None,
-        history=run_history_of(source),
-        strict=strict,
+        reach=reach,
         unchecked=unchecked,
         lineage_errors_raise=lineage_errors_raise,
     )

@@ -8,20 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfill_orchestrator.client.aws import aws_client
-from backfill_orchestrator.client.preflight import (
-    check_prefix,
-    deployment_policy,
-    incoming_prefix,
-    preflight_checked,
-)
-from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
+from backfill_orchestrator.client.preflight import check_prefix, incoming_prefix
+from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig
 from backfill_orchestrator.client.status import status_table, watch_backfill
+from backfill_orchestrator.client.validate import check_backfill
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.errors import ServiceError
 from backfill_orchestrator.lineage import LineageSource
 from backfill_orchestrator.planner import JobCatalog
-from backfill_orchestrator.preflight import PreflightRefusedError, Verdict
+from backfill_orchestrator.preflight import Verdict
 from backfill_orchestrator.settings.preflight import PreflightLimits
 from backfill_orchestrator.status.model import StatusRecord
 
@@ -98,23 +94,20 @@ def submit_backfill(
     uploaded), SubmitError (valid, but S3 refused) or, waiting, WatchTimeoutError."""
     if wait:
         table = status_table(table)  # a usage error now, not after the upload
-    prepared = prepare_config(
-        source, policy=policy or deployment_policy(), s3_client=s3_client, session=session
-    )
-    check_prefix(prefix, incoming=incoming_prefix())
-    verdict, _ = preflight_checked(
-        prepared,
+    check_prefix(prefix, incoming=incoming_prefix())  # refused before anything is read or asked
+    checked = check_backfill(
+        source,
+        policy=policy,
         marquez_url=marquez_url,
         lineage=lineage,
         catalog=catalog,
         limits=limits,
         strict=strict,
+        session=session,
         s3_client=s3_client,
-    )
-    if not verdict.accepted:
-        raise PreflightRefusedError(verdict)
+    ).accepted()
     submission = upload_prepared(
-        prepared, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session, verdict=verdict
+        checked, bucket=bucket, prefix=prefix, s3_client=s3_client, session=session, verdict=checked.verdict
     )
     if not wait:
         return submission

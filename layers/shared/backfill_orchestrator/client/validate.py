@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfill_orchestrator.client.preflight import deployment_policy, preflight_checked
-from backfill_orchestrator.client.sources import ConfigSource, prepare_config
+from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.contracts.plan import Plan
@@ -20,13 +20,19 @@ from backfill_orchestrator.settings.preflight import PreflightLimits
 
 
 @dataclass(frozen=True)
-class Checked:
-    """A config and what was (and was not) checked about it: `verdict.unchecked` says what."""
+class Checked(PreparedConfig):
+    """A config (with the bytes an upload sends) and what was (and was not) checked about it:
+    `verdict.unchecked` says what."""
 
-    config: BackfillConfig
-    backfill_id: str
     verdict: Verdict
     plan: Plan | None  # None when lineage was not reached (or the plan was refused)
+
+    def accepted(self) -> Checked:
+        """This, when the preflight accepted the config; else PreflightRefusedError carrying
+        every refusal."""
+        if not self.verdict.accepted:
+            raise PreflightRefusedError(self.verdict)
+        return self
 
 
 def check_backfill(
@@ -56,7 +62,7 @@ def check_backfill(
         strict=strict,
         s3_client=s3_client,
     )
-    return Checked(prepared.config, prepared.backfill_id, verdict, plan)
+    return Checked(prepared.config, prepared.backfill_id, prepared.body, prepared.extension, verdict, plan)
 
 
 def validate_backfill(
@@ -87,6 +93,4 @@ def validate_backfill(
         session=session,
         s3_client=s3_client,
     )
-    if not checked.verdict.accepted:
-        raise PreflightRefusedError(checked.verdict)
-    return checked.config
+    return checked.accepted().config

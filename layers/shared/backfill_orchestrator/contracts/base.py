@@ -48,6 +48,13 @@ class Contract(BaseModel):
     def to_json(self) -> str:
         return self.model_dump_json(indent=2) + "\n"
 
+    @classmethod
+    def taken_from(cls, source: BaseModel, **update: Any) -> Self:
+        """This contract from the fields it shares with `source` (a summary of a larger
+        document), `update` giving the others."""
+        shared = source.model_dump(include=set(cls.model_fields) - update.keys())
+        return cls.model_validate({**shared, **update})
+
 
 M = TypeVar("M", bound=Contract)
 

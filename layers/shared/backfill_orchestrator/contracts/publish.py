@@ -259,28 +259,13 @@ class HeldStep(Contract):
 
     @classmethod
     def of(cls, checks: StepChecks, *, checks_uri: str | None = None) -> HeldStep:
-        diff = checks.diff
-        return cls(
+        return cls.taken_from(
+            checks.diff,
             step=checks.step_id,
             attempt=checks.attempt,
             table=checks.table,
             reasons=[reason[:500] for reason in checks.reasons[:MAX_HELD_TOP]],
-            partitions=diff.partitions,
-            partitions_emptied=diff.partitions_emptied,
-            partitions_new=diff.partitions_new,
-            rows_before=diff.rows_before,
-            rows_after=diff.rows_after,
-            keys_removed=diff.keys_removed,
-            top=[
-                HeldPartition(
-                    partition=entry.partition,
-                    change=entry.change,
-                    rows_before=entry.rows_before,
-                    rows_after=entry.rows_after,
-                    keys_removed=entry.keys_removed,
-                )
-                for entry in diff.top[:MAX_HELD_TOP]
-            ],
+            top=[HeldPartition.taken_from(entry) for entry in checks.diff.top[:MAX_HELD_TOP]],
             checks_uri=checks_uri,
         )
 

@@ -6,6 +6,7 @@ report is refused as another format."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar, Final, Literal
 
@@ -17,6 +18,13 @@ from backfill_orchestrator.contracts.steps import StepFigures, StepStatus
 
 RUN_REPORT_VERSION: Final = 2
 RunStatus = Literal["succeeded", "failed", "awaiting_publish"]
+
+
+def _with_derived(data: Any, key: str, derive: Callable[[dict[str, Any]], Any]) -> Any:
+    """A document's `key`, when it leaves it out, derived from the rest (before validation)."""
+    if isinstance(data, dict) and key not in data:
+        return {**data, key: derive(data)}
+    return data
 
 
 class StepResult(Contract):
@@ -62,9 +70,9 @@ class StepResult(Contract):
     @model_validator(mode="before")
     @classmethod
     def _count_partitions(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "partitions_written_count" not in data:
-            data = {**data, "partitions_written_count": len(data.get("partitions_written") or [])}
-        return data
+        return _with_derived(
+            data, "partitions_written_count", lambda known: len(known.get("partitions_written") or [])
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> StepResult:
@@ -96,12 +104,7 @@ class StepResult(Contract):
 
     @property
     def figures(self) -> StepFigures:
-        return StepFigures(
-            seconds=self.seconds,
-            rows_in=self.rows_in,
-            rows_out=self.rows_out,
-            partitions_written_count=self.partitions_written_count,
-        )
+        return StepFigures.taken_from(self)
 
 
 def run_status(steps: list[Any]) -> RunStatus:
@@ -153,9 +156,7 @@ class RunReport(Contract):
     @model_validator(mode="before")
     @classmethod
     def _derive_status(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "status" not in data:
-            data = {**data, "status": run_status(list(data.get("steps") or []))}
-        return data
+        return _with_derived(data, "status", lambda known: run_status(list(known.get("steps") or [])))
 
     @model_validator(mode="after")
     def _status_matches_steps(self) -> RunReport:

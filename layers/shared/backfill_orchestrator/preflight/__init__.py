@@ -9,6 +9,7 @@ from backfill_orchestrator.preflight.model import (
     Verdict,
 )
 from backfill_orchestrator.preflight.run import (
+    Reach,
     checked_plan,
     estimate_totals,
     preflight_config,
@@ -24,6 +25,7 @@ __all__ = [
     "Finding",
     "PreflightLimits",
     "PreflightRefusedError",
+    "Reach",
     "StepEstimate",
     "StoredFile",
     "Verdict",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from typing import Any
 
 from backfill_orchestrator.contracts.plan import Plan, PlanStep
@@ -108,30 +109,49 @@ def _label(step: PlanStep) -> str:
     return f"{step.id} ({step.kind}) {compact_dates(step.dates)}"
 
 
-def render_mermaid(plan: Plan) -> str:
-    lines = ["flowchart LR"]
+def _subgraphs(
+    plan: Plan, opening: Callable[[int], str], node: Callable[[PlanStep], str], closing: str
+) -> list[str]:
+    """Each wave as a subgraph: its opening line (given the wave's number), a line a step, its closing line."""
+    lines: list[str] = []
     for wave in plan.waves:
-        lines.append(f'  subgraph wave{wave.index + 1}["wave {wave.index + 1}"]')
-        lines += [f'    {_node(step)}["{_label(step).replace(chr(34), chr(39))}"]' for step in wave.steps]
-        lines.append("  end")
+        lines += [opening(wave.index + 1), *(node(step) for step in wave.steps), closing]
+    return lines
+
+
+def _edges(plan: Plan) -> list[tuple[str, str]]:
+    """(parent node, child node), a pair for each upstream step of each step."""
     by_id = {step.id: step for step in plan.steps}
-    lines += [
-        f"  {_node(by_id[parent])} --> {_node(step)}" for step in plan.steps for parent in step.upstream
-    ]
-    return "\n".join(lines) + "\n"
+    return [(_node(by_id[parent]), _node(step)) for step in plan.steps for parent in step.upstream]
+
+
+def _mermaid_wave(number: int) -> str:
+    return f'  subgraph wave{number}["wave {number}"]'
+
+
+def _mermaid_step(step: PlanStep) -> str:
+    return f'    {_node(step)}["{_label(step).replace(chr(34), chr(39))}"]'
+
+
+def render_mermaid(plan: Plan) -> str:
+    waves = _subgraphs(plan, _mermaid_wave, _mermaid_step, "  end")
+    edges = [f"  {parent} --> {child}" for parent, child in _edges(plan)]
+    return "\n".join(["flowchart LR", *waves, *edges]) + "\n"
+
+
+def _dot_wave(number: int) -> str:
+    return f'  subgraph cluster_wave{number} {{ label="wave {number}";'
+
+
+def _dot_step(step: PlanStep) -> str:
+    return f"    {_node(step)} [label={json.dumps(_label(step))}];"
 
 
 def render_dot(plan: Plan) -> str:
-    lines = [f"digraph {json.dumps(plan.backfill_id)} {{", "  rankdir=LR;", "  node [shape=box];"]
-    for wave in plan.waves:
-        lines.append(f'  subgraph cluster_wave{wave.index + 1} {{ label="wave {wave.index + 1}";')
-        lines += [f"    {_node(step)} [label={json.dumps(_label(step))}];" for step in wave.steps]
-        lines.append("  }")
-    by_id = {step.id: step for step in plan.steps}
-    lines += [
-        f"  {_node(by_id[parent])} -> {_node(step)};" for step in plan.steps for parent in step.upstream
-    ]
-    return "\n".join(lines) + "\n}\n"
+    head = [f"digraph {json.dumps(plan.backfill_id)} {{", "  rankdir=LR;", "  node [shape=box];"]
+    waves = _subgraphs(plan, _dot_wave, _dot_step, "  }")
+    edges = [f"  {parent} -> {child};" for parent, child in _edges(plan)]
+    return "\n".join([*head, *waves, *edges]) + "\n}\n"
 
 
 _CSS = (
@@ -142,31 +162,40 @@ _CSS = (
 )
 
 
+def _html_head(plan: Plan) -> str:
+    esc = html.escape
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>plan {esc(plan.backfill_id)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>Plan {esc(plan.backfill_id)}</h1>"
+        f"<p>{esc(plan.name)}, owner {esc(plan.owner)}; dates {esc(compact_dates(plan.dates))}; spark {esc(plan.spark_profile)}</p>"
+    )
+
+
+def _html_step(step: PlanStep, estimate: dict[str, Any] | None) -> str:
+    esc = html.escape
+    after = f"<br>after {esc(', '.join(step.upstream))}" if step.upstream else ""
+    return (
+        f"<div class='step {step.kind}'><b>{esc(step.id)}</b> ({step.kind})<br>"
+        f"{esc(str(step.job))}<br>dates {esc(compact_dates(step.dates))} ({len(step.dates)}){after}"
+        f"<br><small>{esc(step_estimate_text(estimate))}</small></div>"
+    )
+
+
 def render_html(plan: Plan) -> str:
     """One file, no network: the waves side by side, each step with its dates and estimate."""
     estimates = _step_estimates(plan)
-    esc = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>plan {esc(plan.backfill_id)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Plan {esc(plan.backfill_id)}</h1>",
-        f"<p>{esc(plan.name)}, owner {esc(plan.owner)}; dates {esc(compact_dates(plan.dates))}; spark {esc(plan.spark_profile)}</p>",
-    ]
+    parts = [_html_head(plan)]
     for wave in plan.waves:
-        parts.append(f"<h2>Wave {wave.index + 1}</h2><div class='wave'>")
-        for step in wave.steps:
-            after = f"<br>after {esc(', '.join(step.upstream))}" if step.upstream else ""
-            parts.append(
-                f"<div class='step {step.kind}'><b>{esc(step.id)}</b> ({step.kind})<br>"
-                f"{esc(str(step.job))}<br>dates {esc(compact_dates(step.dates))} ({len(step.dates)}){after}"
-                f"<br><small>{esc(step_estimate_text(estimates.get(step.id)))}</small></div>"
-            )
-        parts.append("</div>")
+        steps = "".join(_html_step(step, estimates.get(step.id)) for step in wave.steps)
+        parts.append(f"<h2>Wave {wave.index + 1}</h2><div class='wave'>{steps}</div>")
     if plan.estimate:
-        parts.append(f"<h2>Estimate</h2><pre>{esc(estimate_text(plan))}</pre>")
+        parts.append(f"<h2>Estimate</h2><pre>{html.escape(estimate_text(plan))}</pre>")
     if plan.warnings:
         parts.append(
-            "<h2>Warnings</h2><ul>" + "".join(f"<li>{esc(w.message)}</li>" for w in plan.warnings) + "</ul>"
+            "<h2>Warnings</h2><ul>"
+            + "".join(f"<li>{html.escape(w.message)}</li>" for w in plan.warnings)
+            + "</ul>"
         )
     parts.append("</body></html>\n")
     return "".join(parts)

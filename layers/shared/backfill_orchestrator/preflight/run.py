@@ -4,8 +4,8 @@ verdict everywhere; what a caller could not reach is listed in `Verdict.unchecke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from backfill_orchestrator.config.model import BackfillConfig
@@ -32,37 +32,46 @@ from backfill_orchestrator.preflight.warehouse import Lister, WarehouseUnavailab
 from backfill_orchestrator.settings.preflight import PreflightLimits
 
 
+@dataclass(frozen=True)
+class Reach:
+    """What a caller of the preflight could reach: the deployment's limits, the job catalog, the
+    warehouse (`lister`), Marquez's run history, and the measured durations it keeps across
+    calls (a warm trigger's). `strict` makes warnings refuse too."""
+
+    limits: PreflightLimits
+    catalog: JobCatalog | None = None
+    lister: Lister | None = None
+    history: RunHistory | None = None
+    strict: bool = False
+    durations: DurationCache | None = None
+
+
 def run_preflight(
     config: BackfillConfig,
     *,
     plan: Plan | None,
-    catalog: JobCatalog | None,
-    limits: PreflightLimits,
-    lister: Lister | None = None,
-    history: RunHistory | None = None,
-    strict: bool = False,
-    unchecked: list[str] | None = None,
+    reach: Reach,
+    unchecked: Sequence[str] = (),
     marquez_errors_raise: bool = False,
-    durations: DurationCache | None = None,
 ) -> Verdict:
     """Every check that the given inputs allow. `plan` None (Marquez not reachable) leaves the
-    plan's checks and the estimate out; `lister` None leaves the warehouse out; `history` None
-    leaves upstream freshness out and every duration assumed; `durations` keeps the measured ones
-    across calls (a warm trigger's). With `strict` (the argument, the
-    config's `strict` or the deployment's) warnings refuse too.
+    plan's checks and the estimate out; no `reach.lister` leaves the warehouse out; no
+    `reach.history` leaves upstream freshness out and every duration assumed. With strict (the
+    reach's, the config's `strict` or the deployment's) warnings refuse too.
 
     Marquez failing while run history is read is, for the CLI and the client, something not
     checked; with `marquez_errors_raise` (the trigger) it is raised (a ServiceError: retried)
     when fresh upstream is required or the backfill is strict, else a warning."""
-    not_checked = list(unchecked or [])
+    limits, history = reach.limits, reach.history
+    not_checked = list(unchecked)
     findings: list[Finding] = []
-    strict = strict or config.strict or limits.strict
+    strict = reach.strict or config.strict or limits.strict
     if plan is None:
         not_checked.append(
             "the jobs in Marquez, the plan, its limits and estimate (no lineage: --marquez-url or $MARQUEZ_URL)"
         )
         return _verdict(findings, not_checked, None, strict)
-    catalog = catalog if catalog is not None else JobCatalog.empty()
+    catalog = reach.catalog if reach.catalog is not None else JobCatalog.empty()
     entries = entries_of(plan, catalog)
     findings += catalog_findings(config, plan, catalog, entries, limits)
     findings += plan_findings(config, plan)
@@ -88,15 +97,15 @@ def run_preflight(
                 not_checked.append(f"upstream freshness ({error})")
         try:
             measured = measured_seconds_per_date(
-                history, plan, max_jobs=limits.history_max_jobs, cache=durations
+                history, plan, max_jobs=limits.history_max_jobs, cache=reach.durations
             )
         except (MarquezUnavailableError, MarquezResponseError) as error:
             not_checked.append(f"run durations, assumed instead ({error})")
-    if lister is None:
+    if reach.lister is None:
         not_checked.append("input partitions and bytes to read (no warehouse)")
     try:
         estimate, input_findings = estimate_plan(
-            config, plan, entries, limits, lister=lister, seconds_per_date=measured
+            config, plan, entries, limits, lister=reach.lister, seconds_per_date=measured
         )
     except WarehouseUnavailableError as error:
         not_checked.append(f"input partitions and bytes to read ({error})")
@@ -120,36 +129,22 @@ def _verdict(findings: list[Finding], unchecked: list[str], estimate, strict: bo
 def preflight_plan(
     config: BackfillConfig,
     plan: Plan,
+    reach: Reach,
     *,
-    catalog: JobCatalog | None,
-    limits: PreflightLimits,
-    lister: Lister | None = None,
-    history: RunHistory | None = None,
-    strict: bool = False,
-    unchecked: list[str] | None = None,
+    unchecked: Sequence[str] = (),
     marquez_errors_raise: bool = False,
     known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
-    durations: DurationCache | None = None,
 ) -> tuple[Verdict, Plan]:
-    """The verdict, and the plan carrying its warnings and estimate. Without a `lister` the
+    """The verdict, and the plan carrying its warnings and estimate. Without a `reach.lister` the
     deployment's warehouse (limits.warehouse_uri) is listed when there is one.
     `known_producers` (the planner's lineage answers, `ProducersSeen.producers`) answers the
     roots' producers without asking Marquez again; jobs it lacks are asked as before."""
-    if lister is None and limits.warehouse_uri:
-        lister = warehouse_lister(limits.warehouse_uri)
-    if history is not None and known_producers:
-        history = KnownProducers(history, known_producers)
+    if reach.lister is None and reach.limits.warehouse_uri:
+        reach = replace(reach, lister=warehouse_lister(reach.limits.warehouse_uri))
+    if reach.history is not None and known_producers:
+        reach = replace(reach, history=KnownProducers(reach.history, known_producers))
     verdict = run_preflight(
-        config,
-        plan=plan,
-        catalog=catalog,
-        limits=limits,
-        lister=lister,
-        history=history,
-        strict=strict,
-        unchecked=unchecked,
-        marquez_errors_raise=marquez_errors_raise,
-        durations=durations,
+        config, plan=plan, reach=reach, unchecked=unchecked, marquez_errors_raise=marquez_errors_raise
     )
     known = {(warning.code, warning.message) for warning in plan.warnings}
     added = [
@@ -175,16 +170,9 @@ def checked_plan(
     """`preflight_plan` for callers that only go on with an accepted plan (the trigger): raises
     PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
     `run_preflight`)."""
+    reach = Reach(limits, catalog=catalog, lister=lister, history=history, durations=durations)
     verdict, plan = preflight_plan(
-        config,
-        plan,
-        catalog=catalog,
-        limits=limits,
-        lister=lister,
-        history=history,
-        marquez_errors_raise=True,
-        known_producers=known_producers,
-        durations=durations,
+        config, plan, reach, marquez_errors_raise=True, known_producers=known_producers
     )
     if not verdict.accepted:
         raise PreflightRefusedError(verdict)
@@ -245,48 +233,31 @@ def preflight_config(
     *,
     backfill_id: str,
     lineage: LineageSource | None,
-    catalog: JobCatalog | None,
-    limits: PreflightLimits,
-    lister: Lister | None = None,
-    history: RunHistory | None = None,
-    strict: bool = False,
-    unchecked: list[str] | None = None,
+    reach: Reach,
+    unchecked: Sequence[str] = (),
     lineage_errors_raise: bool = False,
 ) -> tuple[Verdict, Plan | None]:
     """Plan (when lineage is reachable) and preflight, for callers outside the trigger (the CLI's
     validate, plan and submit, the Python client): every refusal of the plan and of the checks
     at once, each located; an unreachable Marquez is something not checked (raised with
     `lineage_errors_raise`: `backfill plan`, which is nothing without the plan)."""
-    not_checked = list(unchecked or [])
+    not_checked = list(unchecked)
     if config.mode != "batch":
         return Verdict(unchecked=[*not_checked, f"nothing to plan for mode {config.mode}"]), None
     if lineage is None:
-        return run_preflight(
-            config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
-        ), None
+        return run_preflight(config, plan=None, reach=reach, unchecked=not_checked), None
     try:
         plan, planned, refusals = plan_despite_unknown_roots(
-            config, backfill_id=backfill_id, lineage=lineage, catalog=catalog
+            config, backfill_id=backfill_id, lineage=lineage, catalog=reach.catalog
         )
     except LineageError as error:
         if lineage_errors_raise:
             raise
         not_checked.append(f"lineage ({error})")
-        return run_preflight(
-            config, plan=None, catalog=catalog, limits=limits, strict=strict, unchecked=not_checked
-        ), None
+        return run_preflight(config, plan=None, reach=reach, unchecked=not_checked), None
     if plan is None:
-        verdict = run_preflight(config, plan=None, catalog=catalog, limits=limits, strict=strict)
-        findings = refusals + catalog_feed_findings(config, catalog) + verdict.findings
+        verdict = run_preflight(config, plan=None, reach=reach)
+        findings = refusals + catalog_feed_findings(config, reach.catalog) + verdict.findings
         return replace(verdict, findings=findings, unchecked=not_checked), None
-    verdict, plan = preflight_plan(
-        planned,
-        plan,
-        catalog=catalog,
-        limits=limits,
-        lister=lister,
-        history=history,
-        strict=strict,
-        unchecked=not_checked,
-    )
+    verdict, plan = preflight_plan(planned, plan, reach, unchecked=not_checked)
     return replace(verdict, findings=refusals + _relocated(verdict.findings, planned, config)), plan

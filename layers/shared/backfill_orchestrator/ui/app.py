@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -36,7 +36,7 @@ from markupsafe import Markup
 from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.contracts import InvalidDocumentError
 from backfill_orchestrator.documents import DocumentError
-from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.errors import PolicyRefusal, ServiceError
 from backfill_orchestrator.policy import InvalidPolicyError, PolicyUnavailableError
 from backfill_orchestrator.status import BackfillState, StatusRecord
 from backfill_orchestrator.ui.access import Access, NotAuthenticatedError, Viewer, csrf_refusal, csrf_token
@@ -71,6 +71,15 @@ def page_json(data: Any) -> Markup:
         json.dumps(data, default=str).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     )
     return Markup(text)  # noqa: S704 - escaped above for the one context it is used in
+
+
+class AccessRefusedError(PolicyRefusal):
+    """A request refused before its route runs (not signed in, or not allowed to see the
+    backfills), carrying the page's or the API's answer."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
 
 
 def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> FastAPI:
@@ -115,23 +124,43 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         body = templates.get_template(name).render(base=base(request), **context)
         return HTMLResponse(body, status_code=status)
 
-    async def who(request: Request, *, page: bool) -> Viewer | Response:
+    async def who(request: Request, *, page: bool) -> Viewer:
+        """The signed-in viewer who may see the backfills; else AccessRefusedError carrying the
+        page's (or the API's) answer."""
         try:
             viewer = await access.viewer(request)
         except NotAuthenticatedError:
             if page:
-                return RedirectResponse(
-                    access.login_url(str(request.url.path) + _query(request)), status_code=303
-                )
-            return JSONResponse({"error": "not authenticated: log in to Airflow"}, status_code=401)
+                raise AccessRefusedError(
+                    RedirectResponse(
+                        access.login_url(str(request.url.path) + _query(request)), status_code=303
+                    )
+                ) from None
+            raise AccessRefusedError(
+                JSONResponse({"error": "not authenticated: log in to Airflow"}, status_code=401)
+            ) from None
         if not viewer.may_view:
             message = f"{viewer.name} may not see the runs of the backfill DAG ({sources.settings.dag_id})"
             if page:
-                return render(
-                    request, "message.html", 403, title="Not allowed", message=message, viewer=viewer
+                raise AccessRefusedError(
+                    render(request, "message.html", 403, title="Not allowed", message=message, viewer=viewer)
                 )
-            return JSONResponse({"error": message}, status_code=403)
+            raise AccessRefusedError(JSONResponse({"error": message}, status_code=403))
         return viewer
+
+    async def viewer_on_page(request: Request) -> Viewer:
+        return await who(request, page=True)
+
+    async def viewer_on_api(request: Request) -> Viewer:
+        return await who(request, page=False)
+
+    # A route's `viewer` parameter: FastAPI finds the viewer (or answers) before the route runs.
+    page_viewer = Depends(viewer_on_page)
+    api_viewer = Depends(viewer_on_api)
+
+    @app.exception_handler(AccessRefusedError)
+    async def refused(request: Request, refusal: AccessRefusedError) -> Response:
+        return refusal.response
 
     def failure(request: Request, error: Exception, *, page: bool, viewer: Viewer | None) -> Response:
         status = 400 if isinstance(error, BadQueryError) else 503
@@ -149,10 +178,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- pages ------------------------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse)
-    async def list_page(request: Request) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def list_page(request: Request, viewer: Viewer = page_viewer) -> Response:
         try:
             query = _list_query(request, sources.settings.page_size)
             page = sources.list_page(query)
@@ -181,10 +207,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/b/{backfill_id}", response_class=HTMLResponse)
-    async def detail_page(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def detail_page(request: Request, backfill_id: str, viewer: Viewer = page_viewer) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -221,10 +244,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
-    async def from_dag_run(request: Request, dag_id: str, run_id: str) -> Response:
-        viewer = await who(request, page=True)
-        if isinstance(viewer, Response):
-            return viewer
+    async def from_dag_run(
+        request: Request, dag_id: str, run_id: str, viewer: Viewer = page_viewer
+    ) -> Response:
         backfill_id = _backfill_of_run(dag_id, run_id, sources.settings.dag_id)
         if backfill_id is None:
             return render(
@@ -239,10 +261,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
 
     # -- the API ------------------------------------------------------------------------------
     @app.get("/api/backfills")
-    async def list_api(request: Request) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def list_api(request: Request, viewer: Viewer = api_viewer) -> Response:
         try:
             page = sources.list_page(_list_query(request, sources.settings.page_size))
         except (BadQueryError, ServiceError) as error:
@@ -253,10 +272,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         )
 
     @app.get("/api/backfills/{backfill_id}")
-    async def detail_api(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def detail_api(request: Request, backfill_id: str, viewer: Viewer = api_viewer) -> Response:
         try:
             record = find(backfill_id)
             if record is None:
@@ -267,10 +283,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return JSONResponse(json.loads(json.dumps(view, default=str)))
 
     @app.get("/api/backfills/{backfill_id}/result")
-    async def result_api(request: Request, backfill_id: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def result_api(request: Request, backfill_id: str, viewer: Viewer = api_viewer) -> Response:
         try:
             record = find(backfill_id)
             result = sources.result_file(record) if record is not None else None
@@ -281,10 +294,7 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return Response(result.to_json(), media_type="application/json")
 
     @app.post("/api/backfills/{backfill_id}/actions/{action}")
-    async def press(request: Request, backfill_id: str, action: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def press(request: Request, backfill_id: str, action: str, viewer: Viewer = api_viewer) -> Response:
         if forged := csrf_refusal(access, viewer, request):
             return JSONResponse({"outcome": "refused", "rule": "csrf", "reason": forged}, status_code=403)
         if not viewer.may_act:
@@ -324,10 +334,9 @@ def create_app(*, sources: Sources, access: Access, desk: ActionDesk | None) -> 
         return JSONResponse(outcome.as_dict(), status_code=202 if outcome.outcome == "requested" else 409)
 
     @app.get("/api/backfills/{backfill_id}/controls/{name}")
-    async def control_api(request: Request, backfill_id: str, name: str) -> Response:
-        viewer = await who(request, page=False)
-        if isinstance(viewer, Response):
-            return viewer
+    async def control_api(
+        request: Request, backfill_id: str, name: str, viewer: Viewer = api_viewer
+    ) -> Response:
         if not ID.match(backfill_id):
             return JSONResponse({"error": "no such backfill"}, status_code=404)
         try:
