@@ -754,9 +754,8 @@ def _observe(state: RunState, plan: Plan, report: Any, *, ti: Any) -> None:
     """Lineage events (the Spark steps as child runs, then the backfill's COMPLETE/FAIL) and the
     run's metrics. Never raises: observability must not change a backfill's outcome."""
     from backfill_runtime.observability import backfill_facts, lineage_emitter, metrics_sink, report_metrics
+    from backfill_runtime.reporting import readable_run_reports
 
-    from backfill_orchestrator.contracts import InvalidDocumentError, RunReport
-    from backfill_orchestrator.documents import DocumentError, read_text
     from backfill_orchestrator.lineage_events import backfill_finished, dag_reruns, spark_steps
 
     task_log = task_logger(
@@ -766,12 +765,8 @@ def _observe(state: RunState, plan: Plan, report: Any, *, ti: Any) -> None:
     lineage = lineage_emitter(metrics=sink, logger=task_log)
     if lineage.enabled:
         facts = backfill_facts(state.conf, plan, namespace=lineage.namespace)
-        for uri in report.spark_reports:
-            try:
-                run_report = RunReport.from_json(read_text(uri), source=uri)
-            except (DocumentError, InvalidDocumentError) as error:
-                task_log.warning("no lineage events for the spark steps of %s: %s", uri, str(error)[:300])
-                continue
+        unread = "no lineage events for the spark steps of %s"
+        for run_report in readable_run_reports(report, logger=task_log, unread=unread):
             spark_steps(lineage, facts, run_report, warehouse=run_report.warehouse)
         for step_id, outcome in report.steps.items():
             if outcome.kind == "airflow_dag" and outcome.dates:

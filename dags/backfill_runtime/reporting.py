@@ -15,13 +15,14 @@ the CLI follow a backfill."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from backfill_orchestrator.config import BackfillConfig
-from backfill_orchestrator.contracts import BackfillReport, HeldStep, Plan, StepStatus
+from backfill_orchestrator.contracts import BackfillReport, HeldStep, Plan, RunReport, StepStatus
 from backfill_orchestrator.contracts.control_request import PersonAction
 from backfill_orchestrator.contracts.publish import MAX_HELD_STEPS
 from backfill_orchestrator.interactivity.blocks import control_buttons
@@ -37,6 +38,9 @@ from backfill_orchestrator.status import (
     TransitionRejectedError,
 )
 from backfill_runtime.results import follow_result
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger as PowertoolsLogger
 
 log = logging.getLogger(__name__)
 PUBLISH_BUTTONS: tuple[PersonAction, ...] = ("publish", "discard")  # a backfill AWAITING_PUBLISH
@@ -421,20 +425,33 @@ class Reporting:
         return bool(record and record.slack_thread_ts)
 
 
-def held_steps(report: BackfillReport) -> list[HeldStep]:
-    """The steps the run held for publish, each with its hold reasons and the top of its diff
-    (from the round's run report and the step's checks document). A document that cannot be
-    read leaves its step out (the record still names it): informing must not fail the run."""
-    from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepChecks
+def readable_run_reports(
+    report: BackfillReport, *, logger: logging.Logger | PowertoolsLogger, unread: str
+) -> Iterator[RunReport]:
+    """The run's Spark run reports, each read from its document. One that cannot be read is
+    logged (`unread`: what goes missing, `%s` the report's URI) and left out: informing and
+    observing must not fail the run."""
+    from backfill_orchestrator.contracts import InvalidDocumentError
     from backfill_orchestrator.documents import DocumentError, read_text
 
-    held: list[HeldStep] = []
     for uri in report.spark_reports:
         try:
             run_report = RunReport.from_json(read_text(uri), source=uri)
         except (DocumentError, InvalidDocumentError) as error:
-            log.warning("held steps of %s not listed: %s", uri, str(error)[:300])
+            logger.warning(f"{unread}: %s", uri, str(error)[:300])
             continue
+        yield run_report
+
+
+def held_steps(report: BackfillReport) -> list[HeldStep]:
+    """The steps the run held for publish, each with its hold reasons and the top of its diff
+    (from the round's run report and the step's checks document). A document that cannot be
+    read leaves its step out (the record still names it): informing must not fail the run."""
+    from backfill_orchestrator.contracts import InvalidDocumentError, StepChecks
+    from backfill_orchestrator.documents import DocumentError, read_text
+
+    held: list[HeldStep] = []
+    for run_report in readable_run_reports(report, logger=log, unread="held steps of %s not listed"):
         for step in run_report.steps:
             if step.status is not StepStatus.AWAITING_PUBLISH or step.checks_uri is None:
                 continue

@@ -18,32 +18,18 @@ invalid or unrunnable plan (nothing is read or written then)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+try:
+    from spark_jobs.engine.script_path import make_packages_importable
+except ModuleNotFoundError:  # spark-submit runs this file from a checkout: its directory is sys.path[0]
+    from script_path import make_packages_importable
 
-
-def _make_packages_importable() -> None:
-    """spark-submit runs this file as a script: its own directory must not shadow other
-    modules, and the packages come from `--py-files` or, in a checkout, from the repository."""
-    here = Path(__file__).resolve().parent
-    if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
-        sys.path.pop(0)
-    checkout = here.parent.parent  # spark_jobs/engine/ -> the repository root
-    for package, root in (
-        ("spark_jobs", checkout),
-        ("backfill_orchestrator", checkout / "layers" / "shared"),
-    ):
-        if importlib.util.find_spec(package) is None and root.is_dir():
-            sys.path.insert(0, str(root))
-
-
-_make_packages_importable()
+make_packages_importable(__file__)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402

@@ -15,30 +15,16 @@ could not be written; 2 bad arguments, rules, catalog, registry, warehouse or in
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+try:
+    from spark_jobs.engine.script_path import make_packages_importable
+except ModuleNotFoundError:  # spark-submit runs this file from a checkout: its directory is sys.path[0]
+    from script_path import make_packages_importable
 
-
-def _make_packages_importable() -> None:
-    """As in backfill_job.py: run as a file by spark-submit, the packages come from `--py-files`
-    or, in a checkout, from the repository."""
-    here = Path(__file__).resolve().parent
-    if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == here:
-        sys.path.pop(0)
-    checkout = here.parent.parent
-    for package, root in (
-        ("spark_jobs", checkout),
-        ("backfill_orchestrator", checkout / "layers" / "shared"),
-    ):
-        if importlib.util.find_spec(package) is None and root.is_dir():
-            sys.path.insert(0, str(root))
-
-
-_make_packages_importable()
+make_packages_importable(__file__)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from datetime import UTC, date, datetime, timedelta  # noqa: E402
 from typing import Any  # noqa: E402

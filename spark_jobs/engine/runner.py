@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
@@ -127,6 +128,18 @@ def _failed(step: PlanStep, wave: int, started: float, error: str, **extra: Any)
         seconds=round(time.monotonic() - started, 3),
         error=error,
         **extra,
+    )
+
+
+def _blocked(step: PlanStep, wave: int, blocked_by: list[str], *, error: str | None = None) -> StepResult:
+    return StepResult(
+        id=step.id,
+        transform=step.transform or "",
+        wave=wave,
+        status=StepStatus.BLOCKED,
+        seconds=0.0,
+        blocked_by=blocked_by,
+        error=error,
     )
 
 
@@ -358,19 +371,14 @@ def run_plan(
     if publishing is not None:
         prepare_publishing(publishing, plan)
     started_at, started = _now(), time.monotonic()
+    run = partial(run_step, spark=spark, warehouse=warehouse, registry=registry, publishing=publishing)
     results: dict[str, StepResult] = {}
     for wave in plan.waves:
         ready: list[PlanStep] = []
         if stop is not None and stop.is_set():
             for step in (s for s in wave.steps if s.kind == "spark"):
-                results[step.id] = StepResult(
-                    id=step.id,
-                    transform=step.transform or "",
-                    wave=wave.index,
-                    status=StepStatus.BLOCKED,
-                    seconds=0.0,
-                    blocked_by=["cancelled"],
-                    error="not run: the backfill was cancelled",
+                results[step.id] = _blocked(
+                    step, wave.index, ["cancelled"], error="not run: the backfill was cancelled"
                 )
             continue
         for step in (s for s in wave.steps if s.kind == "spark"):
@@ -379,32 +387,14 @@ def run_plan(
                 parent for parent in step.upstream if parent in results and not results[parent].succeeded
             ]
             if blocked_by:
-                results[step.id] = StepResult(
-                    id=step.id,
-                    transform=step.transform or "",
-                    wave=wave.index,
-                    status=StepStatus.BLOCKED,
-                    seconds=0.0,
-                    blocked_by=blocked_by,
-                )
+                results[step.id] = _blocked(step, wave.index, blocked_by)
             else:
                 ready.append(step)
         if not ready:
             continue
         workers = min(len(ready), max_parallel or len(ready))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"wave{wave.index}") as pool:
-            futures = {
-                step.id: pool.submit(
-                    run_step,
-                    spark=spark,
-                    step=step,
-                    wave=wave.index,
-                    warehouse=warehouse,
-                    registry=registry,
-                    publishing=publishing,
-                )
-                for step in ready
-            }
+            futures = {step.id: pool.submit(run, step=step, wave=wave.index) for step in ready}
             for step_id, future in futures.items():
                 results[step_id] = future.result()
     ordered = [results[step.id] for step in plan.steps if step.id in results]

@@ -19,6 +19,7 @@ days of the same table, and is kept."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
@@ -56,53 +57,40 @@ def staging_days(files: Collection[str]) -> set[date] | None:
     return days
 
 
-def removal_reason(
-    *,
-    filesystem: StagingFilesystem,
-    directory: str,
-    days: Collection[date] | None,
-    now_ms: int,
-    stale_after_seconds: float = STALE_AFTER_SECONDS,
-) -> str | None:
-    """Why `directory` (a staging directory) is a dead write's, or None to keep it.
+@dataclass(frozen=True)
+class StagingSweep:
+    """One write's judgement, at `now_ms`, of which staging directories are dead writes'.
     `days`: the days this write replaces, None for all of them."""
-    if not filesystem.children(directory):
-        return "empty"
-    files = filesystem.files(directory)
-    staged = staging_days([uri for uri, _ in files])
-    if files and staged is not None and (days is None or staged <= set(days)):
-        return (
-            f"output only for days this write replaces ({', '.join(sorted(d.isoformat() for d in staged))})"
-        )
-    if not files:  # set up, no file yet: the day directories its tasks made say whose it is
-        named = staging_days([uri for uri in filesystem.directories(directory) if f"/{DAY}=" in uri])
-        if named and (days is None or named <= set(days)):
-            return f"no output yet, set up only for days this write replaces ({', '.join(sorted(d.isoformat() for d in named))})"
-    last_change_ms = max([filesystem.modified_ms(directory), *(modified for _, modified in files)])
-    if last_change_ms > 0 and now_ms - last_change_ms > stale_after_seconds * 1000:
-        return f"unchanged for {(now_ms - last_change_ms) / 3_600_000:.1f} h"
-    return None
 
+    filesystem: StagingFilesystem
+    days: Collection[date] | None
+    now_ms: int
+    stale_after_seconds: float = STALE_AFTER_SECONDS
 
-def remove_dead_staging(
-    *,
-    filesystem: StagingFilesystem,
-    table_uri: str,
-    days: Collection[date] | None,
-    now_ms: int,
-    stale_after_seconds: float = STALE_AFTER_SECONDS,
-) -> dict[str, str]:
-    """Delete the table's staging directories left by dead writes; returns them with why."""
-    removed = {}
-    for directory in filesystem.glob_directories(f"{table_uri.rstrip('/')}/{STAGING_PREFIX}*"):
-        reason = removal_reason(
-            filesystem=filesystem,
-            directory=directory,
-            days=days,
-            now_ms=now_ms,
-            stale_after_seconds=stale_after_seconds,
-        )
-        if reason is not None:
-            filesystem.delete(directory)
-            removed[directory] = reason
-    return removed
+    def removal_reason(self, directory: str) -> str | None:
+        """Why `directory` (a staging directory) is a dead write's, or None to keep it."""
+        filesystem, days = self.filesystem, self.days
+        if not filesystem.children(directory):
+            return "empty"
+        files = filesystem.files(directory)
+        staged = staging_days([uri for uri, _ in files])
+        if files and staged is not None and (days is None or staged <= set(days)):
+            return f"output only for days this write replaces ({', '.join(sorted(d.isoformat() for d in staged))})"
+        if not files:  # set up, no file yet: the day directories its tasks made say whose it is
+            named = staging_days([uri for uri in filesystem.directories(directory) if f"/{DAY}=" in uri])
+            if named and (days is None or named <= set(days)):
+                return f"no output yet, set up only for days this write replaces ({', '.join(sorted(d.isoformat() for d in named))})"
+        last_change_ms = max([filesystem.modified_ms(directory), *(modified for _, modified in files)])
+        if last_change_ms > 0 and self.now_ms - last_change_ms > self.stale_after_seconds * 1000:
+            return f"unchanged for {(self.now_ms - last_change_ms) / 3_600_000:.1f} h"
+        return None
+
+    def remove_dead(self, table_uri: str) -> dict[str, str]:
+        """Delete the table's staging directories left by dead writes; returns them with why."""
+        removed = {}
+        for directory in self.filesystem.glob_directories(f"{table_uri.rstrip('/')}/{STAGING_PREFIX}*"):
+            reason = self.removal_reason(directory)
+            if reason is not None:
+                self.filesystem.delete(directory)
+                removed[directory] = reason
+        return removed

@@ -21,7 +21,7 @@ from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.errors import UserError
 from spark_jobs.engine.phases import PhaseClock
 from spark_jobs.engine.scope import ALL, DAY, HOUR, Scope
-from spark_jobs.engine.staging import remove_dead_staging
+from spark_jobs.engine.staging import StagingSweep
 from spark_jobs.engine.storage import HadoopFs
 from spark_jobs.engine.tables import Table
 
@@ -214,9 +214,8 @@ def _remove_dead_staging(
     """Litter of killed writes goes before this write adds its own staging (staging.py says
     which); best effort: a failure to tidy never fails the step."""
     try:
-        removed = remove_dead_staging(
-            filesystem=HadoopFs(spark), table_uri=uri, days=days, now_ms=time.time_ns() // 1_000_000
-        )
+        sweep = StagingSweep(filesystem=HadoopFs(spark), days=days, now_ms=time.time_ns() // 1_000_000)
+        removed = sweep.remove_dead(uri)
     except Exception as error:  # noqa: BLE001 - a directory vanishing mid-listing, a store refusing a delete
         print(
             f"backfill_job: {table.name}: stale Spark staging not removed: {str(error).strip().splitlines()[0]}",

@@ -58,6 +58,17 @@ def _iso(seconds: Column) -> Column:
     return F.date_format(F.timestamp_seconds(seconds), _ISO)
 
 
+def _order_id(*within_the_hour: Column) -> Column:
+    """`<feed>-<yyyyMMdd>-<HH>-<within the hour>`: an order's id, unique in the raw layer."""
+    return F.concat_ws(
+        "-",
+        "feed",
+        F.date_format("day", "yyyyMMdd"),
+        F.lpad(F.col("hour").cast("string"), 2, "0"),
+        *within_the_hour,
+    ).alias("order_id")
+
+
 def raw_orders(spark: SparkSession, settings: GeneratorSettings) -> DataFrame:
     """Raw orders for `days` days from `start`, every hour, every feed. Needs a UTC session."""
     feeds, seed = settings.feeds, settings.seed
@@ -94,13 +105,7 @@ def raw_orders(spark: SparkSession, settings: GeneratorSettings) -> DataFrame:
     has_discount = _random(seed, "discounted", 10, "id") < 2
     comment_index = _random(seed, "comment", len(_COMMENTS) * 4, "id")
     return base.select(
-        F.concat_ws(
-            "-",
-            "feed",
-            F.date_format("day", "yyyyMMdd"),
-            F.lpad(F.col("hour").cast("string"), 2, "0"),
-            F.lpad(F.col("k").cast("string"), 5, "0"),
-        ).alias("order_id"),
+        _order_id(F.lpad(F.col("k").cast("string"), 5, "0")),
         _iso(placed).alias("placed_on"),
         (_random(seed, "customer", 5000, "id") + 1).alias("customer_id"),
         (_random(seed, "item", MENU_ITEM_COUNT, "id") + 1).alias("menu_item_id"),
@@ -161,14 +166,7 @@ def _late_orders(existing: DataFrame, seed: int) -> DataFrame:
         + _random(seed, "late", 3600, key)
     )
     return late.select(
-        F.concat_ws(
-            "-",
-            "feed",
-            F.date_format("day", "yyyyMMdd"),
-            F.lpad(F.col("hour").cast("string"), 2, "0"),
-            F.lit("late"),
-            F.col("k").cast("string"),
-        ).alias("order_id"),
+        _order_id(F.lit("late"), F.col("k").cast("string")),
         _iso(placed).alias("placed_on"),
         (_random(seed, "late-customer", 5000, key) + 1).alias("customer_id"),
         (_random(seed, "late-item", MENU_ITEM_COUNT, key) + 1).alias("menu_item_id"),

@@ -118,3 +118,22 @@ def test_a_registry_that_cannot_be_loaded_exits_2_before_anything_runs(
     with pytest.raises(RegistryNotFoundError) as raised:
         load_registry(reference)
     assert isinstance(raised.value, UserError)
+
+
+@pytest.mark.parametrize("job", ["backfill_job", "reconcile_job"])
+def test_each_job_file_runs_from_a_checkout_where_no_package_is_installed(tmp_path: Path, job: str) -> None:
+    """As spark-submit runs it from a checkout: no `.pth` puts the repository on the path (`-S`),
+    only the third-party libraries are there; the file finds the packages itself."""
+    import sysconfig
+
+    completed = subprocess.run(
+        [sys.executable, "-S", str(REPO_ROOT / "spark_jobs" / "engine" / f"{job}.py"), "--help"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.startswith(f"usage: {job} ")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.engine.staging import STALE_AFTER_SECONDS, remove_dead_staging, staging_days
+from spark_jobs.engine.staging import STALE_AFTER_SECONDS, StagingSweep, staging_days
 
 OURS = (date(2021, 6, 2), date(2021, 6, 3))
 
@@ -92,9 +92,7 @@ def test_dead_writes_staging_is_removed_a_live_writers_kept_and_the_partitions_u
     starting = table / ".spark-staging-starting"  # set up, no task output yet
     (starting / "_temporary" / "0").mkdir(parents=True)
 
-    removed = remove_dead_staging(
-        filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms()
-    )
+    removed = StagingSweep(filesystem=LocalFilesystem(), days=OURS, now_ms=now_ms()).remove_dead(str(table))
 
     assert removed == {
         str(empty): "empty",
@@ -111,9 +109,7 @@ def test_a_write_of_every_day_takes_any_staged_output_but_not_a_setup_without_ou
     starting = table / ".spark-staging-starting"
     (starting / "_temporary" / "0").mkdir(parents=True)
 
-    removed = remove_dead_staging(
-        filesystem=LocalFilesystem(), table_uri=str(table), days=None, now_ms=now_ms()
-    )
+    removed = StagingSweep(filesystem=LocalFilesystem(), days=None, now_ms=now_ms()).remove_dead(str(table))
 
     assert list(removed) == [str(other)] and starting.is_dir()
 
@@ -127,8 +123,7 @@ def test_a_staging_dir_becomes_stale_only_after_its_last_change(table: Path) -> 
     (fresh_file / "part-00001.snappy.parquet").write_bytes(b"PAR1")  # a task still writing
 
     assert (
-        remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(table), days=OURS, now_ms=now_ms())
-        == {}
+        StagingSweep(filesystem=LocalFilesystem(), days=OURS, now_ms=now_ms()).remove_dead(str(table)) == {}
     )
     assert old.is_dir()
 
@@ -136,8 +131,7 @@ def test_a_staging_dir_becomes_stale_only_after_its_last_change(table: Path) -> 
 def test_a_table_with_no_directory_yet_has_nothing_to_remove(tmp_path: Path) -> None:
     missing = tmp_path / "processed" / "new_table"
     assert (
-        remove_dead_staging(filesystem=LocalFilesystem(), table_uri=str(missing), days=OURS, now_ms=now_ms())
-        == {}
+        StagingSweep(filesystem=LocalFilesystem(), days=OURS, now_ms=now_ms()).remove_dead(str(missing)) == {}
     )
 
 
@@ -179,8 +173,7 @@ def test_a_write_killed_before_its_first_file_is_removed_by_a_write_of_its_days_
 
     mine, other = set_up_only("mine", "2021-06-02"), set_up_only("other", "2021-06-20")
 
-    removed = remove_dead_staging(
-        filesystem=LocalFilesystem(), table_uri=str(table), days=[date(2021, 6, 2)], now_ms=now_ms()
-    )
+    sweep = StagingSweep(filesystem=LocalFilesystem(), days=[date(2021, 6, 2)], now_ms=now_ms())
+    removed = sweep.remove_dead(str(table))
 
     assert list(removed) == [str(mine)] and "no output yet" in removed[str(mine)] and other.is_dir()
