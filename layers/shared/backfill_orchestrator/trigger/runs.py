@@ -69,11 +69,14 @@ Announce = Callable[[Plan, "StoredBackfill", "str | None"], "tuple[str, str] | N
 @dataclass(frozen=True)
 class ModeRequest:
     config: BackfillConfig
-    backfill_id: str
     record: StatusRecord  # as claimed: RECEIVED, or PLANNED when a dead attempt is taken over; may carry a plan_uri
     body: bytes
     upload: Upload
     announce: Announce | None = None  # batch: Slack between the run's creation and TRIGGERED
+
+    @property
+    def backfill_id(self) -> str:
+        return self.record.backfill_id
 
 
 @dataclass(frozen=True)
@@ -243,24 +246,27 @@ def record_triggered(
         "dag_run_url": run_url,
         "run_attempt": attempt,
     }
+
+    def record(extra: Mapping[str, Any]) -> None:
+        try:
+            services.status.transition(
+                backfill_id,
+                BackfillState.TRIGGERED,
+                detail=f"DAG run {dag_id}/{run.run.run_id}"
+                + ("" if run.created else " (existed already)")
+                + (f", attempt {attempt}" if attempt > 1 else ""),
+                attributes={**extra, **run_attributes},
+                only_from=TRIGGER_FROM if attempt == 1 else None,
+                slack_thread=slack_thread,
+            )
+        except TransitionRejectedError as error:
+            current = error.current
+            if current is None or current.state not in DAG_AHEAD:
+                raise
+            services.status.annotate(backfill_id, {**extra, **run_attributes}, slack_thread=slack_thread)
+
     try:
-        services.status.transition(
-            backfill_id,
-            BackfillState.TRIGGERED,
-            detail=f"DAG run {dag_id}/{run.run.run_id}"
-            + ("" if run.created else " (existed already)")
-            + (f", attempt {attempt}" if attempt > 1 else ""),
-            attributes={**(attributes or {}), **run_attributes},
-            only_from=TRIGGER_FROM if attempt == 1 else None,
-            slack_thread=slack_thread,
-        )
-    except TransitionRejectedError as error:
-        current = error.current
-        if current is None or current.state not in DAG_AHEAD:
-            raise
-        services.status.annotate(
-            backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread
-        )
+        record(attributes or {})
     except StatusItemTooLargeError:
         # The run exists: the record must say so. Only the plan's summary can be large (plan.json
         # and the result file have the whole plan), so the write goes again without it.
@@ -269,17 +275,7 @@ def record_triggered(
         log.warning(
             "status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id
         )
-        trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
-        record_triggered(
-            services,
-            backfill_id=backfill_id,
-            dag_id=dag_id,
-            run=run,
-            run_url=run_url,
-            attempt=attempt,
-            attributes=trimmed,
-            slack_thread=slack_thread,
-        )
+        record({name: value for name, value in attributes.items() if name != "plan_summary"})
 
 
 def dag_run_id(backfill_id: str, attempt: int = 1) -> str:

@@ -44,7 +44,6 @@ from backfill_orchestrator.errors import ROOT, BackfillError, PolicyRefusal, Ser
 from backfill_orchestrator.notify import (
     Notifier,
     already_known_message,
-    backfill_message,
     rejection_message,
     status_message,
 )
@@ -64,7 +63,13 @@ from backfill_orchestrator.trigger.events import (
     upload_from_record,
 )
 from backfill_orchestrator.trigger.modes import MODE_RUNNERS
-from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition, Ending, Finished
+from backfill_orchestrator.trigger.outcomes import (
+    OUTCOME_OF,
+    Disposition,
+    Ending,
+    Finished,
+    started_message,
+)
 from backfill_orchestrator.trigger.runs import (
     Announce,
     ModeOutcome,
@@ -331,11 +336,10 @@ class TriggerService:
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
         request = ModeRequest(
             config=config,
-            backfill_id=backfill_id,
             record=record,
             body=body,
             upload=upload,
-            announce=self._announcer(config, backfill_id, record),
+            announce=self._announcer(upload, config, record),
         )
         try:
             with deadline_scope(attempt.deadline):
@@ -382,14 +386,7 @@ class TriggerService:
             ),
         )
         if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
-            end = Finished(
-                upload=upload,
-                config=config,
-                backfill_id=backfill_id,
-                record=record,
-                outcome=outcome,
-                lineage_url=self._lineage_url(config),
-            )
+            end = Finished(upload, config, record, outcome, lineage_url=self._lineage_url(config))
             # The record as this attempt last wrote it, or as claimed: the runner's writes since do not touch the thread.
             self.notifier.slack(
                 backfill_id, ending.message(end), channel=config.notify.slack_channel, record=thread_record
@@ -434,7 +431,21 @@ class TriggerService:
             fields["dag_run_url"] = outcome.run_url
         return fields
 
-    def _announcer(self, config: BackfillConfig, backfill_id: str, record: StatusRecord) -> Announce:
+    @staticmethod
+    def _recorded_fields(record: StatusRecord) -> dict[str, Any]:
+        """The result file's fields a status record holds: its plan and DAG run, as
+        `_result_fields` has them from a mode's outcome, and its reason."""
+        return {
+            "config_uri": record.config_uri,
+            "plan_uri": record.plan_uri,
+            "plan": record.plan_summary,
+            "dag_id": record.dag_id,
+            "dag_run_id": record.dag_run_id,
+            "dag_run_url": record.dag_run_url,
+            "reason": record.reason,
+        }
+
+    def _announcer(self, upload: Upload, config: BackfillConfig, record: StatusRecord) -> Announce:
         """The TRIGGERED message of a run this attempt created, posted before TRIGGERED is
         recorded so that the same write stores its thread. A crash between the post and that
         write leaves no thread on the record; the retry that takes over finds the run and
@@ -442,19 +453,11 @@ class TriggerService:
         thread then: never the same message twice, at worst a second top-level message."""
 
         def announce(plan: Plan, stored: StoredBackfill, run_url: str | None) -> tuple[str, str] | None:
-            message = backfill_message(
-                config=config,
-                backfill_id=backfill_id,
-                plan=plan,
-                state=str(BackfillState.TRIGGERED),
-                run_url=run_url,
-                lineage_url=self._lineage_url(config),
-                plan_uri=stored.plan_uri,
-                submitted_by=record.submitted_by,
-                picture_pending=not stored.picture,
-            )
+            triggered = ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run_url=run_url)
+            end = Finished(upload, config, record, triggered, lineage_url=self._lineage_url(config))
+            message = started_message(end, note=None, picture_pending=not stored.picture)
             return self.notifier.open_thread(
-                backfill_id, message, channel=config.notify.slack_channel, record=record
+                record.backfill_id, message, channel=config.notify.slack_channel, record=record
             )
 
         return announce
@@ -544,13 +547,7 @@ class TriggerService:
                 record.state,
                 errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors]
                 or None,
-                config_uri=record.config_uri,
-                plan_uri=record.plan_uri,
-                plan=record.plan_summary,
-                dag_id=record.dag_id,
-                dag_run_id=record.dag_run_id,
-                dag_run_url=record.dag_run_url,
-                reason=record.reason,
+                **self._recorded_fields(record),
             ),
         )
         return UploadResult(
@@ -669,13 +666,7 @@ class TriggerService:
                 Disposition.ALREADY_KNOWN,
                 existing.backfill_id,
                 existing.state,
-                config_uri=existing.config_uri,
-                plan_uri=existing.plan_uri,
-                plan=existing.plan_summary,
-                dag_id=existing.dag_id,
-                dag_run_id=existing.dag_run_id,
-                dag_run_url=existing.dag_run_url,
-                reason=existing.reason,
+                **self._recorded_fields(existing),
             ),
         )
         self.notifier.slack(
