@@ -19,7 +19,7 @@ Per upload:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -53,6 +53,7 @@ from backfill_orchestrator.status import (
     BackfillState,
     RecordExistsError,
     StatusRecord,
+    StatusStore,
     TransitionRejectedError,
 )
 from backfill_orchestrator.trigger.approval import submission_attributes
@@ -90,6 +91,8 @@ MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the lo
 
 @dataclass(frozen=True)
 class UploadResult:
+    """What became of one upload: the handler's answer for it, one per record of the event."""
+
     source_uri: str
     disposition: Disposition
     backfill_id: str | None = None
@@ -118,6 +121,36 @@ class Attempt:
     # after the previous attempt ended; None (tests, scripts) takes over by lease only.
     request_id: str | None = None
     deadline: Deadline | None = None  # for Marquez/Airflow calls; None: no budget
+
+    def claim(
+        self, status: StatusStore, record_id: str, upload: Upload, attributes: Mapping[str, Any]
+    ) -> StatusRecord:
+        """A new record for the upload, leased to this attempt; RecordExistsError when one exists."""
+        return status.create(
+            record_id,
+            upload_id=upload.upload_id,
+            lease_seconds=self.lease_seconds,
+            lease_holder=self.request_id,
+            detail=f"from {upload.uri}",
+            attributes=attributes,
+        )
+
+    def take_over(
+        self, status: StatusStore, existing: StatusRecord, detail: str, *, reopen: bool = False
+    ) -> StatusRecord | None:
+        """The existing record leased to this attempt, when that is safe (StatusStore.reclaim)."""
+        return status.reclaim(
+            existing.backfill_id,
+            lease_seconds=self.lease_seconds,
+            holder=self.request_id,
+            current=existing,
+            detail=detail,
+            reopen=reopen,
+        )
+
+    def holds(self, record: StatusRecord) -> bool:
+        """The record's lease is this invocation's: Lambda's retry of an attempt that died."""
+        return bool(self.request_id) and record.lease_holder == self.request_id
 
 
 @dataclass(kw_only=True)
@@ -270,13 +303,11 @@ class TriggerService:
     ) -> UploadResult:
         status = self.services.status
         try:
-            record = status.create(
+            record = attempt.claim(
+                status,
                 backfill_id,
-                upload_id=upload.upload_id,
-                lease_seconds=attempt.lease_seconds,
-                lease_holder=attempt.request_id,
-                detail=f"from {upload.uri}",
-                attributes={
+                upload,
+                {
                     "name": config.name,
                     "owner": config.owner,
                     "mode": config.mode,
@@ -292,15 +323,9 @@ class TriggerService:
                 backfill_id, upload.upload_id
             )
             if again:
-                reclaimed = status.reclaim(
-                    backfill_id,
-                    lease_seconds=attempt.lease_seconds,
-                    holder=attempt.request_id,
-                    current=exists.existing,
-                    detail=f"retry of {upload.uri}: taking over",
-                )
+                reclaimed = attempt.take_over(status, exists.existing, f"retry of {upload.uri}: taking over")
                 if reclaimed is None:
-                    if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
+                    if attempt.holds(exists.existing):
                         return self._report_again(upload, config, backfill_id, attempt)
                     if self._run_unrecorded(
                         config, exists.existing
@@ -320,13 +345,8 @@ class TriggerService:
             else:  # another upload of the identical config: remembered now
                 reopened = None
                 if exists.existing.state is BackfillState.REJECTED:  # its cause may have been fixed since
-                    reopened = status.reclaim(
-                        backfill_id,
-                        lease_seconds=attempt.lease_seconds,
-                        holder=attempt.request_id,
-                        current=exists.existing,
-                        reopen=True,
-                        detail=f"resubmitted as {upload.uri}: evaluated again",
+                    reopened = attempt.take_over(
+                        status, exists.existing, f"resubmitted as {upload.uri}: evaluated again", reopen=True
                     )
                 if reopened is None:
                     return self._already_known(upload, exists.existing)
@@ -600,26 +620,12 @@ class TriggerService:
                 upload, Disposition.REJECTED, None, BackfillState.REJECTED, errors=issues, status_id=record_id
             )
             try:
-                status.create(
-                    record_id,
-                    upload_id=upload.upload_id,
-                    lease_seconds=attempt.lease_seconds,
-                    lease_holder=attempt.request_id,
-                    detail=f"from {upload.uri}",
-                    attributes={"source_uri": upload.uri},
-                )
+                attempt.claim(status, record_id, upload, {"source_uri": upload.uri})
             except RecordExistsError as exists:
-                reclaimed = status.reclaim(
-                    record_id,
-                    lease_seconds=attempt.lease_seconds,
-                    holder=attempt.request_id,
-                    current=exists.existing,
-                    detail="retry",
-                )
+                reclaimed = attempt.take_over(status, exists.existing, "retry")
                 if reclaimed is None:
-                    ours = attempt.request_id and exists.existing.lease_holder == attempt.request_id
                     if (
-                        ours
+                        attempt.holds(exists.existing)
                         and exists.existing.state is BackfillState.REJECTED
                         and not self._reported(upload, record_id, "REJECTED")
                     ):
