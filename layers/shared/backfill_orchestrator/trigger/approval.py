@@ -297,13 +297,12 @@ def _triggered(
         dag_run_id=run_id,
     )
     if plan is not None and record.config_uri:
-        submitter = record.submitted_by or record.owner
         started(
             services,
             backfill_id=record.backfill_id,
             plan=plan,
             config_uri=record.config_uri,
-            submitter=submitter,
+            submitter=record.submitted_by or record.owner,
         )
     return f"approved by {by}: DAG run {run_id} triggered"
 
