@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued
 from backfill_orchestrator.config import BackfillConfig
@@ -36,6 +36,7 @@ from backfill_orchestrator.status import BackfillState, StatusRecord, Transition
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.outcomes import OUTCOME_OF
 from backfill_orchestrator.trigger.runs import (
+    ActionCall,
     ModeOutcome,
     ModeRequest,
     ModeServices,
@@ -44,9 +45,6 @@ from backfill_orchestrator.trigger.runs import (
     trigger_run,
 )
 from backfill_orchestrator.trigger.storage import StoredBackfill
-
-if TYPE_CHECKING:
-    from backfill_orchestrator.trigger.control_actions import ActionCall
 
 log = logging.getLogger(__name__)
 

@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued, Refused
 from backfill_orchestrator.claims.release import release_and_start_queued
-from backfill_orchestrator.contracts import AttemptDone, BackfillReport, ControlRequest
+from backfill_orchestrator.contracts import AttemptDone, BackfillReport
 from backfill_orchestrator.contracts.control_request import ControlAction
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.publish import ManifestState
@@ -50,11 +49,10 @@ from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.lineage_events import backfill_aborted, backfill_undone
 from backfill_orchestrator.publish import Publisher, PublishError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
-from backfill_orchestrator.status.actions import ActionRecord
 from backfill_orchestrator.trigger import approval, publishing
 from backfill_orchestrator.trigger.approval import original_result_uri, report_decision
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
+from backfill_orchestrator.trigger.runs import ActionCall, ModeServices, admit, dag_run_id, trigger_run
 
 log = logging.getLogger(__name__)
 NOT_STARTED = frozenset(
@@ -69,23 +67,6 @@ RERUN_STATES = ("queued", "running")
 
 class ControlRefusedError(UserError):
     """The action is not allowed for this backfill now; says why."""
-
-
-@dataclass(frozen=True)
-class ActionCall:
-    """What an action is given."""
-
-    services: ModeServices
-    request: ControlRequest
-    record: StatusRecord  # as it is now
-    action: ActionRecord  # its item: the basis it began from, when, and whether resumed
-    by: str  # who acts: the principal the policy checked, else the document's requested_by
-    sleep: Callable[[float], None]
-
-    @property
-    def now(self) -> datetime:
-        """When the action began: a resumed action is judged as of its first delivery."""
-        return self.action.started_at
 
 
 Action = Callable[[ActionCall], str]  # returns the detail; raises ControlRefusedError (or the gate's refusal)

@@ -1,20 +1,22 @@
 """What the mode runners (modes.py), the approval gate (approval.py) and control documents
-(control_documents.py) share: the services and request a runner is given, the outcome it
-returns, and a backfill's DAG runs: admission through the claims, one run per attempt
-(`trigger_run`, recording TRIGGERED), the first run read back, the OpenLineage START."""
+(control_documents.py, control_actions.py) share: the services and request a runner is
+given, the outcome it returns, what a control action is given (`ActionCall`), and a
+backfill's DAG runs: admission through the claims, one run per attempt (`trigger_run`,
+recording TRIGGERED), the first run read back, the OpenLineage START."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, DagRun, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet
 from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
-from backfill_orchestrator.contracts import AttemptDone, RunConf
+from backfill_orchestrator.contracts import AttemptDone, ControlRequest, RunConf
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage import LineageWithHistory
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
@@ -31,6 +33,7 @@ from backfill_orchestrator.status import (
     StatusStore,
     TransitionRejectedError,
 )
+from backfill_orchestrator.status.actions import ActionRecord
 from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.approval_gate import ApprovalGate
 from backfill_orchestrator.trigger.events import Upload
@@ -77,6 +80,23 @@ class ModeRequest:
     @property
     def backfill_id(self) -> str:
         return self.record.backfill_id
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    """What an action is given."""
+
+    services: ModeServices
+    request: ControlRequest
+    record: StatusRecord  # as it is now
+    action: ActionRecord  # its item: the basis it began from, when, and whether resumed
+    by: str  # who acts: the principal the policy checked, else the document's requested_by
+    sleep: Callable[[float], None]
+
+    @property
+    def now(self) -> datetime:
+        """When the action began: a resumed action is judged as of its first delivery."""
+        return self.action.started_at
 
 
 @dataclass(frozen=True)
