@@ -148,7 +148,7 @@ def storage(monkeypatch: pytest.MonkeyPatch) -> Iterator[TriggerStorage]:
 
 
 def put(storage: TriggerStorage, key: str, body: bytes) -> Upload:
-    response = storage._s3.put_object(Bucket="configs", Key=key, Body=body)
+    response = storage.s3_client.put_object(Bucket="configs", Key=key, Body=body)
     return Upload("configs", key, len(body), response["VersionId"])
 
 
@@ -199,6 +199,8 @@ def test_results_mirror_the_incoming_path(storage: TriggerStorage) -> None:
     )
     uri = storage.write_result(upload, result)
     assert uri == storage.result_uri(upload) == "s3://configs/results/team-a/x.yaml.result.json"
-    body = storage._s3.get_object(Bucket="configs", Key="results/team-a/x.yaml.result.json")["Body"].read()
+    body = storage.s3_client.get_object(Bucket="configs", Key="results/team-a/x.yaml.result.json")[
+        "Body"
+    ].read()
     assert json.loads(body)["backfill_id"] is None  # shown, not left out: an invalid config has no id
     assert ResultFile.from_json(body, source=uri) == result

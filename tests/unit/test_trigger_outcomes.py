@@ -77,7 +77,6 @@ def test_each_ending_message_is_a_slack_message_naming_the_backfill(state: Backf
     end = Finished(
         upload=Upload(bucket="configs", key="incoming/minimal-batch.yaml"),
         config=config,
-        backfill_id=record.backfill_id,
         record=record,
         outcome=outcome,
         lineage_url=None,

@@ -23,6 +23,7 @@ from backfill_orchestrator.deadline import Deadline, current_deadline
 from backfill_orchestrator.errors import ServiceError
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+RETRY_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"})  # POST: `retry_posts`
 DEFAULT_TIMEOUT = (3.05, 10.0)  # (connect, read) seconds
 _SHORTEST_TIMEOUT = 0.01  # a socket timeout of 0 would mean non-blocking
 _SHORTEST_ATTEMPT = 0.1  # with less left than this, another attempt is not worth sending
@@ -123,18 +124,12 @@ def retrying_session(
 
     After the last retry of a retryable status, the final response is returned (not raised),
     so callers can read the status and body and raise their own named error."""
-    methods = frozenset(
-        {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"} | ({"POST"} if retry_posts else set())
-    )
     policy = DeadlineRetry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
+        total=retries,  # bounds every kind of retry: connection errors, reads and statuses alike
         backoff_factor=backoff_factor,
         backoff_max=backoff_max,
         status_forcelist=statuses,
-        allowed_methods=methods,
+        allowed_methods=RETRY_METHODS | ({"POST"} if retry_posts else set()),
         respect_retry_after_header=True,
         raise_on_status=False,
     )

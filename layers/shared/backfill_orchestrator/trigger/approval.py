@@ -36,6 +36,7 @@ from backfill_orchestrator.status import BackfillState, StatusRecord, Transition
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.outcomes import OUTCOME_OF
 from backfill_orchestrator.trigger.runs import (
+    ActionCall,
     ModeOutcome,
     ModeRequest,
     ModeServices,
@@ -194,20 +195,14 @@ def authorize(
     raise ApprovalRefusedError(message, rule=decision.rule or "policy")
 
 
-def approve(
-    services: ModeServices,
-    record: StatusRecord,
-    *,
-    by: str,
-    reason: str,
-    now: datetime,
-    resumed: bool = False,
-) -> str:
+def approve(call: ActionCall) -> str:
     """Approved: the history says who and when, then the backfill is admitted (its claims) and
     its DAG run triggered; an overlap makes it wait (QUEUED) or refuses it (ON_OVERLAP).
-    `resumed`: an earlier delivery of this approval recorded it and failed or died after; it is
+    Resumed (an earlier delivery of this approval recorded it and failed or died after), it is
     finished from where that one stopped (admission and the trigger are idempotent)."""
-    recorded = resumed and (record.approval or {}).get("outcome") == "approved"
+    services, record, by, now = call.services, call.record, call.by, call.now
+    reason = call.request.reason
+    recorded = call.action.resumed and (record.approval or {}).get("outcome") == "approved"
     if recorded and record.state is not BackfillState.AWAITING_APPROVAL:
         return _approved_earlier(services, record, by=by, now=now)
     _require_awaiting(record, "approve")
@@ -249,23 +244,15 @@ def approve(
         )
     except TransitionRejectedError as error:  # another approval got there first; its run is the one
         raise ApprovalRefusedError(f"the backfill changed state meanwhile: {error}", rule="state") from None
-    report_decision(
+    return _triggered(
         services,
         record,
-        BackfillState.TRIGGERED,
-        f"approved by {by}",
+        plan,
+        by=by,
         now=now,
         dag_id=services.settings.backfill_dag_id,
-        dag_run_id=run.run.run_id,
+        run_id=run.run.run_id,
     )
-    started(
-        services,
-        backfill_id=record.backfill_id,
-        plan=plan,
-        config_uri=record.config_uri,
-        submitter=record.submitted_by or record.owner,
-    )
-    return f"approved by {by}: DAG run {run.run.run_id} triggered"
 
 
 def _approved_earlier(services: ModeServices, record: StatusRecord, *, by: str, now: datetime) -> str:
@@ -282,16 +269,31 @@ def _approved_earlier(services: ModeServices, record: StatusRecord, *, by: str, 
             f"cannot approve {record.backfill_id}: it is {record.state}, and nothing awaits approval",
             rule="state",
         )
+    plan = services.storage.load_plan(record.plan_uri) if record.plan_uri else None
+    return _triggered(services, record, plan, by=by, now=now, dag_id=record.dag_id, run_id=record.dag_run_id)
+
+
+def _triggered(
+    services: ModeServices,
+    record: StatusRecord,
+    plan: Plan | None,
+    *,
+    by: str,
+    now: datetime,
+    dag_id: str | None,
+    run_id: str,
+) -> str:
+    """An approval's DAG run: the submitter's result file says so, and the run gets its lineage
+    START (the plan and config it ran with are needed for it)."""
     report_decision(
         services,
         record,
         BackfillState.TRIGGERED,
         f"approved by {by}",
         now=now,
-        dag_id=record.dag_id,
-        dag_run_id=record.dag_run_id,
+        dag_id=dag_id,
+        dag_run_id=run_id,
     )
-    plan = services.storage.load_plan(record.plan_uri) if record.plan_uri else None
     if plan is not None and record.config_uri:
         started(
             services,
@@ -300,24 +302,18 @@ def _approved_earlier(services: ModeServices, record: StatusRecord, *, by: str, 
             config_uri=record.config_uri,
             submitter=record.submitted_by or record.owner,
         )
-    return f"approved by {by}: DAG run {record.dag_run_id} triggered"
+    return f"approved by {by}: DAG run {run_id} triggered"
 
 
-def reject(
-    services: ModeServices,
-    record: StatusRecord,
-    *,
-    by: str,
-    reason: str,
-    now: datetime,
-    resumed: bool = False,
-) -> str:
+def reject(call: ActionCall) -> str:
     """Rejected by an approver: REJECTED (terminal; the identical config uploaded again is
     evaluated again), with who and why. Nothing was admitted, so no claim is held.
-    `resumed`: an earlier delivery recorded it; the submitter's result file is written again."""
+    Resumed (an earlier delivery recorded it), the submitter's result file is written again."""
+    services, record, by, now = call.services, call.record, call.by, call.now
+    reason = call.request.reason
     why = f"rejected by {by}: {reason}"
     if (
-        resumed
+        call.action.resumed
         and record.state is BackfillState.REJECTED
         and (record.approval or {}).get("outcome") == "rejected"
     ):

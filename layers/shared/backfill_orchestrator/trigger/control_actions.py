@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
 
 from backfill_orchestrator.claims import Admitted, Queued, Refused
 from backfill_orchestrator.claims.release import release_and_start_queued
-from backfill_orchestrator.contracts import AttemptDone, BackfillReport, ControlRequest
+from backfill_orchestrator.contracts import AttemptDone, BackfillReport
 from backfill_orchestrator.contracts.control_request import ControlAction
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.contracts.publish import ManifestState
@@ -50,11 +49,10 @@ from backfill_orchestrator.errors import ServiceError, UserError
 from backfill_orchestrator.lineage_events import backfill_aborted, backfill_undone
 from backfill_orchestrator.publish import Publisher, PublishError
 from backfill_orchestrator.status import BackfillState, StatusRecord, TransitionRejectedError
-from backfill_orchestrator.status.actions import ActionRecord
 from backfill_orchestrator.trigger import approval, publishing
 from backfill_orchestrator.trigger.approval import original_result_uri, report_decision
 from backfill_orchestrator.trigger.events import Upload
-from backfill_orchestrator.trigger.runs import ModeServices, admit, dag_run_id, trigger_run
+from backfill_orchestrator.trigger.runs import ActionCall, ModeServices, admit, dag_run_id, trigger_run
 
 log = logging.getLogger(__name__)
 NOT_STARTED = frozenset(
@@ -69,27 +67,6 @@ RERUN_STATES = ("queued", "running")
 
 class ControlRefusedError(UserError):
     """The action is not allowed for this backfill now; says why."""
-
-
-@dataclass(frozen=True)
-class ActionCall:
-    """What an action is given."""
-
-    services: ModeServices
-    request: ControlRequest
-    record: StatusRecord  # as it is now
-    action: ActionRecord  # its item: the basis it began from, when, and whether resumed
-    by: str  # who acts: the principal the policy checked, else the document's requested_by
-    sleep: Callable[[float], None]
-
-    @property
-    def now(self) -> datetime:
-        """When the action began: a resumed action is judged as of its first delivery."""
-        return self.action.started_at
-
-    @property
-    def resumed(self) -> bool:
-        return self.action.resumed
 
 
 Action = Callable[[ActionCall], str]  # returns the detail; raises ControlRefusedError (or the gate's refusal)
@@ -107,7 +84,7 @@ def cancel(call: ActionCall) -> str:
         )
     state = record.state
     if state is BackfillState.CANCELLED:
-        if call.resumed and began.basis_state is not BackfillState.CANCELLED:
+        if began.resumed and began.basis_state is not BackfillState.CANCELLED:
             # An earlier delivery recorded CANCELLED, then failed or died before the rest.
             _ended(call, record, reason=reason, ran=began.basis_state in RUNNING)
             return "cancelled; the claims are released"
@@ -316,7 +293,7 @@ def start(call: ActionCall) -> str:
     stays queued (a later release starts it)."""
     services, record = call.services, call.record
     if record.state is not BackfillState.QUEUED:
-        if call.resumed and call.action.basis_state is BackfillState.QUEUED and record.dag_run_id:
+        if call.action.resumed and call.action.basis_state is BackfillState.QUEUED and record.dag_run_id:
             return f"started: the backfills it waited for have ended (DAG run {record.dag_run_id})"
         raise ControlRefusedError(
             f"nothing to start: backfill {record.backfill_id} is {record.state}, not QUEUED"
@@ -340,19 +317,6 @@ def start(call: ActionCall) -> str:
     return f"started: the backfills it waited for have ended (DAG run {run.run.run_id})"
 
 
-# -- approve, reject (the approval gate's) ---------------------------------------------------------
-def approve(call: ActionCall) -> str:
-    return approval.approve(
-        call.services, call.record, by=call.by, reason=call.request.reason, now=call.now, resumed=call.resumed
-    )
-
-
-def reject(call: ActionCall) -> str:
-    return approval.reject(
-        call.services, call.record, by=call.by, reason=call.request.reason, now=call.now, resumed=call.resumed
-    )
-
-
 # -- publish, discard, undo (safe publish; trigger/publishing.py) -----------------------------
 def publish(call: ActionCall) -> str:
     """Every held step published by `call.by` (each checked before the first is published),
@@ -361,7 +325,7 @@ def publish(call: ActionCall) -> str:
     attempt = began.basis_attempt + 1
     if record.state is not BackfillState.AWAITING_PUBLISH:
         if (
-            call.resumed
+            began.resumed
             and publishing.decided(record, "publish")
             and record.run_attempt >= began.basis_attempt
         ):
@@ -388,9 +352,7 @@ def publish(call: ActionCall) -> str:
         raise _refused("publish", record, error) from None
     partitions = sum(len(m.partitions) for m in manifests)
     held = f"{len(steps)} held step{'s' if len(steps) != 1 else ''} ({', '.join(steps)}; {partitions} partitions)"
-    decision = publishing.with_decision(
-        record, "publish", by=call.by, at=call.now, reason=call.request.reason, steps=steps
-    )
+    decision = _decision(call, record, "publish", steps=steps)
     done = _done_so_far(services, record, plan, attempt, published=steps)
     remaining = [step.id for step in plan.steps if step.id not in done.steps_done]
     if not remaining:
@@ -433,7 +395,7 @@ def discard(call: ActionCall) -> str:
     services, record, began = call.services, call.record, call.action
     if (
         record.state is BackfillState.DISCARDED
-        and call.resumed
+        and began.resumed
         and began.basis_state is BackfillState.AWAITING_PUBLISH
     ):
         release_claims(
@@ -459,19 +421,7 @@ def discard(call: ActionCall) -> str:
         f"discarded by {call.by}: {len(steps)} staged step{'s' if len(steps) != 1 else ''} removed "
         f"({', '.join(steps) or 'nothing was left staged'}); the warehouse is as it was: {call.request.reason}"
     )
-    _transition(
-        call,
-        record,
-        BackfillState.DISCARDED,
-        why,
-        by=call.by,
-        attributes={
-            "reason": why[:2000],
-            "publish": publishing.with_decision(
-                record, "discard", by=call.by, at=call.now, reason=call.request.reason, steps=steps
-            ),
-        },
-    )
+    _decided(call, record, BackfillState.DISCARDED, why, "discard", steps=steps)
     release_claims(services, record.backfill_id, now=call.now)
     report_decision(services, record, BackfillState.DISCARDED, why, now=call.now)
     return why
@@ -484,7 +434,7 @@ def undo(call: ActionCall) -> str:
     an OpenLineage run whose outputs are the restored partitions."""
     services, record, began = call.services, call.record, call.action
     if record.state is BackfillState.UNDONE:
-        if call.resumed and began.basis_state is BackfillState.SUCCEEDED:
+        if began.resumed and began.basis_state is BackfillState.SUCCEEDED:
             return record.reason or f"undone by {call.by}"
         return "already undone; nothing to do"
     if record.state is not BackfillState.SUCCEEDED:
@@ -515,19 +465,7 @@ def undo(call: ActionCall) -> str:
             f"undone by {call.by}: {count} partitions of {len(restored)} tables are back to what they were "
             f"before the backfill: {call.request.reason}"
         )
-        _transition(
-            call,
-            record,
-            BackfillState.UNDONE,
-            why,
-            by=call.by,
-            attributes={
-                "reason": why[:2000],
-                "publish": publishing.with_decision(
-                    record, "undo", by=call.by, at=call.now, reason=call.request.reason, partitions=count
-                ),
-            },
-        )
+        _decided(call, record, BackfillState.UNDONE, why, "undo", partitions=count)
     finally:
         release_claims(services, record.backfill_id, now=call.now)
     if services.lineage_events is not None:
@@ -541,6 +479,21 @@ def undo(call: ActionCall) -> str:
         )
     report_decision(services, record, BackfillState.UNDONE, why, now=call.now)
     return why
+
+
+def _decision(call: ActionCall, record: StatusRecord, action: str, **extra: Any) -> dict[str, Any]:
+    """The record's `publish` attribute with the person's decision (`action`) added."""
+    return publishing.with_decision(
+        record, action, by=call.by, at=call.now, reason=call.request.reason, **extra
+    )
+
+
+def _decided(
+    call: ActionCall, record: StatusRecord, target: BackfillState, why: str, action: str, **extra: Any
+) -> None:
+    """The person's decision moved the backfill to `target`: the reason and the decision recorded."""
+    attributes = {"reason": why[:2000], "publish": _decision(call, record, action, **extra)}
+    _transition(call, record, target, why, by=call.by, attributes=attributes)
 
 
 def _publisher(call: ActionCall, record: StatusRecord) -> Publisher:
@@ -566,8 +519,8 @@ ACTIONS: dict[ControlAction, Action] = {
     "cancel": cancel,
     "retry": retry,
     "start": start,
-    "approve": approve,
-    "reject": reject,
+    "approve": approval.approve,  # the approval gate's
+    "reject": approval.reject,
     "publish": publish,
     "discard": discard,
     "undo": undo,

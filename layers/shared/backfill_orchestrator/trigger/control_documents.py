@@ -47,10 +47,10 @@ from backfill_orchestrator.policy import ApprovalRefusedError
 from backfill_orchestrator.status import StatusRecord
 from backfill_orchestrator.status.actions import ActionLedger, ActionRecord, Begun, Finished
 from backfill_orchestrator.trigger import approval
-from backfill_orchestrator.trigger.control_actions import ACTIONS, ActionCall, ControlRefusedError
+from backfill_orchestrator.trigger.control_actions import ACTIONS, ControlRefusedError
 from backfill_orchestrator.trigger.events import Upload
 from backfill_orchestrator.trigger.outcomes import ControlOutcome, ControlResult
-from backfill_orchestrator.trigger.runs import ModeServices
+from backfill_orchestrator.trigger.runs import ActionCall, ModeServices
 from backfill_orchestrator.trigger.storage import ConfigGoneError, ConfigTooLargeError
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ from slack_sdk.models.blocks import Block
 from backfill_orchestrator._compat import StrEnum
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts.control_request import PersonAction
-from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.interactivity.blocks import control_buttons
 from backfill_orchestrator.notify import backfill_message, rejection_message
 from backfill_orchestrator.notify.slack import SlackMessage
@@ -85,10 +84,13 @@ class Finished:
 
     upload: Upload
     config: BackfillConfig
-    backfill_id: str
     record: StatusRecord  # as claimed
     outcome: ModeOutcome
     lineage_url: str | None  # where people look at the first job's lineage
+
+    @property
+    def backfill_id(self) -> str:
+        return self.record.backfill_id
 
 
 EndingMessage = Callable[[Finished], SlackMessage]
@@ -129,75 +131,68 @@ def failed_message(end: Finished) -> SlackMessage:
 
 
 def queued_message(end: Finished) -> SlackMessage:
-    outcome = end.outcome
-    return backfill_message(
-        config=end.config,
-        backfill_id=end.backfill_id,
-        plan=outcome.plan,
-        state=str(outcome.state),
-        note=outcome.reason,
-        submitted_by=end.record.submitted_by,
-    )
+    return _thread_message(end, note=end.outcome.reason)
 
 
 def awaiting_approval_message(end: Finished) -> SlackMessage:
-    outcome = end.outcome
-    return approval_request_message(
-        config=end.config,
-        backfill_id=end.backfill_id,
-        plan=outcome.plan,
-        reason=outcome.reason,
-        plan_uri=outcome.stored.plan_uri if outcome.stored else None,
-        submitted_by=end.record.submitted_by,
-    )
+    """The thread's first message for a backfill awaiting approval: what it is, why it waits,
+    and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
+    function receives the presses)."""
+    message = _thread_message(end, note=end.outcome.reason, plan_uri=_plan_uri(end.outcome))
+    buttons = cast(Block, Block.parse(control_buttons(end.backfill_id, AWAITING_BUTTONS)))
+    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
 
 
 def planned_message(end: Finished) -> SlackMessage:
-    return _started_message(end, note="Dry run: planned and stored, nothing triggered.")
+    return started_message(end, note="Dry run: planned and stored, nothing triggered.")
 
 
 def triggered_message(end: Finished) -> SlackMessage:
-    return _started_message(end, note=None)
+    return started_message(end, note=None)
 
 
-def _started_message(end: Finished, *, note: str | None) -> SlackMessage:
+def started_message(end: Finished, *, note: str | None, picture_pending: bool = False) -> SlackMessage:
+    """A planned or triggered backfill: also its run, its lineage and its stored plan (the
+    plan's picture named without a link while `picture_pending`)."""
+    outcome = end.outcome
+    return _thread_message(
+        end,
+        note=note,
+        run_url=outcome.run_url,
+        lineage_url=end.lineage_url,
+        plan_uri=_plan_uri(outcome),
+        picture_pending=picture_pending,
+    )
+
+
+def _thread_message(
+    end: Finished,
+    *,
+    note: str | None,
+    run_url: str | None = None,
+    lineage_url: str | None = None,
+    plan_uri: str | None = None,
+    picture_pending: bool = False,
+) -> SlackMessage:
+    """The backfill's message in its thread as the mode left it: its plan and state, who
+    submitted it, a note, and the links the ending shows."""
     outcome = end.outcome
     return backfill_message(
         config=end.config,
         backfill_id=end.backfill_id,
         plan=outcome.plan,
         state=str(outcome.state),
-        run_url=outcome.run_url,
-        lineage_url=end.lineage_url,
-        plan_uri=outcome.stored.plan_uri if outcome.stored else None,
         note=note,
         submitted_by=end.record.submitted_by,
-    )
-
-
-def approval_request_message(
-    *,
-    config: BackfillConfig,
-    backfill_id: str,
-    plan: Plan | None,
-    plan_uri: str | None,
-    reason: str | None,
-    submitted_by: str | None,
-) -> SlackMessage:
-    """The thread's first message for a backfill awaiting approval: what it is, why it waits,
-    and the Approve / Reject / Cancel buttons (interactivity.blocks; the Slack interactivity
-    function receives the presses)."""
-    message = backfill_message(
-        config=config,
-        backfill_id=backfill_id,
-        plan=plan,
-        state=str(BackfillState.AWAITING_APPROVAL),
+        run_url=run_url,
+        lineage_url=lineage_url,
         plan_uri=plan_uri,
-        note=reason,
-        submitted_by=submitted_by,
+        picture_pending=picture_pending,
     )
-    buttons = cast(Block, Block.parse(control_buttons(backfill_id, AWAITING_BUTTONS)))
-    return replace(message, blocks=(*message.blocks[:49], buttons))  # Slack takes at most 50 blocks
+
+
+def _plan_uri(outcome: ModeOutcome) -> str | None:
+    return outcome.stored.plan_uri if outcome.stored else None
 
 
 # -- the table ------------------------------------------------------------------------------------

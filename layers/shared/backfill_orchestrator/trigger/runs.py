@@ -1,20 +1,22 @@
 """What the mode runners (modes.py), the approval gate (approval.py) and control documents
-(control_documents.py) share: the services and request a runner is given, the outcome it
-returns, and a backfill's DAG runs: admission through the claims, one run per attempt
-(`trigger_run`, recording TRIGGERED), the first run read back, the OpenLineage START."""
+(control_documents.py, control_actions.py) share: the services and request a runner is
+given, the outcome it returns, what a control action is given (`ActionCall`), and a
+backfill's DAG runs: admission through the claims, one run per attempt (`trigger_run`,
+recording TRIGGERED), the first run read back, the OpenLineage START."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from backfill_orchestrator.airflow_api import AirflowClient, DagRun, TriggerResult
 from backfill_orchestrator.claims import Admission, Admitted, ClaimRegistry, ClaimSet
 from backfill_orchestrator.claims.registry import keep_claim_set
 from backfill_orchestrator.config import BackfillConfig, ConfigIssue
-from backfill_orchestrator.contracts import AttemptDone, RunConf
+from backfill_orchestrator.contracts import AttemptDone, ControlRequest, RunConf
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.lineage import LineageWithHistory
 from backfill_orchestrator.lineage_events import LineageEmitter, backfill_started
@@ -31,6 +33,7 @@ from backfill_orchestrator.status import (
     StatusStore,
     TransitionRejectedError,
 )
+from backfill_orchestrator.status.actions import ActionRecord
 from backfill_orchestrator.tracing import current_trace_id
 from backfill_orchestrator.trigger.approval_gate import ApprovalGate
 from backfill_orchestrator.trigger.events import Upload
@@ -69,11 +72,31 @@ Announce = Callable[[Plan, "StoredBackfill", "str | None"], "tuple[str, str] | N
 @dataclass(frozen=True)
 class ModeRequest:
     config: BackfillConfig
-    backfill_id: str
     record: StatusRecord  # as claimed: RECEIVED, or PLANNED when a dead attempt is taken over; may carry a plan_uri
     body: bytes
     upload: Upload
     announce: Announce | None = None  # batch: Slack between the run's creation and TRIGGERED
+
+    @property
+    def backfill_id(self) -> str:
+        return self.record.backfill_id
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    """What an action is given."""
+
+    services: ModeServices
+    request: ControlRequest
+    record: StatusRecord  # as it is now
+    action: ActionRecord  # its item: the basis it began from, when, and whether resumed
+    by: str  # who acts: the principal the policy checked, else the document's requested_by
+    sleep: Callable[[float], None]
+
+    @property
+    def now(self) -> datetime:
+        """When the action began: a resumed action is judged as of its first delivery."""
+        return self.action.started_at
 
 
 @dataclass(frozen=True)
@@ -243,24 +266,27 @@ def record_triggered(
         "dag_run_url": run_url,
         "run_attempt": attempt,
     }
+
+    def record(extra: Mapping[str, Any]) -> None:
+        try:
+            services.status.transition(
+                backfill_id,
+                BackfillState.TRIGGERED,
+                detail=f"DAG run {dag_id}/{run.run.run_id}"
+                + ("" if run.created else " (existed already)")
+                + (f", attempt {attempt}" if attempt > 1 else ""),
+                attributes={**extra, **run_attributes},
+                only_from=TRIGGER_FROM if attempt == 1 else None,
+                slack_thread=slack_thread,
+            )
+        except TransitionRejectedError as error:
+            current = error.current
+            if current is None or current.state not in DAG_AHEAD:
+                raise
+            services.status.annotate(backfill_id, {**extra, **run_attributes}, slack_thread=slack_thread)
+
     try:
-        services.status.transition(
-            backfill_id,
-            BackfillState.TRIGGERED,
-            detail=f"DAG run {dag_id}/{run.run.run_id}"
-            + ("" if run.created else " (existed already)")
-            + (f", attempt {attempt}" if attempt > 1 else ""),
-            attributes={**(attributes or {}), **run_attributes},
-            only_from=TRIGGER_FROM if attempt == 1 else None,
-            slack_thread=slack_thread,
-        )
-    except TransitionRejectedError as error:
-        current = error.current
-        if current is None or current.state not in DAG_AHEAD:
-            raise
-        services.status.annotate(
-            backfill_id, {**(attributes or {}), **run_attributes}, slack_thread=slack_thread
-        )
+        record(attributes or {})
     except StatusItemTooLargeError:
         # The run exists: the record must say so. Only the plan's summary can be large (plan.json
         # and the result file have the whole plan), so the write goes again without it.
@@ -269,17 +295,7 @@ def record_triggered(
         log.warning(
             "status of %s too large with the plan summary: TRIGGERED recorded without it", backfill_id
         )
-        trimmed = {name: value for name, value in attributes.items() if name != "plan_summary"}
-        record_triggered(
-            services,
-            backfill_id=backfill_id,
-            dag_id=dag_id,
-            run=run,
-            run_url=run_url,
-            attempt=attempt,
-            attributes=trimmed,
-            slack_thread=slack_thread,
-        )
+        record({name: value for name, value in attributes.items() if name != "plan_summary"})
 
 
 def dag_run_id(backfill_id: str, attempt: int = 1) -> str:

@@ -19,7 +19,7 @@ Per upload:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -44,7 +44,6 @@ from backfill_orchestrator.errors import ROOT, BackfillError, PolicyRefusal, Ser
 from backfill_orchestrator.notify import (
     Notifier,
     already_known_message,
-    backfill_message,
     rejection_message,
     status_message,
 )
@@ -54,6 +53,7 @@ from backfill_orchestrator.status import (
     BackfillState,
     RecordExistsError,
     StatusRecord,
+    StatusStore,
     TransitionRejectedError,
 )
 from backfill_orchestrator.trigger.approval import submission_attributes
@@ -64,7 +64,13 @@ from backfill_orchestrator.trigger.events import (
     upload_from_record,
 )
 from backfill_orchestrator.trigger.modes import MODE_RUNNERS
-from backfill_orchestrator.trigger.outcomes import OUTCOME_OF, Disposition, Ending, Finished
+from backfill_orchestrator.trigger.outcomes import (
+    OUTCOME_OF,
+    Disposition,
+    Ending,
+    Finished,
+    started_message,
+)
 from backfill_orchestrator.trigger.runs import (
     Announce,
     ModeOutcome,
@@ -85,6 +91,8 @@ MAX_DETAIL = 300  # per upload in TriggerFailedError's message (and so in the lo
 
 @dataclass(frozen=True)
 class UploadResult:
+    """What became of one upload: the handler's answer for it, one per record of the event."""
+
     source_uri: str
     disposition: Disposition
     backfill_id: str | None = None
@@ -113,6 +121,36 @@ class Attempt:
     # after the previous attempt ended; None (tests, scripts) takes over by lease only.
     request_id: str | None = None
     deadline: Deadline | None = None  # for Marquez/Airflow calls; None: no budget
+
+    def claim(
+        self, status: StatusStore, record_id: str, upload: Upload, attributes: Mapping[str, Any]
+    ) -> StatusRecord:
+        """A new record for the upload, leased to this attempt; RecordExistsError when one exists."""
+        return status.create(
+            record_id,
+            upload_id=upload.upload_id,
+            lease_seconds=self.lease_seconds,
+            lease_holder=self.request_id,
+            detail=f"from {upload.uri}",
+            attributes=attributes,
+        )
+
+    def take_over(
+        self, status: StatusStore, existing: StatusRecord, detail: str, *, reopen: bool = False
+    ) -> StatusRecord | None:
+        """The existing record leased to this attempt, when that is safe (StatusStore.reclaim)."""
+        return status.reclaim(
+            existing.backfill_id,
+            lease_seconds=self.lease_seconds,
+            holder=self.request_id,
+            current=existing,
+            detail=detail,
+            reopen=reopen,
+        )
+
+    def holds(self, record: StatusRecord) -> bool:
+        """The record's lease is this invocation's: Lambda's retry of an attempt that died."""
+        return bool(self.request_id) and record.lease_holder == self.request_id
 
 
 @dataclass(kw_only=True)
@@ -265,13 +303,11 @@ class TriggerService:
     ) -> UploadResult:
         status = self.services.status
         try:
-            record = status.create(
+            record = attempt.claim(
+                status,
                 backfill_id,
-                upload_id=upload.upload_id,
-                lease_seconds=attempt.lease_seconds,
-                lease_holder=attempt.request_id,
-                detail=f"from {upload.uri}",
-                attributes={
+                upload,
+                {
                     "name": config.name,
                     "owner": config.owner,
                     "mode": config.mode,
@@ -287,15 +323,9 @@ class TriggerService:
                 backfill_id, upload.upload_id
             )
             if again:
-                reclaimed = status.reclaim(
-                    backfill_id,
-                    lease_seconds=attempt.lease_seconds,
-                    holder=attempt.request_id,
-                    current=exists.existing,
-                    detail=f"retry of {upload.uri}: taking over",
-                )
+                reclaimed = attempt.take_over(status, exists.existing, f"retry of {upload.uri}: taking over")
                 if reclaimed is None:
-                    if attempt.request_id and exists.existing.lease_holder == attempt.request_id:
+                    if attempt.holds(exists.existing):
                         return self._report_again(upload, config, backfill_id, attempt)
                     if self._run_unrecorded(
                         config, exists.existing
@@ -315,13 +345,8 @@ class TriggerService:
             else:  # another upload of the identical config: remembered now
                 reopened = None
                 if exists.existing.state is BackfillState.REJECTED:  # its cause may have been fixed since
-                    reopened = status.reclaim(
-                        backfill_id,
-                        lease_seconds=attempt.lease_seconds,
-                        holder=attempt.request_id,
-                        current=exists.existing,
-                        reopen=True,
-                        detail=f"resubmitted as {upload.uri}: evaluated again",
+                    reopened = attempt.take_over(
+                        status, exists.existing, f"resubmitted as {upload.uri}: evaluated again", reopen=True
                     )
                 if reopened is None:
                     return self._already_known(upload, exists.existing)
@@ -331,11 +356,10 @@ class TriggerService:
         self.logger.info("processing %s from %s (mode %s)", backfill_id, upload.uri, config.mode)
         request = ModeRequest(
             config=config,
-            backfill_id=backfill_id,
             record=record,
             body=body,
             upload=upload,
-            announce=self._announcer(config, backfill_id, record),
+            announce=self._announcer(upload, config, record),
         )
         try:
             with deadline_scope(attempt.deadline):
@@ -382,14 +406,7 @@ class TriggerService:
             ),
         )
         if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
-            end = Finished(
-                upload=upload,
-                config=config,
-                backfill_id=backfill_id,
-                record=record,
-                outcome=outcome,
-                lineage_url=self._lineage_url(config),
-            )
+            end = Finished(upload, config, record, outcome, lineage_url=self._lineage_url(config))
             # The record as this attempt last wrote it, or as claimed: the runner's writes since do not touch the thread.
             self.notifier.slack(
                 backfill_id, ending.message(end), channel=config.notify.slack_channel, record=thread_record
@@ -434,7 +451,21 @@ class TriggerService:
             fields["dag_run_url"] = outcome.run_url
         return fields
 
-    def _announcer(self, config: BackfillConfig, backfill_id: str, record: StatusRecord) -> Announce:
+    @staticmethod
+    def _recorded_fields(record: StatusRecord) -> dict[str, Any]:
+        """The result file's fields a status record holds: its plan and DAG run, as
+        `_result_fields` has them from a mode's outcome, and its reason."""
+        return {
+            "config_uri": record.config_uri,
+            "plan_uri": record.plan_uri,
+            "plan": record.plan_summary,
+            "dag_id": record.dag_id,
+            "dag_run_id": record.dag_run_id,
+            "dag_run_url": record.dag_run_url,
+            "reason": record.reason,
+        }
+
+    def _announcer(self, upload: Upload, config: BackfillConfig, record: StatusRecord) -> Announce:
         """The TRIGGERED message of a run this attempt created, posted before TRIGGERED is
         recorded so that the same write stores its thread. A crash between the post and that
         write leaves no thread on the record; the retry that takes over finds the run and
@@ -442,19 +473,11 @@ class TriggerService:
         thread then: never the same message twice, at worst a second top-level message."""
 
         def announce(plan: Plan, stored: StoredBackfill, run_url: str | None) -> tuple[str, str] | None:
-            message = backfill_message(
-                config=config,
-                backfill_id=backfill_id,
-                plan=plan,
-                state=str(BackfillState.TRIGGERED),
-                run_url=run_url,
-                lineage_url=self._lineage_url(config),
-                plan_uri=stored.plan_uri,
-                submitted_by=record.submitted_by,
-                picture_pending=not stored.picture,
-            )
+            triggered = ModeOutcome(BackfillState.TRIGGERED, plan=plan, stored=stored, run_url=run_url)
+            end = Finished(upload, config, record, triggered, lineage_url=self._lineage_url(config))
+            message = started_message(end, note=None, picture_pending=not stored.picture)
             return self.notifier.open_thread(
-                backfill_id, message, channel=config.notify.slack_channel, record=record
+                record.backfill_id, message, channel=config.notify.slack_channel, record=record
             )
 
         return announce
@@ -544,13 +567,7 @@ class TriggerService:
                 record.state,
                 errors=[ConfigIssue(e.get("location", ROOT), e.get("message", "")) for e in record.errors]
                 or None,
-                config_uri=record.config_uri,
-                plan_uri=record.plan_uri,
-                plan=record.plan_summary,
-                dag_id=record.dag_id,
-                dag_run_id=record.dag_run_id,
-                dag_run_url=record.dag_run_url,
-                reason=record.reason,
+                **self._recorded_fields(record),
             ),
         )
         return UploadResult(
@@ -603,26 +620,12 @@ class TriggerService:
                 upload, Disposition.REJECTED, None, BackfillState.REJECTED, errors=issues, status_id=record_id
             )
             try:
-                status.create(
-                    record_id,
-                    upload_id=upload.upload_id,
-                    lease_seconds=attempt.lease_seconds,
-                    lease_holder=attempt.request_id,
-                    detail=f"from {upload.uri}",
-                    attributes={"source_uri": upload.uri},
-                )
+                attempt.claim(status, record_id, upload, {"source_uri": upload.uri})
             except RecordExistsError as exists:
-                reclaimed = status.reclaim(
-                    record_id,
-                    lease_seconds=attempt.lease_seconds,
-                    holder=attempt.request_id,
-                    current=exists.existing,
-                    detail="retry",
-                )
+                reclaimed = attempt.take_over(status, exists.existing, "retry")
                 if reclaimed is None:
-                    ours = attempt.request_id and exists.existing.lease_holder == attempt.request_id
                     if (
-                        ours
+                        attempt.holds(exists.existing)
                         and exists.existing.state is BackfillState.REJECTED
                         and not self._reported(upload, record_id, "REJECTED")
                     ):
@@ -669,13 +672,7 @@ class TriggerService:
                 Disposition.ALREADY_KNOWN,
                 existing.backfill_id,
                 existing.state,
-                config_uri=existing.config_uri,
-                plan_uri=existing.plan_uri,
-                plan=existing.plan_summary,
-                dag_id=existing.dag_id,
-                dag_run_id=existing.dag_run_id,
-                dag_run_url=existing.dag_run_url,
-                reason=existing.reason,
+                **self._recorded_fields(existing),
             ),
         )
         self.notifier.slack(

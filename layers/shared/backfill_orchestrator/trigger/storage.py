@@ -50,21 +50,15 @@ class StoredBackfill:
     picture: bool = True  # plan.html was written beside plan.json (else the DAG run's start writes it)
 
 
+@dataclass(kw_only=True)
 class TriggerStorage:
-    def __init__(
-        self, *, s3_client: Any, bucket: str, incoming_prefix: str, results_prefix: str, backfills_prefix: str
-    ):
-        self._s3 = s3_client
-        self.bucket = bucket
-        self.incoming_prefix = incoming_prefix
-        self.results_prefix = results_prefix
-        self.backfills_prefix = backfills_prefix
+    s3_client: Any
+    bucket: str
+    incoming_prefix: str
+    results_prefix: str
+    backfills_prefix: str
 
     # -- uploads -----------------------------------------------------------------------
-    @property
-    def s3_client(self) -> Any:
-        return self._s3
-
     def is_control_document(self, upload: Upload, *, control_prefix: str) -> bool:
         return (
             upload.bucket == self.bucket
@@ -85,18 +79,10 @@ class TriggerStorage:
 
     def read_document(self, uri: str) -> bytes | None:
         """A document in this bucket by its s3:// URI; None when it does not exist."""
-        prefix = f"s3://{self.bucket}/"
-        if not uri.startswith(prefix):
+        key = self._key(uri)
+        if key is None:
             raise StorageError(f"{uri}: not in the config bucket {self.bucket}")
-        key = uri[len(prefix) :]
-        try:
-            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise StorageError(f"reading {uri}: {error}") from error
-        except BotoCoreError as error:
-            raise StorageError(f"reading {uri}: {error}") from error
+        return self._get(key)
 
     def is_incoming_config(self, upload: Upload) -> bool:
         return (
@@ -116,7 +102,7 @@ class TriggerStorage:
         if upload.version_id:
             kwargs["VersionId"] = upload.version_id
         try:
-            response = self._s3.get_object(**kwargs)
+            response = self.s3_client.get_object(**kwargs)
             body = response["Body"].read(max_bytes + 1)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
@@ -156,14 +142,9 @@ class TriggerStorage:
         dead attempt's outcome reached the user); one that is not a valid result file counts
         as none."""
         key = self.result_key(upload)
-        try:
-            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
-        except BotoCoreError as error:
-            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
+        body = self._get(key)
+        if body is None:
+            return None
         try:
             return ResultFile.from_json(body, source=f"s3://{self.bucket}/{key}")
         except InvalidDocumentError:
@@ -224,24 +205,32 @@ class TriggerStorage:
 
     def load_plan(self, plan_uri: str) -> Plan | None:
         """A plan stored earlier (a retry reuses it so a run that may exist keeps its plan)."""
+        key = self._key(plan_uri)
+        body = self._get(key) if key is not None else None
+        return Plan.from_json(body) if body is not None else None
+
+    def _key(self, uri: str) -> str | None:
+        """The key of an s3:// URI in this bucket; None for one elsewhere."""
         prefix = f"s3://{self.bucket}/"
-        if not plan_uri.startswith(prefix):
-            return None
-        key = plan_uri[len(prefix) :]
+        return uri[len(prefix) :] if uri.startswith(prefix) else None
+
+    def _get(self, key: str) -> bytes | None:
+        """GetObject's bytes; None when the object does not exist."""
         try:
-            body = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            return self.s3_client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
-            raise StorageError(f"reading {plan_uri}: {error}") from error
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
         except BotoCoreError as error:
-            raise StorageError(f"reading {plan_uri}: {error}") from error
-        return Plan.from_json(body)
+            raise StorageError(f"reading s3://{self.bucket}/{key}: {error}") from error
 
     def _put(self, key: str, body: bytes, content_type: str) -> str | None:
         """PutObject; the version it wrote (None on an unversioned bucket)."""
         try:
-            answer = self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+            answer = self.s3_client.put_object(
+                Bucket=self.bucket, Key=key, Body=body, ContentType=content_type
+            )
         except (ClientError, BotoCoreError) as error:
             raise StorageError(f"writing s3://{self.bucket}/{key}: {error}") from error
         return answer.get("VersionId")
