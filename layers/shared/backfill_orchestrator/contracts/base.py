@@ -33,7 +33,7 @@ class InvalidDocumentError(LocatedIssuesError, UserError, ValueError):
 class Contract(BaseModel):
     """A document we write and read: unknown keys are refused, instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     document_name: ClassVar[str] = "document"
     version_field: ClassVar[str] = ""  # the key carrying the version; "" for none
