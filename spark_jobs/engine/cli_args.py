@@ -6,6 +6,10 @@ import argparse
 import re
 from datetime import date, timedelta
 
+from backfill_orchestrator.parsing import positive
+
+__all__ = ["day", "day_list", "feed_list", "hour_list", "positive"]
+
 _FEED = re.compile(r"^[a-z0-9_]{1,64}$")
 
 
@@ -49,13 +53,3 @@ def feed_list(text: str) -> tuple[str, ...]:
     if not feeds:
         raise argparse.ArgumentTypeError("expected at least one feed")
     return tuple(sorted(feeds))
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value

@@ -13,6 +13,7 @@ parser is `_load_yaml` alone, so changing it is a change in one place."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -351,3 +352,14 @@ def parse_validated(
         raise error(issues, source=source)
     assert parsed is not None
     return parsed
+
+
+def positive(text: str) -> int:
+    """A command-line count of at least 1 (an argparse `type`), for the CLI and the Spark jobs."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

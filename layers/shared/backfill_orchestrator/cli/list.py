@@ -16,6 +16,7 @@ from backfill_orchestrator._compat import UTC
 from backfill_orchestrator.cli.common import EXIT_OK
 from backfill_orchestrator.cli.status import add_table_option, reading_table, resolve_table
 from backfill_orchestrator.client.status import list_backfills
+from backfill_orchestrator.parsing import positive
 from backfill_orchestrator.status import BackfillState, StatusRecord
 
 COLUMNS = ("BACKFILL", "STATE", "OWNER", "SUBMITTED_BY", "CREATED", "UPDATED")
@@ -32,7 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--since", type=_since, help="created (with --state: updated) on or after YYYY-MM-DD[THH:MM]"
     )
-    parser.add_argument("--limit", type=_positive, default=50, help="at most this many (default 50)")
+    parser.add_argument("--limit", type=positive, default=50, help="at most this many (default 50)")
     add_table_option(parser)
     parser.add_argument("--json", action="store_true", help="print JSON records")
     parser.set_defaults(run=run)
@@ -92,13 +93,3 @@ def _since(text: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected YYYY-MM-DD or YYYY-MM-DDTHH:MM, got {text!r}") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
