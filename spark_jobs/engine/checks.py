@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pyspark import StorageLevel
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StructField, StructType
 
@@ -184,31 +183,26 @@ def key_changes(
         .groupBy(*columns)
         .agg(F.max("__new").alias("__new"), F.max("__old").alias("__old"))
         .where(F.col("__new") != F.col("__old"))
-        # Kept for the examples below: without it they would shuffle both sides again.
-        .persist(StorageLevel.MEMORY_AND_DISK)
     )
     added: dict[str, int] = {}
     removed: dict[str, int] = {}
+    counted = sides.groupBy(*partition_columns).agg(
+        F.sum("__new").alias("added"), F.sum("__old").alias("removed")
+    )
+    for row in counted.collect():
+        key = partition_path(tuple((column, row[column]) for column in partition_columns))
+        added[key], removed[key] = int(row["added"] or 0), int(row["removed"] or 0)
     examples_added: dict[str, list[str]] = {}
     examples_removed: dict[str, list[str]] = {}
-    try:
-        counted = sides.groupBy(*partition_columns).agg(
-            F.sum("__new").alias("added"), F.sum("__old").alias("removed")
-        )
-        for row in counted.collect():
+    if added or removed:
+        limit = MAX_TOP_PARTITIONS * MAX_EXAMPLE_KEYS * 2
+        for row in sides.limit(limit).collect():
             key = partition_path(tuple((column, row[column]) for column in partition_columns))
-            added[key], removed[key] = int(row["added"] or 0), int(row["removed"] or 0)
-        if added or removed:
-            limit = MAX_TOP_PARTITIONS * MAX_EXAMPLE_KEYS * 2
-            for row in sides.limit(limit).collect():
-                key = partition_path(tuple((column, row[column]) for column in partition_columns))
-                label = ",".join(str(row[column]) for column in key_columns)
-                target = examples_added if row["__new"] else examples_removed
-                bucket = target.setdefault(key, [])
-                if len(bucket) < MAX_EXAMPLE_KEYS:
-                    bucket.append(label)
-    finally:
-        sides.unpersist()
+            label = ",".join(str(row[column]) for column in key_columns)
+            target = examples_added if row["__new"] else examples_removed
+            bucket = target.setdefault(key, [])
+            if len(bucket) < MAX_EXAMPLE_KEYS:
+                bucket.append(label)
     return KeyChanges(added, removed, examples_added, examples_removed)
 
 

@@ -179,7 +179,6 @@ def stage_step(
         )
     )
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    old: DataFrame | None = None
     try:
         with clock.phase("transform"):
             after = profiles(frame, table.schema, columns)
@@ -204,8 +203,6 @@ def stage_step(
             old = read_table(
                 spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
             )
-            if live and table.key_columns:  # read twice: its profiles, then its keys
-                old = old.persist(StorageLevel.MEMORY_AND_DISK)
             before = profiles(old, table.schema, columns) if live else {}
             first_staged = next(iter(after), None)
             first_live = next(iter(live.items()), None)
@@ -240,8 +237,6 @@ def stage_step(
             )
     finally:
         frame.unpersist()
-        if old is not None:
-            old.unpersist()
     checks = StepChecks(
         backfill_id=settings.backfill_id,
         attempt=settings.attempt,
