@@ -218,14 +218,19 @@ def test_an_admission_reads_only_the_keys_of_its_plan_however_many_are_in_flight
     assert entries(world, "s", "2021-W22") == ["monday-s", "new-1"]
 
 
+def hooked_registry(world: World, event: str, hook: Any) -> ClaimRegistry:
+    """A second registry on the same table whose DynamoDB client runs `hook` on botocore's `event`."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.meta.events.register(event, hook)
+    world.ddb = client
+    hooked = world.make_registry()
+    world.ddb = world.registry._ddb
+    return hooked
+
+
 def racing_registry(world: World, interleave: Any) -> ClaimRegistry:
     """A registry whose DynamoDB calls run `interleave(model)` after each answer."""
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    client.meta.events.register("after-call.dynamodb.*", interleave)
-    world.ddb = client
-    racing = world.make_registry()
-    world.ddb = world.registry._ddb
-    return racing
+    return hooked_registry(world, "after-call.dynamodb.*", interleave)
 
 
 @pytest.mark.parametrize("other", [claims(s=days(40)), claims(s=days(1))], ids=["another key", "another day"])
@@ -308,12 +313,7 @@ def dying_registry(world: World) -> ClaimRegistry:
         if params["Item"]["pk"]["S"] == "holder":
             raise RuntimeError("killed")
 
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    client.meta.events.register("before-parameter-build.dynamodb.PutItem", die)
-    world.ddb = client
-    dying = world.make_registry()
-    world.ddb = world.registry._ddb
-    return dying
+    return hooked_registry(world, "before-parameter-build.dynamodb.PutItem", die)
 
 
 def test_an_admission_killed_before_its_holder_item_is_finished_once_by_its_retry(world: World) -> None:
