@@ -8,11 +8,14 @@ the scope."""
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from decimal import Decimal
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StructField, StructType
 
@@ -35,19 +38,21 @@ from spark_jobs.engine.measures import measured, number, table_rule_issues
 from spark_jobs.engine.registry import Transform
 from spark_jobs.engine.table_io import partition_path
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
 ROWS = "__rows"
+KEY_DIGEST_64, KEY_DIGEST_32 = "__keys64", "__keys32"
 
 
 @dataclass(frozen=True)
 class Profile:
-    """One partition's figures: rows, nulls per column, sums of numeric columns."""
+    """One partition's figures: rows, nulls per column, sums of numeric columns, and (for a
+    keyed table) a digest of its keys: two partitions with the same rows and digest hold the
+    same keys, so the key diff need not look at them."""
 
     rows: int
     nulls: dict[str, int] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=dict)
+    key_digest: tuple[Decimal, int] | None = None
+    values: tuple[object, ...] = ()  # the partition columns' values, as Spark read them
 
 
 def _data_fields(schema: StructType, partition_columns: Iterable[str]) -> list[StructField]:
@@ -55,18 +60,30 @@ def _data_fields(schema: StructType, partition_columns: Iterable[str]) -> list[S
     return [f for f in schema.fields if f.name not in skip]
 
 
-def profiles(frame: DataFrame, schema: StructType, partition_columns: tuple[str, ...]) -> dict[str, Profile]:
-    """partition -> Profile, in one aggregation."""
+def profiles(
+    frame: DataFrame,
+    schema: StructType,
+    partition_columns: tuple[str, ...],
+    key_columns: tuple[str, ...] = (),
+) -> dict[str, Profile]:
+    """partition -> Profile, in one aggregation. The key digest is the sum of two independent
+    hashes of each row's keys (64 and 32 bits): order-free, so it needs no shuffle of the keys,
+    and equal multisets of keys always give equal digests."""
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
-    for index, column in enumerate(_data_fields(schema, partition_columns)):
+    fields = _data_fields(schema, partition_columns)
+    for index, column in enumerate(fields):
         aggregates.append(F.sum(F.when(F.col(column.name).isNull(), 1).otherwise(0)).alias(f"n{index}"))
         if isinstance(column.dataType, NumericType):
             aggregates.append(F.sum(F.col(column.name)).cast("double").alias(f"s{index}"))
+    if key_columns:
+        keys = [F.col(column) for column in key_columns]
+        # decimal(20, 0) holds any 64-bit hash and sums exactly (a long sum would overflow)
+        aggregates.append(F.sum(F.xxhash64(*keys).cast("decimal(20,0)")).alias(KEY_DIGEST_64))
+        aggregates.append(F.sum(F.hash(*keys).cast("bigint")).alias(KEY_DIGEST_32))
     found = {}
-    fields = _data_fields(schema, partition_columns)
     for row in frame.groupBy(*partition_columns).agg(*aggregates).collect():
-        key = partition_path(tuple((column, row[column]) for column in partition_columns))
-        found[key] = Profile(
+        values = tuple(row[column] for column in partition_columns)
+        found[partition_path(tuple(zip(partition_columns, values, strict=True)))] = Profile(
             rows=int(row[ROWS]),
             nulls={column.name: int(row[f"n{i}"] or 0) for i, column in enumerate(fields)},
             sums={
@@ -74,6 +91,8 @@ def profiles(frame: DataFrame, schema: StructType, partition_columns: tuple[str,
                 for i, column in enumerate(fields)
                 if isinstance(column.dataType, NumericType)
             },
+            key_digest=(row[KEY_DIGEST_64], row[KEY_DIGEST_32]) if key_columns else None,
+            values=values,
         )
     return found
 
@@ -170,16 +189,40 @@ class KeyChanges:
 
 
 def key_changes(
-    *, new: DataFrame, old: DataFrame, partition_columns: tuple[str, ...], key_columns: tuple[str, ...]
+    *,
+    new: DataFrame,
+    old: DataFrame,
+    before: Mapping[str, Profile],
+    after: Mapping[str, Profile],
+    partition_columns: tuple[str, ...],
+    key_columns: tuple[str, ...],
 ) -> KeyChanges:
-    """Keys added and removed per partition (one shuffle of the keys of both sides), with a few
-    examples of each for the partitions that have any."""
+    """Keys added and removed per partition, with a few examples of each for the partitions
+    that have any. Only the partitions whose keys may differ are shuffled: new or emptied ones,
+    and those whose row count or key digest changed (see `profiles`); the rest have none."""
+    differing = {
+        partition
+        for partition in set(before) | set(after)
+        if partition not in before
+        or partition not in after
+        or (before[partition].rows, before[partition].key_digest)
+        != (after[partition].rows, after[partition].key_digest)
+    }
     columns = [*partition_columns, *key_columns]
+    marked = [
+        _only(
+            frame, {p: profile for p, profile in side.items() if p in differing}, len(side), partition_columns
+        )
+        .select(*columns)
+        .withColumn("__new", F.lit(is_new))
+        .withColumn("__old", F.lit(1 - is_new))
+        for frame, side, is_new in ((new, after, 1), (old, before, 0))
+        if differing & set(side)
+    ]
+    if not marked:
+        return KeyChanges({}, {}, {}, {})
     sides = (
-        new.select(*columns)
-        .withColumn("__new", F.lit(1))
-        .withColumn("__old", F.lit(0))
-        .unionByName(old.select(*columns).withColumn("__new", F.lit(0)).withColumn("__old", F.lit(1)))
+        functools.reduce(DataFrame.unionByName, marked)
         .groupBy(*columns)
         .agg(F.max("__new").alias("__new"), F.max("__old").alias("__old"))
         .where(F.col("__new") != F.col("__old"))
@@ -204,6 +247,29 @@ def key_changes(
             if len(bucket) < MAX_EXAMPLE_KEYS:
                 bucket.append(label)
     return KeyChanges(added, removed, examples_added, examples_removed)
+
+
+def _only(
+    frame: DataFrame, wanted: Mapping[str, Profile], of: int, partition_columns: tuple[str, ...]
+) -> DataFrame:
+    """`frame`'s rows in the `wanted` partitions (of `of` it has): all of them without a filter,
+    a few through a semi-join with their values (null-safe, as partition values may be null)."""
+    if len(wanted) == of:
+        return frame
+    names = [f"__p{index}" for index in range(len(partition_columns))]
+    values = frame.sparkSession.createDataFrame(
+        [profile.values for profile in wanted.values()],
+        StructType(
+            [
+                StructField(name, frame.schema[column].dataType)
+                for name, column in zip(names, partition_columns, strict=True)
+            ]
+        ),
+    )
+    matches = [
+        F.col(column).eqNullSafe(F.col(name)) for column, name in zip(partition_columns, names, strict=True)
+    ]
+    return frame.join(F.broadcast(values), functools.reduce(operator.and_, matches), "left_semi")
 
 
 def _close(first: float, second: float) -> bool:

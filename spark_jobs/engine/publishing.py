@@ -181,7 +181,7 @@ def stage_step(
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with clock.phase("transform"):
-            after = profiles(frame, table.schema, columns)
+            after = profiles(frame, table.schema, columns, table.key_columns)
         if after:
             with clock.phase("write"):
                 (
@@ -203,7 +203,7 @@ def stage_step(
             old = read_table(
                 spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
             )
-            before = profiles(old, table.schema, columns) if live else {}
+            before = profiles(old, table.schema, columns, table.key_columns) if live else {}
             first_staged = next(iter(after), None)
             first_live = next(iter(live.items()), None)
             schema = schema_check(
@@ -227,7 +227,14 @@ def stage_step(
                 else frame,
             )
             keys = (
-                key_changes(new=frame, old=old, partition_columns=columns, key_columns=table.key_columns)
+                key_changes(
+                    new=frame,
+                    old=old,
+                    before=before,
+                    after=after,
+                    partition_columns=columns,
+                    key_columns=table.key_columns,
+                )
                 if table.key_columns
                 else None
             )

@@ -20,6 +20,7 @@ from backfill_orchestrator.contracts.publish import ChecksVerdict, ManifestState
 from backfill_orchestrator.publish import PartitionRepublishedError, Side
 from spark_jobs.engine import backfill_job
 from spark_jobs.engine.catalogs import Catalogs
+from spark_jobs.engine.checks import key_changes, profiles
 from spark_jobs.engine.publishing import PublishSettings
 from spark_jobs.engine.registry import Registry
 from spark_jobs.engine.runner import run_plan
@@ -243,3 +244,41 @@ def test_the_job_stages_and_publishes_by_the_policy_it_is_given(spark, warehouse
     assert backfill_job.main(args) == 0  # the next run discards the held staging and publishes
     assert not (warehouse / "_backfill" / "staging" / plan.backfill_id / "a3" / "etl_orders").exists()
     assert backfill_job.main([*args, "--publish-policy", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_key_diff_reads_only_the_partitions_whose_keys_may_differ(spark):
+    """Same rows and key digest: no keys changed, and the partition is not looked at again
+    (its frame would raise if it were); a swapped key with the same row count, a new and an
+    emptied partition are all found."""
+    schema = "order_id string, amount bigint, day string"
+    old = spark.createDataFrame(
+        [("a", 1, "1"), ("b", 2, "1"), ("c", 3, "2"), ("d", 4, "2"), ("e", 5, "3")], schema
+    )
+    new = spark.createDataFrame(
+        [("a", 10, "1"), ("b", 20, "1"), ("c", 3, "2"), ("x", 4, "2"), ("f", 6, "4")], schema
+    )
+    parts, keys = ("day",), ("order_id",)
+    before = profiles(old, old.schema, parts, keys)
+    after = profiles(new, new.schema, parts, keys)
+    assert before["day=1"].key_digest == after["day=1"].key_digest
+    assert before["day=2"].key_digest != after["day=2"].key_digest  # same rows, one key swapped
+
+    changes = key_changes(
+        new=new, old=old, before=before, after=after, partition_columns=parts, key_columns=keys
+    )
+    assert {p: n for p, n in changes.added.items() if n} == {"day=2": 1, "day=4": 1}
+    assert {p: n for p, n in changes.removed.items() if n} == {"day=2": 1, "day=3": 1}
+    assert changes.examples_added == {"day=2": ["x"], "day=4": ["f"]}
+    assert changes.examples_removed == {"day=2": ["d"], "day=3": ["e"]}
+
+    unchanged = {"day=1": after["day=1"]}
+    exploding = new.withColumn("order_id", F.raise_error(F.lit("the key diff read an unchanged partition")))
+    nothing = key_changes(
+        new=exploding,
+        old=exploding,
+        before=unchanged,
+        after=unchanged,
+        partition_columns=parts,
+        key_columns=keys,
+    )
+    assert (nothing.added, nothing.removed) == ({}, {})
