@@ -304,10 +304,10 @@ def _total(profiles_: Iterable[Profile]) -> Profile:
     rows = 0
     for profile in profiles_:
         rows += profile.rows
-        for column, value in profile.nulls.items():
-            nulls[column] = nulls.get(column, 0) + value
-        for column, value in profile.sums.items():
-            sums[column] = sums.get(column, 0.0) + value
+        for column, count in profile.nulls.items():
+            nulls[column] = nulls.get(column, 0) + count
+        for column, total in profile.sums.items():
+            sums[column] = sums.get(column, 0.0) + total
     return Profile(rows=rows, nulls=nulls, sums=sums)
 
 
