@@ -111,16 +111,21 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def live_partitions(
+def _live_side(
     *, spark: SparkSession, warehouse: str, catalogs: Catalogs, table_scope: Scope, table: Table
-) -> dict[str, str]:
-    """partition -> location, within the scope, as readers find them."""
+) -> tuple[dict[str, str], DataFrame]:
+    """The live partitions within the scope as readers find them (partition -> location), and
+    the frame of their rows."""
     if catalogs.kind(table) is not TableKind.PATH:
-        return catalog_locations(catalogs, table, table_scope)
-    return {
-        partition_path(p): f"{table.uri(warehouse)}/{partition_path(p)}"
-        for p in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=table_scope)
-    }
+        locations = catalog_locations(catalogs, table, table_scope)
+    else:
+        locations = {
+            partition_path(p): f"{table.uri(warehouse)}/{partition_path(p)}"
+            for p in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=table_scope)
+        }
+    return locations, read_table(
+        spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=catalogs
+    )
 
 
 def _sample_schema(spark: SparkSession, fmt: str, location: str, partition: str) -> StructType | None:
@@ -193,15 +198,12 @@ def stage_step(
                     .save(staging_uri)
                 )
         with clock.phase("check"):
-            live = live_partitions(
+            live, old = _live_side(
                 spark=spark,
                 warehouse=warehouse,
                 catalogs=settings.catalogs,
                 table_scope=table_scope,
                 table=table,
-            )
-            old = read_table(
-                spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=settings.catalogs
             )
             before = profiles(old, table.schema, columns, table.key_columns) if live else {}
             first_staged = next(iter(after), None)
