@@ -47,17 +47,13 @@ from backfill_orchestrator.reconciliation import (  # noqa: E402
     load_rules,
 )
 from spark_jobs.engine.catalogs import CATALOG_MODES  # noqa: E402
-from spark_jobs.engine.cli_args import positive  # noqa: E402
+from spark_jobs.engine.cli_args import add_registry_option, positive  # noqa: E402
 from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
 from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
 from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
-# The demo's pipeline; a deployment running its own transforms names their Registry instead,
-# with --registry or, where the arguments are not its to choose (EMR), this variable.
-DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
-REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
 
 
 class InvalidPlanError(UserError, ValueError):
@@ -129,12 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where tables are catalogued: none (every table by path), hive (the session's metastore; "
         "on EMR the Glue Data Catalog as metastore), glue (the Glue API)",
     )
-    parser.add_argument(
-        "--registry",
-        default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
-        metavar="MODULE:NAME",
-        help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
-    )
+    add_registry_option(parser)
     return parser
 
 
