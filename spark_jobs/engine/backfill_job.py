@@ -34,53 +34,18 @@ import threading  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-from backfill_orchestrator.contracts import InvalidDocumentError, RunReport, StepStatus  # noqa: E402
-from backfill_orchestrator.contracts.plan import Plan  # noqa: E402
-from backfill_orchestrator.contracts.publish import PublishPolicy  # noqa: E402
-from backfill_orchestrator.documents import DocumentError, is_s3, read_bytes, sibling, write_bytes  # noqa: E402
-from backfill_orchestrator.errors import UserError  # noqa: E402
+from backfill_orchestrator.contracts import RunReport, StepStatus  # noqa: E402
+from backfill_orchestrator.documents import DocumentError, is_s3, sibling, write_bytes  # noqa: E402
 from backfill_orchestrator.publish import PublishError, default_root  # noqa: E402
-from backfill_orchestrator.reconciliation import (  # noqa: E402
-    InvalidRulesError,
-    ReconciliationRules,
-    RulesUnavailableError,
-    load_rules,
-)
 from spark_jobs.engine.catalogs import CATALOG_MODES  # noqa: E402
-from spark_jobs.engine.cli_args import positive  # noqa: E402
-from spark_jobs.engine.registry import Registry, RegistryNotFoundError, load_registry  # noqa: E402
-from spark_jobs.engine.runner import check_plan, run_plan  # noqa: E402
+from spark_jobs.engine.cli_args import add_registry_option, positive  # noqa: E402
+from spark_jobs.engine.job_inputs import InvalidPlanError, load_check_rules, load_plan, load_policy  # noqa: E402
+from spark_jobs.engine.registry import RegistryNotFoundError, load_registry  # noqa: E402
+from spark_jobs.engine.runner import run_plan  # noqa: E402
 from spark_jobs.engine.storage import WarehouseNotFoundError, resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_STEP_FAILED, EXIT_USAGE = 0, 1, 2
 REPORT_NAME = "run_report.json"
-# The demo's pipeline; a deployment running its own transforms names their Registry instead,
-# with --registry or, where the arguments are not its to choose (EMR), this variable.
-DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
-REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
-
-
-class InvalidPlanError(UserError, ValueError):
-    """The plan cannot be read, is not a valid plan document, or names unknown transforms."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
-
-
-def load_plan(uri: str, *, registry: Registry, s3_client: Any = None) -> Plan:
-    try:
-        body = read_bytes(uri, s3_client=s3_client)
-    except DocumentError as error:
-        raise InvalidPlanError([str(error)]) from None
-    try:
-        plan = Plan.from_json(body, source=uri)
-    except InvalidDocumentError as error:
-        raise InvalidPlanError(error.render().splitlines()) from None
-    problems = check_plan(plan, registry)
-    if problems:
-        raise InvalidPlanError([f"{uri}: {problem}" for problem in problems])
-    return plan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,42 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where tables are catalogued: none (every table by path), hive (the session's metastore; "
         "on EMR the Glue Data Catalog as metastore), glue (the Glue API)",
     )
-    parser.add_argument(
-        "--registry",
-        default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
-        metavar="MODULE:NAME",
-        help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
-    )
+    add_registry_option(parser)
     return parser
 
 
 def _attempt_from_environment() -> int:
     value = os.environ.get(ATTEMPT_VARIABLE, "")
     return int(value) if value.isdigit() and int(value) > 0 else 1
-
-
-def load_policy(uri: str | None, *, s3_client: Any = None) -> PublishPolicy:
-    if uri is None:
-        return PublishPolicy()
-    try:
-        body = read_bytes(uri, max_bytes=PublishPolicy.max_bytes, s3_client=s3_client)
-    except DocumentError as error:
-        raise InvalidPlanError([f"--publish-policy {error}"]) from None
-    try:
-        return PublishPolicy.from_json(body, source=uri)
-    except InvalidDocumentError as error:
-        raise InvalidPlanError(error.render().splitlines()) from None
-
-
-def load_check_rules(uri: str | None, *, s3_client: Any = None) -> ReconciliationRules | None:
-    if uri is None:
-        return None
-    try:
-        return load_rules(uri, s3_client=s3_client)
-    except RulesUnavailableError as error:
-        raise InvalidPlanError([f"--rules {error}"]) from None
-    except InvalidRulesError as error:
-        raise InvalidPlanError(error.render().splitlines()) from None
 
 
 def _summary(report: RunReport) -> str:

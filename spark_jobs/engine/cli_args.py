@@ -1,16 +1,42 @@
-"""Argument types the Spark entry points share: days, day lists, hours and feeds."""
+"""What the Spark entry points' command lines share: argument types (days, day lists, hours
+and feeds) and the `--registry` option."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from datetime import date, timedelta
 
 from backfill_orchestrator.parsing import positive
 
-__all__ = ["day", "day_list", "feed_list", "hour_list", "positive"]
+__all__ = [
+    "DEFAULT_REGISTRY",
+    "REGISTRY_VARIABLE",
+    "add_registry_option",
+    "day",
+    "day_list",
+    "feed_list",
+    "hour_list",
+    "positive",
+]
 
 _FEED = re.compile(r"^[a-z0-9_]{1,64}$")
+# The demo's pipeline; a deployment running its own transforms names their Registry instead,
+# with --registry or, where the arguments are not its to choose (EMR), this variable.
+DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
+REGISTRY_VARIABLE = "BACKFILL_SPARK_REGISTRY"
+
+
+def add_registry_option(parser: argparse.ArgumentParser) -> None:
+    """`--registry MODULE:NAME`: the transforms' Registry, by default $BACKFILL_SPARK_REGISTRY,
+    else the sample's (`spark_jobs.engine.registry.load_registry` loads it)."""
+    parser.add_argument(
+        "--registry",
+        default=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
+        metavar="MODULE:NAME",
+        help=f"the Registry of transforms to run (default: ${REGISTRY_VARIABLE}, else {DEFAULT_REGISTRY})",
+    )
 
 
 def day(text: str) -> date:

@@ -49,7 +49,6 @@ from spark_jobs.engine.registry import RegistryNotFoundError, load_registry  # n
 from spark_jobs.engine.storage import resolve_warehouse  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-DEFAULT_REGISTRY = "spark_jobs.sample.transforms:FOOD_DELIVERY"
 DEFAULT_OWNER = "@data-platform"
 SHOWN = 50
 
@@ -73,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--in-flight-plan", action="append", default=[], help="plan.json of a backfill in flight"
     )
-    parser.add_argument("--registry", default=os.environ.get("BACKFILL_SPARK_REGISTRY", DEFAULT_REGISTRY))
+    cli_args.add_registry_option(parser)
     return parser
 
 

@@ -22,10 +22,11 @@ from backfill_runtime.runners import (
     SparkSubmissionRefusedError,
     run_to_completion,
 )
-from backfill_runtime.runners.aws import Artifacts, EmrRunner, EmrServerlessRunner
+from backfill_runtime.runners.aws import EmrRunner, EmrServerlessRunner
 from backfill_runtime.runners.base import SparkJobInputError
 from backfill_runtime.runners.databricks import DatabricksRunner
 from backfill_runtime.runners.local import LocalRunner
+from backfill_runtime.runners.remote import Artifacts
 from moto import mock_aws
 
 from backfill_local.databricks_double import DatabricksJobsDouble

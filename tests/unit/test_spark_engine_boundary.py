@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backfill_orchestrator.errors import UserError
-from spark_jobs.engine import backfill_job
+from spark_jobs.engine import backfill_job, cli_args
 from spark_jobs.engine.registry import RegistryNotFoundError, load_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_importing_every_engine_module_imports_no_sample_module():
 def test_the_default_registry_is_the_samples():
     from spark_jobs.sample.transforms import FOOD_DELIVERY
 
-    assert load_registry(backfill_job.DEFAULT_REGISTRY) is FOOD_DELIVERY
+    assert load_registry(cli_args.DEFAULT_REGISTRY) is FOOD_DELIVERY
 
 
 @pytest.mark.parametrize("given_by", ["argument", "environment"])
@@ -75,12 +75,10 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
 
     arguments = ["--plan", str(plan), "--warehouse", str(tmp_path)]
     if given_by == "argument":
-        monkeypatch.setenv(
-            backfill_job.REGISTRY_VARIABLE, "no_such_pipeline_module:IGNORED"
-        )  # the argument wins
+        monkeypatch.setenv(cli_args.REGISTRY_VARIABLE, "no_such_pipeline_module:IGNORED")  # the argument wins
         arguments += ["--registry", "other_pipeline:OTHER"]
     else:
-        monkeypatch.setenv(backfill_job.REGISTRY_VARIABLE, "other_pipeline:OTHER")
+        monkeypatch.setenv(cli_args.REGISTRY_VARIABLE, "other_pipeline:OTHER")
 
     code = backfill_job.main(arguments)
 
@@ -104,7 +102,7 @@ def test_the_job_validates_the_plan_against_the_registry_it_is_given(tmp_path, m
 def test_a_registry_that_cannot_be_loaded_exits_2_before_anything_runs(
     tmp_path, monkeypatch, capsys, reference, expected
 ):
-    monkeypatch.delenv(backfill_job.REGISTRY_VARIABLE, raising=False)
+    monkeypatch.delenv(cli_args.REGISTRY_VARIABLE, raising=False)
     plan = tmp_path / "plan.json"
     plan.write_text(PLAN)
     code = backfill_job.main(["--plan", str(plan), "--warehouse", str(tmp_path), "--registry", reference])

@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from backfill_orchestrator.spark_profiles import EmrProfile, EmrServerlessProfile
 from backfill_runtime.runners.base import JobSpec, RunHandle, RunState, RunStatus, SparkSubmissionRefusedError
+from backfill_runtime.runners.remote import Artifacts, RemoteRunner
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +36,6 @@ EMR_STEP_STATES = {
     "INTERRUPTED": RunState.FAILED,
     "CANCELLED": RunState.CANCELLED,
 }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Artifacts:
-    """What a remote runner needs in S3: the job's entry point and the zipped packages it
-    imports (`spark_jobs` and `backfill_orchestrator`), shipped with --py-files."""
-
-    entry_point: str
-    py_files: tuple[str, ...] = ()
-    submit_parameters: str = ""  # more spark-submit flags (--archives of a packed venv, ...); not Databricks
 
 
 def spark_conf(profile: EmrServerlessProfile | EmrProfile, extra: dict[str, str]) -> dict[str, str]:
@@ -80,14 +71,12 @@ def _refused(service: str, error: Exception) -> SparkSubmissionRefusedError:
 
 
 @dataclass(kw_only=True)
-class EmrServerlessRunner:
+class EmrServerlessRunner(RemoteRunner[EmrServerlessProfile]):
     name: ClassVar[str] = "emr_serverless"
 
     client: Any
     application_id: str
     execution_role_arn: str
-    artifacts: Artifacts
-    profile: EmrServerlessProfile
     log_uri: str | None = None
 
     def submit(self, spec: JobSpec) -> RunHandle:
@@ -133,15 +122,13 @@ class EmrServerlessRunner:
 
 
 @dataclass(kw_only=True)
-class EmrRunner:
+class EmrRunner(RemoteRunner[EmrProfile]):
     """A step on a cluster: the profile's cluster (created per submission, terminated after)
     or an existing cluster (the profile's or the deployment's `cluster_id`, left running)."""
 
     name: ClassVar[str] = "emr"
 
     client: Any
-    artifacts: Artifacts
-    profile: EmrProfile
     job_flow_role: str = "EMR_EC2_DefaultRole"
     service_role: str = "EMR_DefaultRole"
     log_uri: str | None = None

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from backfill_orchestrator.spark_profiles import DatabricksProfile
-from backfill_runtime.runners.aws import Artifacts
 from backfill_runtime.runners.base import JobSpec, RunHandle, RunState, RunStatus, SparkSubmissionRefusedError
+from backfill_runtime.runners.remote import RemoteRunner
 
 log = logging.getLogger(__name__)
 TASK_KEY = "backfill"
@@ -29,12 +29,10 @@ RESULT_STATES = {"SUCCESS": RunState.SUCCEEDED, "CANCELED": RunState.CANCELLED}
 
 
 @dataclass(kw_only=True)
-class DatabricksRunner:
+class DatabricksRunner(RemoteRunner[DatabricksProfile]):
     name: ClassVar[str] = "databricks"
 
     workspace: Any
-    artifacts: Artifacts
-    profile: DatabricksProfile
     instance_profile_arn: str | None = None
 
     def task(self, spec: JobSpec) -> Any:

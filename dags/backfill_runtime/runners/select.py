@@ -15,10 +15,11 @@ from backfill_orchestrator.spark_profiles import (
     parse_profiles,
 )
 from backfill_runtime.options import InvalidOptionError, get_option, spark_command
-from backfill_runtime.runners.aws import Artifacts, EmrRunner, EmrServerlessRunner
+from backfill_runtime.runners.aws import EmrRunner, EmrServerlessRunner
 from backfill_runtime.runners.base import SparkRunner
 from backfill_runtime.runners.databricks import DatabricksRunner
 from backfill_runtime.runners.local import LocalRunner
+from backfill_runtime.runners.remote import Artifacts
 
 
 def load_profiles() -> SparkProfiles | None:

@@ -1,6 +1,7 @@
 """The trigger's wiring: its settings, read once from the environment, and what lives as long
 as the Lambda container (AWS clients, HTTP sessions, the Airflow client with its JWT, the
-secrets cache, the job catalog, the policy's cache, the run durations kept for the preflight).
+secrets cache, the config bucket's storage, the job catalog, the policy's cache, the run
+durations kept for the preflight).
 The service is built per invocation, so rotated secrets apply once the cache expires."""
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ class TriggerWiring(FunctionWiring[DeploymentSettings]):
         self._ahead_pool: ThreadPoolExecutor | None = None
         self._catalog_reading: Future[JobCatalog] | None = None
         self._signing_in: Future[None] | None = None
+        # The config bucket's layout over the container's S3 client (it holds nothing else).
+        self.storage = TriggerStorage(
+            s3_client=self._s3,
+            bucket=settings.config_bucket,
+            incoming_prefix=settings.incoming_prefix,
+            results_prefix=settings.results_prefix,
+            backfills_prefix=settings.backfills_prefix,
+        )
         self.approval = self._approval_gate(ssm_client_factory, iam_client_factory)
         # The preflight's measured run durations, kept for HISTORY_CACHE_SECONDS (0: read every time).
         ttl = settings.preflight.history_cache_seconds
@@ -158,17 +167,10 @@ class TriggerWiring(FunctionWiring[DeploymentSettings]):
         """What the service (and the sweep) act through, for one invocation, and its notifier."""
         settings = self.settings
         status = StatusStore(table_name=settings.status_table, dynamodb_client=self._dynamodb)
-        storage = TriggerStorage(
-            s3_client=self._s3,
-            bucket=settings.config_bucket,
-            incoming_prefix=settings.incoming_prefix,
-            results_prefix=settings.results_prefix,
-            backfills_prefix=settings.backfills_prefix,
-        )
         notifier = self.notifier(status=status, metrics=metrics)
         services = ModeServices(
             settings=settings,
-            storage=storage,
+            storage=self.storage,
             status=status,
             airflow=self.airflow,
             lineage=self.lineage,
