@@ -2,7 +2,8 @@
 pydantic model, then its own cross-checks, each problem a located `ConfigIssue`, all raised
 together as the caller's `LocatedIssuesError` (InvalidConfigError, InvalidCatalogError, ...).
 
-    parse_validated(data, Model, error=InvalidRulesError, source=uri, max_bytes=..., model_checks=...)
+    RULES_DOCUMENT = DocumentKind(Model, error=InvalidRulesError, max_bytes=..., model_checks=...)
+    RULES_DOCUMENT.parse(data, source=uri)
 
 The text step is `load_document`: strict YAML 1.2 (ruamel.yaml; one document, no duplicate
 keys, no anchors/aliases, no tags, dates kept as text) or strict JSON (no duplicate keys, no
@@ -17,7 +18,8 @@ import argparse
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
@@ -236,11 +238,14 @@ def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit // 1024} KiB"
 
 
+def too_large(size: int, limit: int) -> str:
+    """How a file over its size limit is refused, wherever it is measured."""
+    return f"file is {size} bytes; the limit is {limit} bytes ({_size(limit)})"
+
+
 def _decode(data: bytes, *, source: str | None, max_bytes: int, error: ErrorFactory) -> str:
     if len(data) > max_bytes:
-        raise _fail(
-            f"file is {len(data)} bytes; the limit is {max_bytes} bytes ({_size(max_bytes)})", source, error
-        )
+        raise _fail(too_large(len(data), max_bytes), source, error)
     if b"\x00" in data:
         raise _fail("binary data, not a YAML or JSON text config", source, error)
     try:
@@ -314,44 +319,52 @@ def _no_issues(_: Any) -> Iterable[ConfigIssue]:
     return ()
 
 
-def parse_validated(
-    data: bytes | str | Mapping[str, Any],
-    model: type[M],
-    *,
-    error: ErrorFactory,
-    max_bytes: int,
-    source: str | None = None,
-    fmt: DocumentFormat | None = None,
-    issue: Callable[[Mapping[str, Any]], ConfigIssue] = issue_from_pydantic,
-    context: Any = None,
-    document_checks: Callable[[Mapping[str, Any]], Iterable[ConfigIssue]] = _no_issues,
-    model_checks: Callable[[M], Iterable[ConfigIssue]] = _no_issues,
-) -> M:
-    """Text (or an already-parsed mapping) to a valid `model`, or `error` with every located issue.
+@dataclass(frozen=True)
+class DocumentKind(Generic[M]):
+    """How one kind of document is read: its model, its error class (called as
+    `error(issues, source=...)`), its size limit, pydantic's errors in its wording (`issue`), the
+    checks on the raw mapping and the rules between fields of a valid model (duplicates,
+    references)."""
 
-    The model's own issues (through `issue`, pydantic's errors in our wording) and the
-    `document_checks` on the raw mapping are reported together; the `model_checks` (rules
-    between fields of a valid model: duplicates, references) only once both found none."""
-    document = (
-        load_document(data, error=error, max_bytes=max_bytes, fmt=fmt, source=source)
-        if isinstance(data, bytes | str)
-        else data
-    )
-    if not isinstance(document, Mapping):
-        raise _fail("expected a mapping of config keys at the top", source, error)
-    issues: list[ConfigIssue] = []
-    parsed: M | None = None
-    try:
-        parsed = model.model_validate(document, context=context)
-    except ValidationError as invalid:
-        issues.extend(issue(problem) for problem in invalid.errors(include_url=False))
-    issues.extend(document_checks(document))
-    if parsed is not None and not issues:
-        issues.extend(model_checks(parsed))
-    if issues:
-        raise error(issues, source=source)
-    assert parsed is not None
-    return parsed
+    model: type[M]
+    error: ErrorFactory
+    max_bytes: int
+    issue: Callable[[Mapping[str, Any]], ConfigIssue] = issue_from_pydantic
+    document_checks: Callable[[Mapping[str, Any]], Iterable[ConfigIssue]] = _no_issues
+    model_checks: Callable[[M], Iterable[ConfigIssue]] = _no_issues
+
+    def parse(
+        self,
+        data: bytes | str | Mapping[str, Any],
+        *,
+        source: str | None = None,
+        fmt: DocumentFormat | None = None,
+        context: Any = None,
+    ) -> M:
+        """Text (or an already-parsed mapping) to a valid model, or `error` with every located issue.
+
+        The model's own issues and the `document_checks` are reported together; the
+        `model_checks` only once both found none."""
+        document = (
+            load_document(data, error=self.error, max_bytes=self.max_bytes, fmt=fmt, source=source)
+            if isinstance(data, bytes | str)
+            else data
+        )
+        if not isinstance(document, Mapping):
+            raise _fail("expected a mapping of config keys at the top", source, self.error)
+        issues: list[ConfigIssue] = []
+        parsed: M | None = None
+        try:
+            parsed = self.model.model_validate(document, context=context)
+        except ValidationError as invalid:
+            issues.extend(self.issue(problem) for problem in invalid.errors(include_url=False))
+        issues.extend(self.document_checks(document))
+        if parsed is not None and not issues:
+            issues.extend(self.model_checks(parsed))
+        if issues:
+            raise self.error(issues, source=source)
+        assert parsed is not None
+        return parsed
 
 
 def positive(text: str) -> int:

@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -160,10 +160,7 @@ SparkProfile = Annotated[
 ]
 
 
-class SparkProfiles(Contract):
-    document_name: ClassVar[str] = "Spark profiles"
-    max_bytes: ClassVar[int] = MAX_PROFILES_BYTES
-
+class SparkProfiles(Contract, document_name="Spark profiles", max_bytes=MAX_PROFILES_BYTES):
     profiles: dict[Annotated[str, Field(pattern=PROFILE_NAME)], SparkProfile] = Field(min_length=1)
 
     def get(self, name: str) -> LocalProfile | EmrServerlessProfile | EmrProfile | DatabricksProfile:

@@ -5,8 +5,10 @@ problem at once. What could not be checked is said, never passed over."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from backfill_orchestrator.client.preflight import deployment_policy, preflight_checked
 from backfill_orchestrator.client.sources import ConfigSource, PreparedConfig, prepare_config
@@ -17,6 +19,9 @@ from backfill_orchestrator.lineage.source import LineageSource
 from backfill_orchestrator.planner import JobCatalog
 from backfill_orchestrator.preflight import PreflightRefusedError, Verdict
 from backfill_orchestrator.settings.preflight import PreflightLimits
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -65,32 +70,23 @@ def check_backfill(
     return Checked(prepared.config, prepared.backfill_id, prepared.body, prepared.extension, verdict, plan)
 
 
-def validate_backfill(
-    source: ConfigSource,
-    *,
-    policy: ConfigPolicy | None = None,
-    marquez_url: str | None = None,
-    lineage: LineageSource | None = None,
-    catalog: JobCatalog | str | None = None,
-    limits: PreflightLimits | None = None,
-    strict: bool = False,
-    session: Any = None,
-    s3_client: Any = None,
-) -> BackfillConfig:
+def same_arguments_as(template: Callable[P, object]) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give the decorated function `template`'s parameters, for type checkers and `help()` alike:
+    functions documented to take the same arguments keep them in one signature."""
+
+    def adopt(function: Callable[..., R]) -> Callable[P, R]:
+        returns = inspect.signature(function).return_annotation
+        function.__signature__ = inspect.signature(template).replace(return_annotation=returns)  # type: ignore[attr-defined]
+        return function
+
+    return adopt
+
+
+@same_arguments_as(check_backfill)
+def validate_backfill(source: ConfigSource, **options: Any) -> BackfillConfig:
     """The validated config. Raises InvalidConfigError with every located issue (pass the
     deployment's allowlists in `policy`, default from the environment), PreflightRefusedError
     with every refusal of the plan and the preflight (an unknown job, an exclusion that
     matches nothing, a feed no job writes) when lineage is given (`marquez_url`, `lineage`,
     $MARQUEZ_URL), and a DocumentError for a path that cannot be read. Nothing is uploaded."""
-    checked = check_backfill(
-        source,
-        policy=policy,
-        marquez_url=marquez_url,
-        lineage=lineage,
-        catalog=catalog,
-        limits=limits,
-        strict=strict,
-        session=session,
-        s3_client=s3_client,
-    )
-    return checked.accepted().config
+    return check_backfill(source, **options).accepted().config

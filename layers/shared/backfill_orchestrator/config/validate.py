@@ -20,7 +20,7 @@ from backfill_orchestrator.config.model import (
 )
 from backfill_orchestrator.config.rules import cross_field_issues
 from backfill_orchestrator.errors import ConfigIssue
-from backfill_orchestrator.parsing import DocumentFormat, format_for, issue_from_pydantic, parse_validated
+from backfill_orchestrator.parsing import DocumentFormat, DocumentKind, format_for, issue_from_pydantic
 
 
 @dataclass(frozen=True)
@@ -115,15 +115,12 @@ def parse_config(
     """Bytes, text or an already-parsed mapping to a valid config; raises InvalidConfigError.
     The rules between fields are checked on the raw document, so they are reported with the
     shape errors; the deployment's allowlists only once the config is otherwise valid."""
-    return parse_validated(
-        data,
+    kind = DocumentKind(
         BackfillConfig,
         error=InvalidConfigError,
         max_bytes=policy.max_bytes,
-        source=source,
-        fmt=fmt or format_for(source),
         issue=_issue_from_pydantic,
-        context=policy.context(),
         document_checks=cross_field_issues,
         model_checks=lambda config: _policy_issues(config, policy),
     )
+    return kind.parse(data, source=source, fmt=fmt or format_for(source), context=policy.context())

@@ -5,7 +5,7 @@ writes it from the last backfill report, the DAG's `start` reads it and runs onl
 from __future__ import annotations
 
 from datetime import date
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -13,11 +13,9 @@ from backfill_orchestrator.contracts.base import Contract
 from backfill_orchestrator.contracts.fields import BackfillId
 
 
-class AttemptDone(Contract):
-    document_name: ClassVar[str] = "attempt document"
-    version_field: ClassVar[str] = "attempt_version"
-    max_bytes: ClassVar[int] = 16 * 1024 * 1024
-
+class AttemptDone(
+    Contract, document_name="attempt document", version_field="attempt_version", max_bytes=16 * 1024 * 1024
+):
     attempt_version: Literal[1] = 1
     backfill_id: BackfillId
     attempt: int = Field(ge=2, description="The attempt this document prepares")

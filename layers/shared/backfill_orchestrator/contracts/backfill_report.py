@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -87,10 +87,7 @@ def step_problems(steps: Mapping[str, StepOutcome]) -> list[StepProblem]:
     ]
 
 
-class BackfillReport(Contract):
-    document_name: ClassVar[str] = "backfill report"
-    version_field: ClassVar[str] = "report_version"
-
+class BackfillReport(Contract, document_name="backfill report", version_field="report_version"):
     report_version: Literal[1] = 1
     backfill_id: BackfillId
     dag_run_id: str

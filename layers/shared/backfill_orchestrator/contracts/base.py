@@ -41,6 +41,30 @@ class Contract(BaseModel):
     version_required: ClassVar[bool] = True  # False: a document without the key is this version
     max_bytes: ClassVar[int] = DEFAULT_MAX_BYTES
 
+    def __init_subclass__(
+        cls,
+        *,
+        document_name: str | None = None,
+        version_field: str | None = None,
+        version: int | None = None,
+        version_required: bool | None = None,
+        max_bytes: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A document's header as class keywords (`class Plan(Contract, document_name="plan",
+        version_field="plan_version", max_bytes=...)`); what is not given is inherited."""
+        super().__init_subclass__(**kwargs)
+        if document_name is not None:
+            cls.document_name = document_name
+        if version_field is not None:
+            cls.version_field = version_field
+        if version is not None:
+            cls.version = version
+        if version_required is not None:
+            cls.version_required = version_required
+        if max_bytes is not None:
+            cls.max_bytes = max_bytes
+
     @classmethod
     def from_json(cls, data: bytes | str | Mapping[str, Any], *, source: str | None = None) -> Self:
         return parse_document(cls, data, source=source)

@@ -5,7 +5,7 @@ location, like a config."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, TypeGuard, get_args
+from typing import Literal, TypeGuard, get_args
 
 from pydantic import AwareDatetime, Field, field_validator
 
@@ -28,11 +28,9 @@ def is_person_action(action: str) -> TypeGuard[PersonAction]:
 REQUESTER_PATTERN = r"^[^\s\x00-\x1f]{1,200}$"
 
 
-class ControlRequest(Contract):
-    document_name: ClassVar[str] = "control document"
-    version_field: ClassVar[str] = "control_version"
-    max_bytes: ClassVar[int] = 64 * 1024
-
+class ControlRequest(
+    Contract, document_name="control document", version_field="control_version", max_bytes=64 * 1024
+):
     control_version: Literal[1] = 1
     action: ControlAction
     backfill_id: BackfillId

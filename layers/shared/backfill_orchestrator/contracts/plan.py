@@ -8,7 +8,7 @@ and write it for every component (trigger Lambda, Spark job, DAG)."""
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -62,11 +62,7 @@ class PlanWarning(Contract):
     jobs: list[JobRef] = Field(default_factory=list)
 
 
-class Plan(Contract):
-    document_name: ClassVar[str] = "plan"
-    version_field: ClassVar[str] = "plan_version"
-    max_bytes: ClassVar[int] = 64 * 1024 * 1024
-
+class Plan(Contract, document_name="plan", version_field="plan_version", max_bytes=64 * 1024 * 1024):
     plan_version: Literal[1] = PLAN_VERSION
     backfill_id: str
     name: str

@@ -16,7 +16,7 @@ live location before, its staged location and its backup, so `publish`, `discard
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -63,16 +63,14 @@ class ManifestState(StrEnum):
         return self in (ManifestState.DISCARDED, ManifestState.UNDONE, ManifestState.EXPIRED)
 
 
-class PublishPolicy(Contract):
+class PublishPolicy(
+    Contract, document_name="publish policy", version_field="policy_version", max_bytes=64 * 1024
+):
     """When a step is published in the same application right after its checks, and when it
     waits (the step's status is then `awaiting_publish`, its dependants do not run).
 
     The defaults publish every step whose schema and rules pass, whatever its diff; a policy
     document sets the thresholds a deployment wants."""
-
-    document_name: ClassVar[str] = "publish policy"
-    version_field: ClassVar[str] = "policy_version"
-    max_bytes: ClassVar[int] = 64 * 1024
 
     policy_version: Literal[1] = 1
     auto_publish: bool = Field(default=True, description="false: every step waits for a publish")
@@ -200,11 +198,9 @@ class ChecksVerdict(StrEnum):
     FAILED = "failed"  # the schema or the rules failed: never published as is
 
 
-class StepChecks(Contract):
-    document_name: ClassVar[str] = "step checks"
-    version_field: ClassVar[str] = "checks_version"
-    max_bytes: ClassVar[int] = 1024 * 1024
-
+class StepChecks(
+    Contract, document_name="step checks", version_field="checks_version", max_bytes=1024 * 1024
+):
     checks_version: Literal[1] = 1
     backfill_id: BackfillId
     attempt: int = Field(ge=1)
@@ -299,13 +295,11 @@ class ManifestPartition(Contract):
     rows: int = Field(default=0, ge=0, description="Staged rows")
 
 
-class PublishManifest(Contract):
+class PublishManifest(
+    Contract, document_name="publish manifest", version_field="manifest_version", max_bytes=64 * 1024 * 1024
+):
     """One step's staged partitions (one backfill, attempt and step) and how far their publish,
     discard or undo went."""
-
-    document_name: ClassVar[str] = "publish manifest"
-    version_field: ClassVar[str] = "manifest_version"
-    max_bytes: ClassVar[int] = 64 * 1024 * 1024
 
     manifest_version: Literal[1] = 1
     backfill_id: BackfillId
@@ -368,13 +362,11 @@ class PartitionRecord(Contract):
     published_by: str
 
 
-class PartitionLedger(Contract):
+class PartitionLedger(
+    Contract, document_name="partition ledger", version_field="ledger_version", max_bytes=16 * 1024 * 1024
+):
     """Per table and day: the backfill that last published each partition, and the record it
     replaced (one level: enough for undo to put the earlier publisher back)."""
-
-    document_name: ClassVar[str] = "partition ledger"
-    version_field: ClassVar[str] = "ledger_version"
-    max_bytes: ClassVar[int] = 16 * 1024 * 1024
 
     ledger_version: Literal[1] = 1
     table: str

@@ -6,7 +6,7 @@ FAILED with the report's figures), so someone with only S3 access sees the outco
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -57,11 +57,9 @@ class PlanSummary(Contract):
     )
 
 
-class ResultFile(Contract):
-    document_name: ClassVar[str] = "result file"
-    version_field: ClassVar[str] = "result_version"
-    max_bytes: ClassVar[int] = 4 * 1024 * 1024
-
+class ResultFile(
+    Contract, document_name="result file", version_field="result_version", max_bytes=4 * 1024 * 1024
+):
     result_version: Literal[1] = 1
     source: str = Field(description="The uploaded config, s3://bucket/incoming/...")
     outcome: ResultOutcome = Field(description="What became of the upload")

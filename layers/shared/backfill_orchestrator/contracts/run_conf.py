@@ -4,7 +4,7 @@ checks before anything is read or written."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -16,12 +16,13 @@ TRACE_ID_PATTERN = r"^[A-Za-z0-9._:=/+-]{1,128}$"
 MAX_ATTEMPTS = 1000  # DAG run attempts of one backfill: the first, then its retries
 
 
-class RunConf(Contract):
-    document_name: ClassVar[str] = "DAG run conf"
-    version_field: ClassVar[str] = "contract_version"
-    version_required: ClassVar[bool] = False  # a hand-made conf of the three URIs is version 1
-    max_bytes: ClassVar[int] = 64 * 1024
-
+class RunConf(
+    Contract,
+    document_name="DAG run conf",
+    version_field="contract_version",
+    version_required=False,  # a hand-made conf of the three URIs is version 1
+    max_bytes=64 * 1024,
+):
     contract_version: Literal[1] = 1
     backfill_id: BackfillId
     config_uri: DocumentUri = Field(description="The config as uploaded, beside its plan")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -131,11 +131,9 @@ def run_status(steps: list[Any]) -> RunStatus:
     return "awaiting_publish"
 
 
-class RunReport(Contract):
-    document_name: ClassVar[str] = "Spark run report"
-    version_field: ClassVar[str] = "report_version"
-    version: ClassVar[int] = RUN_REPORT_VERSION
-
+class RunReport(
+    Contract, document_name="Spark run report", version_field="report_version", version=RUN_REPORT_VERSION
+):
     report_version: Literal[2] = RUN_REPORT_VERSION
     backfill_id: BackfillId
     plan: str = Field(description="The plan document the job ran")

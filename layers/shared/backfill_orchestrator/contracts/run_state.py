@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -83,11 +83,12 @@ class RoundLaunch(Contract):
         return self.model_copy(update={"reruns": {}, "chunks": []})
 
 
-class RunState(Contract):
-    document_name: ClassVar[str] = "backfill DAG run state"
-    version_field: ClassVar[str] = "state_version"
-    max_bytes: ClassVar[int] = MAX_RUN_STATE_BYTES
-
+class RunState(
+    Contract,
+    document_name="backfill DAG run state",
+    version_field="state_version",
+    max_bytes=MAX_RUN_STATE_BYTES,
+):
     state_version: Literal[1] = 1
     conf: RunConf = Field(description="The run's conf as `start` checked it")
     plan_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="The plan document `start` read")

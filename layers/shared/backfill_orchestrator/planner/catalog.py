@@ -30,7 +30,7 @@ from backfill_orchestrator.config.model import FEED_PATTERN, NonBlank
 from backfill_orchestrator.contracts.plan import StepKind
 from backfill_orchestrator.errors import BackfillError, ConfigIssue, LocatedIssuesError, ServiceError
 from backfill_orchestrator.lineage.graph import JobInfo, JobKey
-from backfill_orchestrator.parsing import issue_from_pydantic, parse_validated
+from backfill_orchestrator.parsing import DocumentKind, issue_from_pydantic
 
 MAX_CATALOG_BYTES = 8 * 1024 * 1024
 MAX_WINDOW_DAYS = 366
@@ -145,15 +145,7 @@ class JobCatalog:
     @classmethod
     def parse(cls, data: bytes | str | dict[str, Any], *, source: str | None = None) -> JobCatalog:
         """YAML/JSON text or a parsed mapping to a catalog; raises InvalidCatalogError."""
-        document = parse_validated(
-            data,
-            _CatalogDocument,
-            error=InvalidCatalogError,
-            max_bytes=MAX_CATALOG_BYTES,
-            source=source,
-            issue=_issue,
-            model_checks=lambda parsed: _cross_entry_issues(parsed.jobs),
-        )
+        document = CATALOG_DOCUMENT.parse(data, source=source)
         return cls(document.jobs, source=source)
 
     @classmethod
@@ -259,3 +251,12 @@ def _cross_entry_issues(entries: list[CatalogEntry]) -> list[ConfigIssue]:
                 )
             )
     return issues
+
+
+CATALOG_DOCUMENT = DocumentKind(
+    _CatalogDocument,
+    error=InvalidCatalogError,
+    max_bytes=MAX_CATALOG_BYTES,
+    issue=_issue,
+    model_checks=lambda parsed: _cross_entry_issues(parsed.jobs),
+)

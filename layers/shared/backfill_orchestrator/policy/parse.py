@@ -8,7 +8,7 @@ import difflib
 from typing import Any
 
 from backfill_orchestrator.errors import ConfigIssue
-from backfill_orchestrator.parsing import issue_from_pydantic, parse_validated
+from backfill_orchestrator.parsing import DocumentKind, issue_from_pydantic
 from backfill_orchestrator.policy.errors import InvalidPolicyError
 from backfill_orchestrator.policy.model import MODELS_BY_PATH, Policy
 
@@ -61,13 +61,10 @@ def _cross_issues(policy: Policy) -> list[ConfigIssue]:
     return issues
 
 
+POLICY_DOCUMENT = DocumentKind(
+    Policy, error=InvalidPolicyError, max_bytes=MAX_POLICY_BYTES, issue=_issue, model_checks=_cross_issues
+)
+
+
 def parse_policy(data: bytes | str | dict[str, Any], *, source: str | None = None) -> Policy:
-    return parse_validated(
-        data,
-        Policy,
-        error=InvalidPolicyError,
-        max_bytes=MAX_POLICY_BYTES,
-        source=source,
-        issue=_issue,
-        model_checks=_cross_issues,
-    )
+    return POLICY_DOCUMENT.parse(data, source=source)

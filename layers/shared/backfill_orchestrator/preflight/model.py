@@ -26,7 +26,7 @@ class Finding:
         return ConfigIssue(self.location, self.message)
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.message}"
+        return str(self.as_issue())
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.errors import ConfigIssue, LocatedIssuesError, ServiceError, UserError
-from backfill_orchestrator.parsing import parse_validated
+from backfill_orchestrator.parsing import DocumentKind
 
 MAX_RULES_BYTES = 1024 * 1024
 MAX_TABLES = 500
@@ -126,29 +126,6 @@ class ReconciliationRules(_Strict):
         return next((rules for rules in self.tables if rules.table == name), None)
 
 
-def parse_rules(data: bytes | str | dict[str, Any], *, source: str | None = None) -> ReconciliationRules:
-    """YAML/JSON text or a parsed mapping to rules; raises InvalidRulesError with every issue."""
-    return parse_validated(
-        data,
-        ReconciliationRules,
-        error=InvalidRulesError,
-        max_bytes=MAX_RULES_BYTES,
-        source=source,
-        model_checks=_duplicate_tables,
-    )
-
-
-def load_rules(location: str, *, s3_client: Any = None) -> ReconciliationRules:
-    """A path or an `s3://bucket/key` URI. Raises RulesUnavailableError or InvalidRulesError."""
-    try:
-        data = documents.read_bytes(
-            location, max_bytes=MAX_RULES_BYTES, over_limit="keep", s3_client=s3_client
-        )
-    except documents.DocumentError as error:
-        raise RulesUnavailableError(str(error)) from None
-    return parse_rules(data, source=location)
-
-
 def _duplicate_tables(rules: ReconciliationRules) -> list[ConfigIssue]:
     first: dict[str, int] = {}
     issues = []
@@ -161,6 +138,27 @@ def _duplicate_tables(rules: ReconciliationRules) -> list[ConfigIssue]:
             )
         first.setdefault(table.table, index)
     return issues
+
+
+RULES_DOCUMENT = DocumentKind(
+    ReconciliationRules, error=InvalidRulesError, max_bytes=MAX_RULES_BYTES, model_checks=_duplicate_tables
+)
+
+
+def parse_rules(data: bytes | str | dict[str, Any], *, source: str | None = None) -> ReconciliationRules:
+    """YAML/JSON text or a parsed mapping to rules; raises InvalidRulesError with every issue."""
+    return RULES_DOCUMENT.parse(data, source=source)
+
+
+def load_rules(location: str, *, s3_client: Any = None) -> ReconciliationRules:
+    """A path or an `s3://bucket/key` URI. Raises RulesUnavailableError or InvalidRulesError."""
+    try:
+        data = documents.read_bytes(
+            location, max_bytes=MAX_RULES_BYTES, over_limit="keep", s3_client=s3_client
+        )
+    except documents.DocumentError as error:
+        raise RulesUnavailableError(str(error)) from None
+    return parse_rules(data, source=location)
 
 
 SCHEMA_ID = "https://backfill-orchestrator.example/schemas/reconciliation-v1.json"

@@ -88,24 +88,22 @@ class ActionRecord:
 
 
 @dataclass(frozen=True)
-class Begun:
+class _Start:
+    """What `begin` found: each kind of start carries the action's record."""
+
+    action: ActionRecord
+
+
+class Begun(_Start):
     """This delivery acts: the first one, or one resuming an action begun earlier."""
 
-    action: ActionRecord
 
-
-@dataclass(frozen=True)
-class Finished:
+class Finished(_Start):
     """The action completed: a redelivery is a duplicate."""
 
-    action: ActionRecord
 
-
-@dataclass(frozen=True)
-class Held:
+class Held(_Start):
     """Another delivery is acting on it under its lease."""
-
-    action: ActionRecord
 
 
 ActionStart = Begun | Finished | Held

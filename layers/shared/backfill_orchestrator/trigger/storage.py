@@ -22,6 +22,7 @@ from backfill_orchestrator.contracts import InvalidDocumentError, ResultFile
 from backfill_orchestrator.contracts.plan import Plan
 from backfill_orchestrator.documents import s3_version_uri
 from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.parsing import too_large
 from backfill_orchestrator.preflight.render import render_html
 from backfill_orchestrator.trigger.events import Upload
 
@@ -36,7 +37,7 @@ class ConfigTooLargeError(UserError, ValueError):
     def __init__(self, size: int, limit: int):
         self.size = size
         self.limit = limit
-        super().__init__(f"file is {size} bytes; the limit is {limit} bytes ({limit // 1024} KiB)")
+        super().__init__(too_large(size, limit))
 
 
 class ConfigGoneError(UserError, LookupError):
