@@ -13,7 +13,9 @@ each from its own copy of the broken warehouse:
   loop            (b) one `spark-submit` whose single session runs the 30 per-day plans in turn
 
 Times are wall seconds of the whole subprocesses (JVM start included: it is what each way
-pays in production too). Afterwards every processed table of the four warehouses is compared
+pays in production too). single and published take turns `--rounds` times (3), each from a
+fresh copy, and their medians are compared, so that a burst of other work on the machine
+weighs on one round rather than on `publish_overhead`. Afterwards every processed table of the four warehouses is compared
 with a clean run of the whole pipeline; `identical=true` when all four equal it exactly.
 `publish_overhead` is published / single - 1; `ratio_vs_submit` per_day_submit / published,
 `single_vs_submit` per_day_submit / single, `ratio_vs_loop` loop / single. Where each way's
@@ -21,7 +23,7 @@ time went is printed from its run reports (`StepResult.phase_seconds`): read, tr
 write, check, commit summed over the steps, and the time outside the steps (JVM and session
 start, plan loading, publish recovery).
 
-    .venv/bin/python benchmarks/spark_backfill.py [--days 90 --broken 30 --orders-per-hour 4]
+    .venv/bin/python benchmarks/spark_backfill.py [--days 90 --broken 30 --orders-per-hour 4 --rounds 3]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -226,6 +229,7 @@ def main() -> int:
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--broken", type=int, default=30, help="noncontiguous broken days (every third day)")
     parser.add_argument("--orders-per-hour", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="turns of single and published (medians)")
     parser.add_argument("--loop-worker", nargs="+", metavar=("WAREHOUSE", "REPORTS"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--direct-worker", nargs=3, metavar=("WAREHOUSE", "REPORTS", "PLAN"), help=argparse.SUPPRESS
@@ -237,6 +241,8 @@ def main() -> int:
     if args.loop_worker:
         loop_worker(args.loop_worker[0], args.loop_worker[1], args.loop_worker[2:])
         return 0
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.broken * 3 > args.days:
         parser.error("--broken days, every third day, must fit in --days")
     from backfill_local.local_spark import use_local_spark_defaults
@@ -268,40 +274,45 @@ def main() -> int:
             path = plans / f"{day}.json"
             path.write_text(plan_for([day], f"bench-{day:%m%d}").to_json())
             per_day.append(path)
-        copies = {name: work / name for name in ("single", "published", "per_day_submit", "loop")}
-        for copy in copies.values():
-            shutil.copytree(work / "broken", copy)
-
-        reports = {name: work / f"reports-{name}" for name in copies}
-        for directory in reports.values():
-            directory.mkdir()
         job = str(REPO / "spark_jobs" / "engine" / "backfill_job.py")
-        single_s = timed(
-            "single",
-            lambda: submit(
-                [
-                    str(Path(__file__).resolve()),
-                    "--direct-worker",
-                    str(copies["single"]),
-                    str(reports["single"]),
-                    str(whole),
-                ]
-            ),
-        )
-        published_s = timed(
-            "published",
-            lambda: submit(
-                [
-                    job,
-                    "--plan",
-                    str(whole),
-                    "--warehouse",
-                    str(copies["published"]),
-                    "--report",
-                    str(reports["published"] / "published.json"),
-                ]
-            ),
-        )
+        copies: dict[str, Path] = {}
+        reports: dict[str, Path] = {}
+
+        def fresh(name: str) -> tuple[Path, Path]:
+            copies[name], reports[name] = work / name, work / f"reports-{name}"
+            shutil.copytree(work / "broken", copies[name])
+            reports[name].mkdir()
+            return copies[name], reports[name]
+
+        def single(name: str) -> list[str]:
+            warehouse, reported = fresh(name)
+            return [
+                str(Path(__file__).resolve()),
+                "--direct-worker",
+                str(warehouse),
+                str(reported),
+                str(whole),
+            ]
+
+        def published(name: str) -> list[str]:
+            warehouse, reported = fresh(name)
+            report = str(reported / "published.json")
+            return [job, "--plan", str(whole), "--warehouse", str(warehouse), "--report", report]
+
+        # single and published take turns, `--rounds` times each, and the medians are compared:
+        # a neighbour's burst on a shared machine then weighs on one round, not on the ratio.
+        rounds: dict[str, list[float]] = {"single": [], "published": []}
+        for number in range(1, args.rounds + 1):
+            for way, arguments in (("single", single), ("published", published)):
+                name = way if number == 1 else f"{way}-{number}"
+                command = arguments(name)
+                rounds[way].append(timed(name, lambda command=command: submit(command)))
+        single_s, published_s = (statistics.median(rounds[way]) for way in ("single", "published"))
+        for way, seconds in rounds.items():  # the median round's reports stand for the way
+            middle = sorted(range(len(seconds)), key=seconds.__getitem__)[len(seconds) // 2]
+            reports[way] = reports[way if middle == 0 else f"{way}-{middle + 1}"]
+        for name in ("per_day_submit", "loop"):
+            fresh(name)
         submit_s = timed(
             "per_day_submit",
             lambda: [
@@ -337,6 +348,10 @@ def main() -> int:
         single_vs_submit = submit_s / single_s
         overhead = published_s / single_s - 1
         walls = {"single": single_s, "published": published_s, "per_day_submit": submit_s, "loop": loop_s}
+        print(
+            "rounds (s): "
+            + "; ".join(f"{way} {', '.join(f'{t:.1f}' for t in seconds)}" for way, seconds in rounds.items())
+        )
         columns = (*PHASES, "steps", "outside")
         print(f"\n{'way':<16}{'seconds':>9}{'vs single':>11}" + "".join(f"{name:>11}" for name in columns))
         for label, seconds in walls.items():
