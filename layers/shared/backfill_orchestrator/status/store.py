@@ -330,11 +330,10 @@ class StatusStore:
         }
         if upload_id:
             item["uploads"] = {upload_id}
-        written = item_from_plain(item)
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=written,
+                Item=item_from_plain(item),
                 ConditionExpression="attribute_not_exists(backfill_id)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -345,7 +344,7 @@ class StatusStore:
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
-        return self._hold(written)
+        return self._hold(item_from_plain(item))
 
     def transition(
         self,
