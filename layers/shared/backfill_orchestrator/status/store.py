@@ -14,7 +14,7 @@ and control actions (`status/actions.py`), under keys no backfill id can take (`
 from __future__ import annotations
 
 import logging
-import secrets
+import random
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -149,7 +149,9 @@ def _utc_now() -> datetime:
 
 
 def _revision() -> str:
-    return secrets.token_hex(8)
+    """64 random bits: unique per write, nothing to keep secret. `random` (reseeded in a forked
+    child) rather than os.urandom, whose system call gives the GIL away mid-request."""
+    return f"{random.getrandbits(64):016x}"
 
 
 @dataclass(frozen=True)
