@@ -452,9 +452,11 @@ class StatusStore:
         if holder:
             extra.append("#lease_holder = :new_holder")
             values[":new_holder"] = {"S": holder}
+        taken_over = {"reason": None, "retryable": False}
         try:
-            reclaimed = _Write(target, condition, values, detail, {"reason": None, "retryable": False})
-            return self._update(backfill_id, replace(reclaimed, extra_set=extra))
+            return self._update(
+                backfill_id, _Write(target, condition, values, detail, taken_over, extra_set=extra)
+            )
         except TransitionRejectedError:
             return None
 
