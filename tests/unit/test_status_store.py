@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -430,3 +431,29 @@ def test_a_held_record_another_writer_changed_is_updated_as_it_stands(store: Sta
         store.transition("b-2", S.TRIGGERED, only_from=TRIGGER_FROM, held=held)
     assert rejected.value.current.state is S.RUNNING
     assert store.get("b-2").state is S.RUNNING
+
+
+def test_held_transitions_move_the_history_out_and_one_another_writer_moved_is_updated(
+    store: StatusStore,
+) -> None:
+    other = StatusStore(table_name="status", dynamodb_client=store.client)
+    record = store.create("b-1", detail="created")
+    sent = sent_operations(store)
+    for turn in range(25):
+        target = S.CANCELLED if turn % 2 == 0 else S.TRIGGERED
+        record = store.transition("b-1", target, detail=f"turn {turn}", held=record)
+    # Each replaced the item the last one left, but the one after the history moved out (a
+    # transaction): the store does not hold the moved item, so that one is an update.
+    assert Counter(sent) == Counter({"PutItem": 24, "TransactWriteItems": 1, "UpdateItem": 1})
+    assert record.history_archived == store.get("b-1").history_archived == 10
+    whole = store.get("b-1", full_history=True)
+    assert [entry.get("detail") for entry in whole.history] == ["created", *(f"turn {t}" for t in range(25))]
+
+    # Another writer's move of the history leaves the revision as it is: the put must not undo it.
+    raw = store.client.get_item(TableName="status", Key={"backfill_id": {"S": "b-1"}})["Item"]["history"]["L"]
+    assert other._move_history("b-1", raw, 10, 1)  # noqa: SLF001 - a writer that moved ten more first
+    record = store.transition("b-1", S.TRIGGERED, detail="last", held=record)
+    assert sent[-2:] == ["PutItem", "UpdateItem"]
+    whole = store.get("b-1", full_history=True)
+    assert [entry.get("detail") for entry in whole.history][-2:] == ["turn 24", "last"]
+    assert len(whole.history) == 27
