@@ -16,7 +16,7 @@ from backfill_local.marquez_double import MarquezDouble, run_events
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.status.limits import MAX_RECORD_ERRORS, MAX_SUMMARY_STEPS
 from tests.faults.harness import FaultHarness
-from tests.faults.toolkit import AwsFaults, to_state
+from tests.faults.toolkit import TRANSITION_WRITES, AwsFaults, to_state
 from tests.support.trigger import BUCKET, VALID
 
 ITEM_LIMIT = 400_000
@@ -140,11 +140,11 @@ def test_a_triggered_record_too_large_with_its_plan_summary_is_recorded_without_
     """The run exists once TRIGGERED is written, so a refusal there must not leave the record
     behind the run: TRIGGERED is written again without the plan's summary (plan.json has it)."""
     harness = trigger_harness
-    aws_faults.fail(
+    aws_faults.fail(  # the whole-item put, then the update it falls back to (the same item)
         harness.dynamodb,
-        "UpdateItem",
+        TRANSITION_WRITES,
         code="ValidationException",
-        times=1,
+        times=2,
         message="Item size has exceeded the maximum allowed size",
         when=to_state("TRIGGERED"),
     )

@@ -18,7 +18,7 @@ from backfill_orchestrator.status import BackfillState, TransitionRejectedError
 from backfill_orchestrator.trigger import TriggerFailedError
 from backfill_orchestrator.trigger.runs import record_triggered
 from tests.faults.harness import FaultHarness
-from tests.faults.toolkit import AwsFaults, SimulatedCrash, to_state
+from tests.faults.toolkit import TRANSITION_WRITES, AwsFaults, SimulatedCrash, to_state
 from tests.support.trigger import VALID
 
 REQUEST = "8f5c1a2e-0000-4000-8000-000000000001"
@@ -41,7 +41,7 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))  # e.g. out of memory
+    aws_faults.crash(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED"))  # e.g. out of memory
 
     started = time.time()
     with pytest.raises(SimulatedCrash):
@@ -137,7 +137,7 @@ def test_the_dag_starting_before_the_retry_keeps_its_state_and_gets_the_run_reco
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+    aws_faults.crash(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED"))
     with pytest.raises(SimulatedCrash):
         harness.invoke_lambda(event, request_id=REQUEST)
     backfill_id = harness.only_record_id()
@@ -217,14 +217,14 @@ def test_throttled_triggered_write_records_failed_pages_raises_and_the_retry_rec
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.throttle(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+    aws_faults.throttle(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED"))
 
     with pytest.raises(TriggerFailedError) as raised:
         harness.invoke_lambda(event, request_id=REQUEST)
 
     backfill_id = raised.value.failures[0].backfill_id
     # botocore's standard mode sent the TRIGGERED write 1 + 8 times first (AWS_CLIENT_CONFIG: max_attempts 8 retries).
-    assert aws_faults.attempts("UpdateItem", faulted=True) == 9
+    assert aws_faults.attempts(TRANSITION_WRITES, faulted=True) == 9
     record = harness.status.get(backfill_id)
     assert record.state is BackfillState.FAILED and record.retryable
     assert "StatusStoreError" in record.reason and "ProvisionedThroughputExceeded" in record.reason
@@ -252,7 +252,7 @@ def test_throttled_failed_write_too_the_attempt_raises_and_its_retry_takes_over(
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.throttle(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED", "FAILED"))
+    aws_faults.throttle(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED", "FAILED"))
 
     with pytest.raises(TriggerFailedError):
         harness.invoke_lambda(event, request_id=REQUEST)
@@ -287,7 +287,7 @@ def test_the_dag_finishing_before_the_retry_still_gets_the_user_a_result_file(
 ) -> None:
     harness = trigger_harness
     event = harness.upload(VALID)
-    aws_faults.crash(harness.dynamodb, "UpdateItem", when=to_state("TRIGGERED"))
+    aws_faults.crash(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED"))
     with pytest.raises(SimulatedCrash):
         harness.invoke_lambda(event, request_id=REQUEST)
     backfill_id = harness.only_record_id()

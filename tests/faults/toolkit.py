@@ -215,11 +215,18 @@ class SimulatedCrash(BaseException):  # noqa: N818 - it is not an error the code
 
 
 Predicate = Callable[[dict[str, Any]], bool]
+# A status transition is an UpdateItem, or a PutItem of the whole item when its writer holds
+# the record as it last wrote it (StatusStore.transition(held=...)): rules and counts name both.
+TRANSITION_WRITES = ("UpdateItem", "PutItem")
+
+
+def _named(operation: str, names: str | tuple[str, ...]) -> bool:
+    return operation in names if isinstance(names, tuple) else operation == names
 
 
 @dataclass
 class _AwsRule:
-    operation: str
+    operation: str | tuple[str, ...]
     when: Predicate | None
     times: int | None  # attempts (sends) to fault, then recover; None: every matching one
     status: int = 0
@@ -229,7 +236,7 @@ class _AwsRule:
     applied: int = 0
 
     def claims(self, operation: str, params: dict[str, Any]) -> bool:
-        if operation != self.operation or (self.times is not None and self.applied >= self.times):
+        if not _named(operation, self.operation) or (self.times is not None and self.applied >= self.times):
             return False
         return self.when is None or bool(self.when(params))
 
@@ -255,7 +262,7 @@ class AwsFaults:
     def fail(
         self,
         client: Any,
-        operation: str,
+        operation: str | tuple[str, ...],
         *,
         code: str,
         message: str = "injected",
@@ -269,7 +276,12 @@ class AwsFaults:
         self._rules.append(_AwsRule(operation, when, times, status=status, code=code, message=message))
 
     def throttle(
-        self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = None
+        self,
+        client: Any,
+        operation: str | tuple[str, ...],
+        *,
+        when: Predicate | None = None,
+        times: int | None = None,
     ) -> None:
         """The service's throttling error for matching calls (DynamoDB's
         ProvisionedThroughputExceededException, S3's SlowDown)."""
@@ -295,7 +307,12 @@ class AwsFaults:
             )
 
     def crash(
-        self, client: Any, operation: str, *, when: Predicate | None = None, times: int | None = 1
+        self,
+        client: Any,
+        operation: str | tuple[str, ...],
+        *,
+        when: Predicate | None = None,
+        times: int | None = 1,
     ) -> None:
         """The process dies just before a matching call is sent (it never reaches AWS)."""
         self._hook(client)
@@ -304,11 +321,11 @@ class AwsFaults:
     def clear(self) -> None:
         self._rules.clear()
 
-    def attempts(self, operation: str, *, faulted: bool | None = None) -> int:
+    def attempts(self, operation: str | tuple[str, ...], *, faulted: bool | None = None) -> int:
         return sum(
             1
             for op, code in self.sent
-            if op == operation and (faulted is None or (code is not None) == faulted)
+            if _named(op, operation) and (faulted is None or (code is not None) == faulted)
         )
 
     def remove(self) -> None:
@@ -389,11 +406,13 @@ def _error_response(url: str, protocol: str, status: int, code: str, message: st
 
 
 def update_target(params: dict[str, Any]) -> str | None:
-    """The state a StatusStore UpdateItem moves to (`:target`), or None for other updates."""
-    value = params.get("ExpressionAttributeValues", {}).get(":target")
+    """The state a StatusStore transition moves to: an UpdateItem's `:target`, or the state
+    of a whole-item PutItem conditioned on the record's revision; None for other writes."""
+    values = params.get("ExpressionAttributeValues", {})
+    value = values.get(":target") or (params.get("Item", {}).get("state") if ":revision" in values else None)
     return value.get("S") if isinstance(value, dict) else None
 
 
 def to_state(*states: str) -> Predicate:
-    """A predicate: UpdateItem calls that move a status record to one of `states`."""
+    """A predicate: transitions (TRANSITION_WRITES) that move a status record to one of `states`."""
     return lambda params: update_target(params) in states

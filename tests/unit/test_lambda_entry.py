@@ -83,3 +83,32 @@ def test_the_running_handler_owns_the_packages_loggers_and_redacts_them() -> Non
     (line,) = [json.loads(text) for text in stream.getvalue().splitlines() if "posting with" in text]
     assert line["function_request_id"] == "r-1" and line["service"] == "backfill-test-function"
     assert secret not in line["message"]
+
+
+class Sent(Exception):
+    """The request got as far as being sent (a `before-send` hook stops it there)."""
+
+
+def test_the_deployments_dynamodb_client_leaves_validation_to_dynamodb(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its items come from boto3's TypeSerializer; every other client validates as usual."""
+    from botocore.exceptions import ParamValidationError
+
+    from backfill_orchestrator.aws import aws_client
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    def stop(**_: Any) -> None:
+        raise Sent
+
+    dynamodb, s3 = aws_client("dynamodb"), aws_client("s3")
+    for client in (dynamodb, s3):
+        client.meta.events.register("before-send", stop)
+    with pytest.raises(Sent):  # a malformed item goes out: DynamoDB answers for it
+        dynamodb.put_item(TableName="status", Item={"backfill_id": {"N": 5}})
+    with pytest.raises(ParamValidationError):
+        s3.put_object(Bucket="bucket", Key=5, Body=b"")
+    assert dynamodb.meta.config.retries == s3.meta.config.retries  # one retry policy

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -18,6 +20,7 @@ from backfill_orchestrator.status import (
     StatusStore,
     TransitionRejectedError,
 )
+from backfill_orchestrator.status.model import TRIGGER_FROM
 from backfill_orchestrator.status.store import StatusStoreError
 from tests.support.aws import create_table
 
@@ -370,3 +373,87 @@ def test_a_move_that_fails_leaves_the_transition_done_and_the_next_write_moves(
     store.transition("b-1", S.TRIGGERED, detail="turn 19")
     assert store.get("b-1").history_archived == 10
     assert len(store.get("b-1", full_history=True).history) == 21
+
+
+def sent_operations(store: StatusStore) -> list[str]:
+    """The names of the DynamoDB operations `store`'s client sends from now on."""
+    sent: list[str] = []
+    store.client.meta.events.register(
+        "before-call.dynamodb", lambda model, **_: sent.append(model.name), unique_id="sent-operations"
+    )
+    return sent
+
+
+def test_a_held_record_is_replaced_whole_with_what_the_update_would_leave(
+    store: StatusStore, clock: Clock
+) -> None:
+    attributes = {"name": "b", "owner": "@jane", "mode": "batch"}
+    held, unheld = (store.create(key, upload_id="u1", attributes=attributes) for key in ("b-1", "b-2"))
+    clock.now += timedelta(seconds=5)
+    sent = sent_operations(store)
+    triggered = {"dag_run_id": "run", "plan_summary": {"waves": [["a"]], "steps": 1}, "reason": None}
+    replaced = store.transition(
+        "b-2", S.TRIGGERED, detail="run", attributes=triggered, slack_thread=("C1", "1.1"), held=unheld
+    )
+    assert sent == ["PutItem"]  # b-2 is the record the store wrote last
+    updated = store.transition(
+        "b-1", S.TRIGGERED, detail="run", attributes=triggered, slack_thread=("C1", "1.1"), held=held
+    )
+    assert sent == ["PutItem", "UpdateItem"]  # b-1 is not: the update, as without `held`
+    stored = {
+        key: store.client.get_item(TableName="status", Key={"backfill_id": {"S": key}})["Item"]
+        for key in ("b-1", "b-2")
+    }
+    for item in stored.values():
+        del item["backfill_id"], item["revision"]
+    assert stored["b-1"] == stored["b-2"]
+    assert replace(replaced, backfill_id="b-1") == updated
+    assert (
+        replaced.version == 2
+        and replaced.slack_thread_ts == "1.1"
+        and replaced.history[-1]["detail"] == "run"
+    )
+
+
+def test_a_held_record_another_writer_changed_is_updated_as_it_stands(store: StatusStore) -> None:
+    other = StatusStore(table_name="status", dynamodb_client=store.client)  # the DAG, a control document
+    held = store.create("b-1")
+    other.set_slack_thread("b-1", channel="C9", ts="9.9")  # leaves the version as it is
+    other.annotate("b-1", {"pagerduty_open": True})
+    sent = sent_operations(store)
+    record = store.transition("b-1", S.TRIGGERED, slack_thread=("C1", "1.1"), held=held)
+    assert sent == ["PutItem", "UpdateItem"]  # the put's condition failed: nothing of theirs is lost
+    assert (record.slack_thread_ts, record.pagerduty_open, record.version) == ("9.9", True, 2)
+
+    held = store.create("b-2")
+    other.transition("b-2", S.RUNNING)  # the DAG got ahead
+    with pytest.raises(TransitionRejectedError) as rejected:
+        store.transition("b-2", S.TRIGGERED, only_from=TRIGGER_FROM, held=held)
+    assert rejected.value.current.state is S.RUNNING
+    assert store.get("b-2").state is S.RUNNING
+
+
+def test_held_transitions_move_the_history_out_and_one_another_writer_moved_is_updated(
+    store: StatusStore,
+) -> None:
+    other = StatusStore(table_name="status", dynamodb_client=store.client)
+    record = store.create("b-1", detail="created")
+    sent = sent_operations(store)
+    for turn in range(25):
+        target = S.CANCELLED if turn % 2 == 0 else S.TRIGGERED
+        record = store.transition("b-1", target, detail=f"turn {turn}", held=record)
+    # Each replaced the item the last one left, but the one after the history moved out (a
+    # transaction): the store does not hold the moved item, so that one is an update.
+    assert Counter(sent) == Counter({"PutItem": 24, "TransactWriteItems": 1, "UpdateItem": 1})
+    assert record.history_archived == store.get("b-1").history_archived == 10
+    whole = store.get("b-1", full_history=True)
+    assert [entry.get("detail") for entry in whole.history] == ["created", *(f"turn {t}" for t in range(25))]
+
+    # Another writer's move of the history leaves the revision as it is: the put must not undo it.
+    raw = store.client.get_item(TableName="status", Key={"backfill_id": {"S": "b-1"}})["Item"]["history"]["L"]
+    assert other._move_history("b-1", raw, 10, 1)  # noqa: SLF001 - a writer that moved ten more first
+    record = store.transition("b-1", S.TRIGGERED, detail="last", held=record)
+    assert sent[-2:] == ["PutItem", "UpdateItem"]
+    whole = store.get("b-1", full_history=True)
+    assert [entry.get("detail") for entry in whole.history][-2:] == ["turn 24", "last"]
+    assert len(whole.history) == 27

@@ -14,9 +14,10 @@ and control actions (`status/actions.py`), under keys no backfill id can take (`
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -78,6 +79,9 @@ REMEMBERED_FOR = timedelta(days=30)
 MOVE_LOST = ("TransactionCanceledException", "TransactionConflictException")
 # Progress counters, changed only by atomic ADD (`progress_item`, `add_progress`).
 PROGRESS_COUNTERS = ("tasks_done", "tasks_failed", "tasks_empty", "messages_sent", "messages_failed")
+# A fresh token in every write of a record, whichever attributes it changes (`version` counts
+# transitions only): a record whose `revision` is the one a writer wrote is as it left it.
+REVISION = "revision"
 
 
 class StatusStoreError(ServiceError, RuntimeError):
@@ -135,12 +139,35 @@ _MANAGED_NAMES = {
         "lease_until",
         "lease_holder",
         "attempts",
+        REVISION,
     )
 }
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _revision() -> str:
+    """64 random bits: unique per write, nothing to keep secret. `random` (reseeded in a forked
+    child) rather than os.urandom, whose system call gives the GIL away mid-request."""
+    return f"{random.getrandbits(64):016x}"
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One conditional state write (`StatusStore._update`): the target, the condition on the
+    record as it is (`#state`, `#version`, ... placeholders; `values` binds its values), and
+    what the write sets besides the state, the version and the history."""
+
+    target: BackfillState
+    condition: str
+    values: dict[str, Any]
+    detail: str | None
+    attributes: Mapping[str, Any] | None = None
+    by: str | None = None
+    extra_set: list[str] = field(default_factory=list)
+    extra_values: dict[str, Any] = field(default_factory=dict)
 
 
 def record_from_item(item: Mapping[str, Any]) -> StatusRecord:
@@ -174,6 +201,9 @@ class StatusStore:
         self._table = table_name
         self._client = dynamodb_client
         self._clock = clock
+        # The record this store wrote last, as written (id, version, item): `transition(held=...)`
+        # replaces it whole while it is unchanged. One item: a writer holds one record at a time.
+        self._written: tuple[str, int, dict[str, Any]] | None = None
 
     @property
     def table_name(self) -> str:
@@ -298,6 +328,7 @@ class StatusStore:
             "lease_until": int(now.timestamp()) + lease_seconds,
             "lease_holder": lease_holder,
             "history": [self._history_entry(state, now, detail, by=attrs.get("submitted_by"))],
+            REVISION: _revision(),
         }
         if upload_id:
             item["uploads"] = {upload_id}
@@ -315,7 +346,7 @@ class StatusStore:
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
-        return record_from_item(item_from_plain(item))
+        return self._hold(item_from_plain(item))
 
     def transition(
         self,
@@ -328,13 +359,19 @@ class StatusStore:
         by: str | None = None,
         only_from: Collection[BackfillState] | None = None,
         slack_thread: tuple[str, str] | None = None,
+        held: StatusRecord | None = None,
     ) -> StatusRecord:
         """Move to `target` if the current state allows it (ALLOWED_FROM, narrowed to
         `only_from` when given) and, when given, the version still is `expected_version`.
         Raises TransitionRejectedError otherwise. `by`: who made it happen (a control
         document's principal), kept in the history entry. `slack_thread` (channel, ts): the
         backfill's Slack thread, stored in the same write unless one is stored already
-        (the returned record says which one stands)."""
+        (the returned record says which one stands).
+
+        `held`: the record as this store last wrote it, from a writer that holds it (a
+        trigger attempt's lease). While the stored item is still that one (its `revision`),
+        the write replaces it whole with the same result (`_replace_held`): a PutItem, which
+        DynamoDB evaluates without an update expression. Otherwise, as without it."""
         target = BackfillState(target)
         allowed = sorted(
             ALLOWED_FROM.get(target, frozenset())
@@ -353,16 +390,13 @@ class StatusStore:
         if target is not BackfillState.FAILED:
             # Only a trigger's own FAILED may be taken over by a retry; any later state ends that.
             attributes = {"retryable": False, **(attributes or {})}
-        return self._update(
-            backfill_id,
-            target,
-            condition=condition,
-            values=values,
-            detail=detail,
-            attributes=attributes,
-            by=by,
-            **_thread_clauses(slack_thread),
-        )
+        thread_set, thread_values = _thread_clauses(slack_thread)
+        write = _Write(target, condition, values, detail, attributes, by, thread_set, thread_values)
+        if held is not None:
+            replaced = self._replace_held(held, write, allowed, expected_version, slack_thread)
+            if replaced is not None:
+                return replaced
+        return self._update(backfill_id, write)
 
     def reclaim(
         self,
@@ -418,15 +452,10 @@ class StatusStore:
         if holder:
             extra.append("#lease_holder = :new_holder")
             values[":new_holder"] = {"S": holder}
+        taken_over = {"reason": None, "retryable": False}
         try:
             return self._update(
-                backfill_id,
-                target,
-                condition=condition,
-                values=values,
-                detail=detail,
-                extra_set=extra,
-                attributes={"reason": None, "retryable": False},
+                backfill_id, _Write(target, condition, values, detail, taken_over, extra_set=extra)
             )
         except TransitionRejectedError:
             return None
@@ -456,13 +485,19 @@ class StatusStore:
     def set_slack_thread(self, backfill_id: str, *, channel: str, ts: str) -> str:
         """Store the Slack thread of this backfill unless one is stored already; returns the
         thread ts every component should reply to."""
+        self._written = None
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=self._key(backfill_id),
-                UpdateExpression="SET slack_channel = :channel, slack_thread_ts = :ts",
+                UpdateExpression="SET slack_channel = :channel, slack_thread_ts = :ts, #revision = :revision",
                 ConditionExpression="attribute_exists(backfill_id) AND attribute_not_exists(slack_thread_ts)",
-                ExpressionAttributeValues={":channel": {"S": channel}, ":ts": {"S": ts}},
+                ExpressionAttributeNames={"#revision": REVISION},
+                ExpressionAttributeValues={
+                    ":channel": {"S": channel},
+                    ":ts": {"S": ts},
+                    ":revision": {"S": _revision()},
+                },
             )
         except (ClientError, BotoCoreError) as error:
             if condition_failed(error):
@@ -477,12 +512,15 @@ class StatusStore:
         """Set attributes without changing state (e.g. `pagerduty_open`); `slack_thread` as in
         `transition`."""
         attrs = self._checked(attributes)
-        thread = _thread_clauses(slack_thread)
-        if not attrs and not thread:
+        thread_set, thread_values = _thread_clauses(slack_thread)
+        if not attrs and not thread_set:
             return
+        self._written = None
         sets, names, values = self._set_clauses(attrs)
-        sets += thread.get("extra_set", [])
-        values.update(thread.get("extra_values", {}))
+        sets += [*thread_set, "#revision = :revision"]
+        names["#revision"] = REVISION
+        values.update(thread_values)
+        values[":revision"] = {"S": _revision()}
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -504,10 +542,11 @@ class StatusStore:
         unknown = set(deltas) - set(PROGRESS_COUNTERS)
         if unknown:
             raise ValueError(f"not a progress counter: {', '.join(sorted(unknown))}")
+        self._written = None
         adds = {name: value for name, value in deltas.items() if value}
         names = {f"#c{i}": name for i, name in enumerate(adds)}
         values: dict[str, Any] = {f":c{i}": {"N": str(value)} for i, value in enumerate(adds.values())}
-        update = "SET #updated_at = :now_iso"
+        update = "SET #updated_at = :now_iso, #revision = :revision"
         if adds:
             update += " ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
         return {
@@ -516,8 +555,12 @@ class StatusStore:
                 "Key": self._key(backfill_id),
                 "UpdateExpression": update,
                 "ConditionExpression": "attribute_exists(backfill_id)",
-                "ExpressionAttributeNames": {**names, "#updated_at": "updated_at"},
-                "ExpressionAttributeValues": {**values, ":now_iso": {"S": self._clock().isoformat()}},
+                "ExpressionAttributeNames": {**names, "#updated_at": "updated_at", "#revision": REVISION},
+                "ExpressionAttributeValues": {
+                    **values,
+                    ":now_iso": {"S": self._clock().isoformat()},
+                    ":revision": {"S": _revision()},
+                },
             }
         }
 
@@ -533,41 +576,31 @@ class StatusStore:
         return record_from_item(response["Attributes"])
 
     # -- internals ---------------------------------------------------------------------
-    def _update(
-        self,
-        backfill_id: str,
-        target: BackfillState,
-        *,
-        condition: str,
-        values: dict[str, Any],
-        detail: str | None,
-        attributes: Mapping[str, Any] | None,
-        extra_set: list[str] | None = None,
-        extra_values: dict[str, Any] | None = None,
-        by: str | None = None,
-    ) -> StatusRecord:
-        now = self._clock()
-        attrs = self._checked(attributes)
+    def _update(self, backfill_id: str, write: _Write) -> StatusRecord:
+        now, target = self._clock(), write.target
+        attrs = self._checked(write.attributes)
         sets, attr_names, attr_values = self._set_clauses(attrs)
         sets += [
             "#state = :target",
             "#updated_at = :now_iso",
             "#version = #version + :inc",
             "#history = list_append(if_not_exists(#history, :empty), :entry)",
-            *(extra_set or []),
+            "#revision = :revision",
+            *write.extra_set,
         ]
         values = {
-            **values,
+            **write.values,
             **attr_values,
-            **(extra_values or {}),
+            **write.extra_values,
             ":target": {"S": str(target)},
             ":now_iso": {"S": now.isoformat()},
             ":inc": {"N": "1"},
             ":empty": {"L": []},
-            ":entry": {"L": [attribute(self._history_entry(target, now, detail, by=by))]},
+            ":entry": {"L": [attribute(self._history_entry(target, now, write.detail, by=write.by))]},
+            ":revision": {"S": _revision()},
         }
         update = "SET " + ", ".join(sets)
-        condition = f"attribute_exists(backfill_id) AND ({condition})"
+        condition = f"attribute_exists(backfill_id) AND ({write.condition})"
         # DynamoDB refuses placeholders that the expressions do not use.
         used = {k: v for k, v in _MANAGED_NAMES.items() if k in update or k in condition}
         request = {
@@ -589,6 +622,67 @@ class StatusStore:
                 raise StatusItemTooLargeError(backfill_id, f"moving it to {target}") from None
             response = self._send_update(backfill_id, request, target=target)
         return self._bounded(response["Attributes"])
+
+    def _hold(self, item: dict[str, Any]) -> StatusRecord:
+        """The record of an item this store has just written, kept for `transition(held=...)`."""
+        record = record_from_item(item)
+        self._written = (record.backfill_id, record.version, item)
+        return record
+
+    def _replace_held(
+        self,
+        held: StatusRecord,
+        write: _Write,
+        allowed: Collection[BackfillState],
+        expected_version: int | None,
+        slack_thread: tuple[str, str] | None,
+    ) -> StatusRecord | None:
+        """`write` (a transition's) as one PutItem of the whole item that `_update` would
+        leave, built from the item this store wrote last, conditioned on that item's
+        `revision` (every writer of a record sets a fresh one) and its moved history
+        (`history_archived`): it applies only to the record exactly as this store left it.
+        None when the held record is not that item, when its state does not allow the
+        transition, or when the item changed since (or the put is too large): the caller
+        sends the update, which decides against the record as it is."""
+        written, self._written = self._written, None
+        if written is None or written[:2] != (held.backfill_id, held.version):
+            return None
+        _, version, item = written
+        if REVISION not in item or BackfillState(item["state"]["S"]) not in allowed:
+            return None
+        if expected_version is not None and expected_version != version:
+            return None
+        now = self._clock()
+        entry = self._history_entry(write.target, now, write.detail, by=write.by)
+        new = {name: attribute(value) for name, value in self._checked(write.attributes).items()}
+        new = {
+            **item,
+            **new,
+            "state": {"S": str(write.target)},
+            "updated_at": {"S": now.isoformat()},
+            "version": {"N": str(version + 1)},
+            "history": {"L": [*item.get("history", {}).get("L", []), attribute(entry)]},
+            REVISION: {"S": _revision()},
+        }
+        if slack_thread is not None:  # the first thread stored stands, as `_thread_clauses` has it
+            new.setdefault("slack_channel", {"S": slack_thread[0]})
+            new.setdefault("slack_thread_ts", {"S": slack_thread[1]})
+        archived = item.get("history_archived")
+        values = {":revision": item[REVISION], **({":archived": archived} if archived else {})}
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=new,
+                ConditionExpression="#revision = :revision AND "
+                + ("#archived = :archived" if archived else "attribute_not_exists(#archived)"),
+                ExpressionAttributeNames={"#revision": REVISION, "#archived": "history_archived"},
+                ExpressionAttributeValues=values,
+            )
+        except (ClientError, BotoCoreError) as error:
+            if condition_failed(error) or self._is_too_large(error):
+                return None
+            raise StatusStoreError(f"moving {held.backfill_id} to {write.target}: {error}") from error
+        return self._bounded(new)
 
     def _send_update(
         self, backfill_id: str, request: dict[str, Any], *, target: BackfillState
@@ -616,10 +710,11 @@ class StatusStore:
         """The record just written, with its older history moved out when it has grown enough
         (one transaction, every HISTORY_CHUNK transitions). A move that fails leaves the entries
         where they are, for the next write to move: the transition itself has happened."""
-        record = record_from_item(item)
-        chunks = chunks_due(len(record.history))
+        chunks = chunks_due(len(item.get("history", {}).get("L", [])))
         if not chunks:
-            return record
+            return self._hold(item)
+        self._written = None  # the move changes the item
+        record = record_from_item(item)
         raw = item["history"]["L"]
         try:
             moved = self._move_history(record.backfill_id, raw, record.history_archived, chunks)
@@ -723,16 +818,14 @@ class StatusStore:
         return response["Item"]
 
 
-def _thread_clauses(slack_thread: tuple[str, str] | None) -> dict[str, Any]:
-    """SET clauses storing a Slack thread (channel, ts) unless the record has one: the first
-    thread stored is the one every component replies to (`set_slack_thread`'s rule)."""
+def _thread_clauses(slack_thread: tuple[str, str] | None) -> tuple[list[str], dict[str, Any]]:
+    """SET clauses (and their values) storing a Slack thread (channel, ts) unless the record
+    has one: the first thread stored is the one every component replies to
+    (`set_slack_thread`'s rule)."""
     if slack_thread is None:
-        return {}
+        return [], {}
     channel, ts = slack_thread
-    return {
-        "extra_set": [
-            "slack_channel = if_not_exists(slack_channel, :thread_channel_new)",
-            "slack_thread_ts = if_not_exists(slack_thread_ts, :thread_ts_new)",
-        ],
-        "extra_values": {":thread_channel_new": {"S": channel}, ":thread_ts_new": {"S": ts}},
-    }
+    return [
+        "slack_channel = if_not_exists(slack_channel, :thread_channel_new)",
+        "slack_thread_ts = if_not_exists(slack_thread_ts, :thread_ts_new)",
+    ], {":thread_channel_new": {"S": channel}, ":thread_ts_new": {"S": ts}}

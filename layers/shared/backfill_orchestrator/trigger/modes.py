@@ -102,7 +102,7 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
     # back (AWAITING_APPROVAL moves on from PLANNED). Otherwise the state that follows carries
     # the plan: TRIGGERED, or QUEUED when the claims hold it back.
     if record.state is not BackfillState.PLANNED and may_stop:
-        services.status.transition(
+        record = services.status.transition(
             backfill_id,
             BackfillState.PLANNED,
             detail=f"{len(plan.waves)} waves, {len(plan.steps)} steps"
@@ -141,6 +141,7 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         result_uri=services.storage.result_uri(request.upload),
         planned=planned,
         announce=(lambda url: announce(plan, stored, url)) if announce else None,
+        held=record,  # as claimed, or as PLANNED left it: the TRIGGERED write replaces it
     )
     started(
         services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=config.owner

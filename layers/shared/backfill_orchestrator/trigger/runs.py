@@ -204,6 +204,7 @@ def trigger_run(
     done_uri: str | None = None,
     planned: Mapping[str, Any] | None = None,
     announce: Callable[[str | None], tuple[str, str] | None] | None = None,
+    held: StatusRecord | None = None,
 ) -> tuple[TriggerResult, str | None]:
     """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
     record TRIGGERED (with `planned`: config_uri, plan_uri and plan_summary, when no PLANNED
@@ -212,7 +213,8 @@ def trigger_run(
     `announce(run_url)`: called only when this call created the run, between the POST and the
     TRIGGERED write, which then carries the Slack thread it returns (one status write, not
     two). A run that existed already is not announced again: whoever created it did, or died
-    before it could, and then the DAG's start opens the thread (the record has none)."""
+    before it could, and then the DAG's start opens the thread (the record has none).
+    `held`: the record as this attempt last wrote it (`StatusStore.transition`)."""
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
@@ -236,6 +238,7 @@ def trigger_run(
         attempt=attempt,
         attributes=planned,
         slack_thread=thread,
+        held=held,
     )
     return run, run_url
 
@@ -254,6 +257,7 @@ def record_triggered(
     attempt: int,
     attributes: Mapping[str, Any] | None,
     slack_thread: tuple[str, str] | None = None,
+    held: StatusRecord | None = None,
 ) -> None:
     """TRIGGERED, with the run's id and link. A first run is recorded only from what the
     trigger left before it (TRIGGER_FROM): when the DAG already moved the record on (RUNNING,
@@ -278,6 +282,7 @@ def record_triggered(
                 attributes={**extra, **run_attributes},
                 only_from=TRIGGER_FROM if attempt == 1 else None,
                 slack_thread=slack_thread,
+                held=held,
             )
         except TransitionRejectedError as error:
             current = error.current
