@@ -28,7 +28,7 @@ from backfill_orchestrator.trigger import Disposition
 from tests.support.trigger import VALID, TriggerHarness
 
 REPO = Path(__file__).resolve().parents[2]
-LATENCY = 0.25  # seconds per answer: far above starting a thread, even on a loaded machine
+LATENCY = 1.0  # seconds per answer: far above starting a thread, even at a load of 16 on 2 CPUs
 
 # What every config calls (docs/trigger.md, "Round trips"): the bare path's four (config
 # GET, claim, DAG trigger, result file) plus lineage, the stored plan, Slack, and TRIGGERED
