@@ -159,18 +159,13 @@ def preflight_plan(
 def checked_plan(
     config: BackfillConfig,
     plan: Plan,
+    reach: Reach,
     *,
-    catalog: JobCatalog | None,
-    limits: PreflightLimits,
-    lister: Lister | None = None,
-    history: RunHistory | None = None,
     known_producers: Mapping[JobKey, tuple[JobKey, ...]] | None = None,
-    durations: DurationCache | None = None,
 ) -> Plan:
     """`preflight_plan` for callers that only go on with an accepted plan (the trigger): raises
     PreflightRefusedError carrying the verdict, and Marquez's errors when they matter (see
     `run_preflight`)."""
-    reach = Reach(limits, catalog=catalog, lister=lister, history=history, durations=durations)
     verdict, plan = preflight_plan(
         config, plan, reach, marquez_errors_raise=True, known_producers=known_producers
     )

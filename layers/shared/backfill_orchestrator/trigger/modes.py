@@ -14,7 +14,7 @@ from backfill_orchestrator.contracts.publish import PublishPolicy
 from backfill_orchestrator.lineage import ProducersSeen
 from backfill_orchestrator.planner import PlanRefusedError, build_plan
 from backfill_orchestrator.policy import Policy, publish_policy_for
-from backfill_orchestrator.preflight import PreflightRefusedError, checked_plan
+from backfill_orchestrator.preflight import PreflightRefusedError, Reach, checked_plan
 from backfill_orchestrator.status import BackfillState
 from backfill_orchestrator.trigger.approval import gate_submission
 from backfill_orchestrator.trigger.runs import (
@@ -72,15 +72,13 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
                 marquez = services.lineage()  # the plan's lineage, and the run history of its jobs
                 lineage = ProducersSeen(marquez)  # freshness reuses the roots' answers
                 plan = build_plan(config, backfill_id=backfill_id, lineage=lineage, catalog=catalog)
-                plan = checked_plan(
-                    config,
-                    plan,
+                reach = Reach(
+                    services.settings.preflight,
                     catalog=catalog,
-                    limits=services.settings.preflight,
                     history=marquez,
-                    known_producers=lineage.producers,
                     durations=services.durations,
                 )
+                plan = checked_plan(config, plan, reach, known_producers=lineage.producers)
                 if publish_policy != PublishPolicy():  # the defaults need not be written down
                     plan = plan.model_copy(update={"publish_policy": publish_policy})
             except PreflightRefusedError as error:
