@@ -262,13 +262,8 @@ def stage_step(
     checks_uri = layout.checks_uri(settings.backfill_id, settings.attempt, step_id)
     documents.write_bytes(checks_uri, checks.to_json().encode(), s3_client=settings.publisher.s3_client)
     entries = manifest_partitions(
+        manifest,
         layout=layout,
-        backfill_id=settings.backfill_id,
-        attempt=settings.attempt,
-        step_id=step_id,
-        kind=kind,
-        table_uri=table.uri(warehouse),
-        staging_uri=staging_uri,
         staged={partition: profile.rows for partition, profile in after.items()},
         live=live,
     )

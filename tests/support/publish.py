@@ -128,7 +128,7 @@ def stage_on_disk(
     if catalog is not None:
         live = catalog.locations("food_delivery.orders", None)
     now = datetime.now(UTC)
-    return PublishManifest(
+    manifest = PublishManifest(
         backfill_id=backfill_id,
         attempt=attempt,
         step_id=step_id,
@@ -141,18 +141,10 @@ def stage_on_disk(
         state=ManifestState.STAGED,
         created_at=now,
         updated_at=now,
-        partitions=manifest_partitions(
-            layout=layout,
-            backfill_id=backfill_id,
-            attempt=attempt,
-            step_id=step_id,
-            kind=kind,
-            table_uri=table_uri,
-            staging_uri=staging_uri,
-            staged=dict.fromkeys(staged, 1),
-            live=live,
-        ),
+        partitions=[],
     )
+    partitions = manifest_partitions(manifest, layout=layout, staged=dict.fromkeys(staged, 1), live=live)
+    return manifest.model_copy(update={"partitions": partitions})
 
 
 def read_partitions(

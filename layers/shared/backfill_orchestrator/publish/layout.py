@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from backfill_orchestrator.contracts.publish import ManifestPartition, PartitionAction, TableKind
+from backfill_orchestrator.contracts.publish import (
+    ManifestPartition,
+    PartitionAction,
+    PublishManifest,
+    TableKind,
+)
 
 CATALOG_VERSIONS = "_backfill"  # hidden from path readers: Spark and Hive skip `_` directories
 
@@ -70,20 +75,18 @@ def default_root(warehouse: str) -> str:
 
 
 def manifest_partitions(
+    manifest: PublishManifest,
     *,
     layout: PublishLayout,
-    backfill_id: str,
-    attempt: int,
-    step_id: str,
-    kind: TableKind,
-    table_uri: str,
-    staging_uri: str,
     staged: Mapping[str, int],
     live: Mapping[str, str],
 ) -> list[ManifestPartition]:
-    """Each partition of a step's scope, staged (partition -> rows) or live (partition ->
-    location), with its action and its three locations: a path table's replaced partition is
-    moved to its backup; a catalogued table's stays where it is, its backup being itself."""
+    """Each partition of `manifest`'s step scope, staged (partition -> rows) or live
+    (partition -> location), with its action and its three locations: a path table's replaced
+    partition is moved to its backup; a catalogued table's stays where it is, its backup being
+    itself."""
+    backfill_id, attempt, step_id = manifest.backfill_id, manifest.attempt, manifest.step_id
+    kind, table_uri, staging_uri = manifest.table_kind, manifest.table_uri, manifest.staging_uri
     entries = []
     for partition in sorted(set(staged) | set(live)):
         if partition not in live:
