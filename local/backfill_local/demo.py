@@ -326,7 +326,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     from backfill_local.airflow_local import LocalAirflow, demo_dags_folder
-    from backfill_local.demo_spark import demo_spark
+    from backfill_local.demo_spark import demo_spark, link_or_copy, load_sample
     from backfill_local.marquez_double import MarquezDouble
     from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 
@@ -387,9 +387,20 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     spark_log = work / "logs" / "demo_spark.log"
     spark_scope = ExitStack()
     stack.enter_context(spark_scope)
-    spark = spark_scope.enter_context(demo_spark(log=spark_log))
-    sample = spark.clean_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
+    # The JVM starts while the sample is copied from the cache (when it is there).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as starting:
+        session = starting.submit(spark_scope.enter_context, demo_spark(log=spark_log))
+        cached = load_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
+        spark = session.result()
+    sample = cached or spark.clean_sample(
+        warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS
+    )
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
+    # The clean run's tables are read now, while Airflow boots and starts the plan, and kept
+    # for both data checks (`DemoSpark.keep_reference`).
+    checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keep-reference")
+    stack.callback(checking.shutdown)
+    kept = checking.submit(spark.keep_reference, reference)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"
     print(
@@ -431,8 +442,10 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     def before_handler(key: str) -> None:
         # The second backfill starts from the `start` document the first one's end drops: keep
         # the warehouse exactly as the first left it, to check it while the second runs.
+        # Hard links, not copies: the backfills replace files (write new ones, rename, delete),
+        # never write into one, so the linked files keep the first backfill's bytes.
         if key.startswith(f"control/{second_id}/start-") and not after_first.exists():
-            shutil.copytree(warehouse, after_first)
+            shutil.copytree(warehouse, after_first, copy_function=link_or_copy)
 
     from backfill_orchestrator.trigger.handler import trigger_wiring
 
@@ -499,6 +512,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     stage("data check: the warehouse the first backfill left equals the clean run")
     if not after_first.exists():  # the copy is made before the `start` event reaches the trigger
         raise DemoFailure(f"{second.backfill_id} was started without a `start` document event")
+    kept.result()  # raises what reading the clean run raised
     differences = spark.differences(repaired=after_first, reference=reference)
     if differences:
         raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
