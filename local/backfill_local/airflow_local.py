@@ -388,7 +388,7 @@ class LocalAirflow:
 
     def _warm_execution_api(self) -> None:
         """The api-server builds its task execution API (`/execution`, versioned routes) on
-        the first request to it: 3 s on an idle machine, 11 s at a load of 7, which the first
+        the first request to it: 3 s at a load of 4, 11 s at a load of 7, which the first
         task of the first DAG run would otherwise wait for (between its "Pre Execute" and its
         start). Asked once here, at boot, where it overlaps whatever the caller does meanwhile."""
         try:

@@ -240,7 +240,7 @@ def airflow_settings(
         "AIRFLOW__BACKFILL__PAGERDUTY_EVENTS_URL": pagerduty.events_url,
         # Round slots for the demo's plans (two rounds): an unused slot still runs two tasks.
         "AIRFLOW__BACKFILL__MAX_ROUNDS": "2",
-        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "5",
+        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "8",
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
         "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
         "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
@@ -361,7 +361,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
                 REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]
             ),
             home=work / "airflow",
-            # 5 rerun tasks wait on their DAG runs while 5 slots run those runs' tasks.
+            # The rerun round: one task (its `prepare`) waits on 8 DAG runs whose tasks take 8 slots.
             parallelism=10,
             responsive=True,
             extra_env=airflow_settings(
