@@ -396,11 +396,6 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS
     )
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
-    # The clean run's tables are read now, while Airflow boots and starts the plan, and kept
-    # for both data checks (`DemoSpark.keep_reference`).
-    checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keep-reference")
-    stack.callback(checking.shutdown)
-    kept = checking.submit(spark.keep_reference, reference)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"
     print(
@@ -423,6 +418,13 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
             user=os.environ.get("DEMO_AIRFLOW_USER", "admin"),
             password=os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin"),
         )
+
+    # The clean run's tables are read while Airflow starts the plan (its first tasks and the
+    # Spark job's start leave a core free) and kept for both data checks
+    # (`DemoSpark.keep_reference`); not earlier, where they slow Airflow's boot.
+    checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keep-reference")
+    stack.callback(checking.shutdown)
+    kept = checking.submit(spark.keep_reference, reference)
 
     stage("S3 notifications of the config bucket (incoming/, control/) -> queue -> trigger handler")
     os.environ.update(

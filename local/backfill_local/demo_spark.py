@@ -200,7 +200,7 @@ class DemoSpark:
     def keep_reference(self, reference: Path) -> None:
         """Read the clean run's processed tables once and keep each as its distinct rows with
         their counts, in memory (the reference is only ever read): every later `differences`
-        with this reference reads only the repaired side. Runs while Airflow boots and runs."""
+        with this reference reads only the repaired side."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
