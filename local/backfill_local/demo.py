@@ -240,7 +240,7 @@ def airflow_settings(
         "AIRFLOW__BACKFILL__PAGERDUTY_EVENTS_URL": pagerduty.events_url,
         # Round slots for the demo's plans (two rounds): an unused slot still runs two tasks.
         "AIRFLOW__BACKFILL__MAX_ROUNDS": "2",
-        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "5",
+        "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "8",
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
         "AIRFLOW__BACKFILL__RETRY_DELAY_SECONDS": "5",
         "AIRFLOW__BACKFILL__OPENLINEAGE_TRANSPORT": lineage_transport,
@@ -326,7 +326,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     from backfill_local.airflow_local import LocalAirflow, demo_dags_folder
-    from backfill_local.demo_spark import demo_spark
+    from backfill_local.demo_spark import demo_spark, link_or_copy, load_sample
     from backfill_local.marquez_double import MarquezDouble
     from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
 
@@ -361,7 +361,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
                 REPO / "dags", work / "dags", dag_files=["backfill_dag.py", "food_delivery"]
             ),
             home=work / "airflow",
-            # 5 rerun tasks wait on their DAG runs while 5 slots run those runs' tasks.
+            # The rerun round: one task (its `prepare`) waits on 8 DAG runs whose tasks take 8 slots.
             parallelism=10,
             responsive=True,
             extra_env=airflow_settings(
@@ -387,8 +387,14 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     spark_log = work / "logs" / "demo_spark.log"
     spark_scope = ExitStack()
     stack.enter_context(spark_scope)
-    spark = spark_scope.enter_context(demo_spark(log=spark_log))
-    sample = spark.clean_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
+    # The JVM starts while the sample is copied from the cache (when it is there).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as starting:
+        session = starting.submit(spark_scope.enter_context, demo_spark(log=spark_log))
+        cached = load_sample(warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS)
+        spark = session.result()
+    sample = cached or spark.clean_sample(
+        warehouse=warehouse, reference=reference, start=DATA_START, days=DATA_DAYS
+    )
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"
@@ -413,6 +419,13 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
             password=os.environ.get("DEMO_AIRFLOW_PASSWORD", "admin"),
         )
 
+    # The clean run's tables are read while Airflow starts the plan (its first tasks and the
+    # Spark job's start leave a core free) and kept for both data checks
+    # (`DemoSpark.keep_reference`); not earlier, where they slow Airflow's boot.
+    checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keep-reference")
+    stack.callback(checking.shutdown)
+    kept = checking.submit(spark.keep_reference, reference)
+
     stage("S3 notifications of the config bucket (incoming/, control/) -> queue -> trigger handler")
     os.environ.update(
         trigger_settings(
@@ -431,8 +444,10 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     def before_handler(key: str) -> None:
         # The second backfill starts from the `start` document the first one's end drops: keep
         # the warehouse exactly as the first left it, to check it while the second runs.
+        # Hard links, not copies: the backfills replace files (write new ones, rename, delete),
+        # never write into one, so the linked files keep the first backfill's bytes.
         if key.startswith(f"control/{second_id}/start-") and not after_first.exists():
-            shutil.copytree(warehouse, after_first)
+            shutil.copytree(warehouse, after_first, copy_function=link_or_copy)
 
     from backfill_orchestrator.trigger.handler import trigger_wiring
 
@@ -499,6 +514,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     stage("data check: the warehouse the first backfill left equals the clean run")
     if not after_first.exists():  # the copy is made before the `start` event reaches the trigger
         raise DemoFailure(f"{second.backfill_id} was started without a `start` document event")
+    kept.result()  # raises what reading the clean run raised
     differences = spark.differences(repaired=after_first, reference=reference)
     if differences:
         raise DemoFailure("the repaired data differs from the clean run: " + "; ".join(differences))
