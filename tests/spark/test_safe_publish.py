@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -263,9 +264,8 @@ def test_the_key_diff_reads_only_the_partitions_whose_keys_may_differ(spark):
     assert before["day=1"].key_digest == after["day=1"].key_digest
     assert before["day=2"].key_digest != after["day=2"].key_digest  # same rows, one key swapped
 
-    changes = key_changes(
-        new=new, old=old, before=before, after=after, partition_columns=parts, key_columns=keys
-    )
+    diff = partial(key_changes, partition_columns=parts, key_columns=keys)
+    changes = diff(new=new, old=old, before=before, after=after)
     assert {p: n for p, n in changes.added.items() if n} == {"day=2": 1, "day=4": 1}
     assert {p: n for p, n in changes.removed.items() if n} == {"day=2": 1, "day=3": 1}
     assert changes.examples_added == {"day=2": ["x"], "day=4": ["f"]}
@@ -273,12 +273,5 @@ def test_the_key_diff_reads_only_the_partitions_whose_keys_may_differ(spark):
 
     unchanged = {"day=1": after["day=1"]}
     exploding = new.withColumn("order_id", F.raise_error(F.lit("the key diff read an unchanged partition")))
-    nothing = key_changes(
-        new=exploding,
-        old=exploding,
-        before=unchanged,
-        after=unchanged,
-        partition_columns=parts,
-        key_columns=keys,
-    )
+    nothing = diff(new=exploding, old=exploding, before=unchanged, after=unchanged)
     assert (nothing.added, nothing.removed) == ({}, {})
