@@ -14,7 +14,6 @@ parser is `_load_yaml` alone, so changing it is a change in one place."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -369,6 +368,8 @@ class DocumentKind(Generic[M]):
 
 def positive(text: str) -> int:
     """A command-line count of at least 1 (an argparse `type`), for the CLI and the Spark jobs."""
+    import argparse  # here: the Lambdas import this module, and argparse is not on their path
+
     try:
         value = int(text)
     except ValueError:
