@@ -13,11 +13,13 @@ Where things live: backfill_orchestrator.publish.layout."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from pyspark import StorageLevel
+from pyspark import InheritableThread, StorageLevel
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from backfill_orchestrator import documents
 from backfill_orchestrator.contracts.publish import (
@@ -33,6 +35,7 @@ from backfill_orchestrator.publish.layout import manifest_partitions
 from backfill_orchestrator.reconciliation import ReconciliationRules
 from spark_jobs.engine.catalogs import Catalogs, catalog_locations
 from spark_jobs.engine.checks import (
+    Profile,
     data_diff,
     key_changes,
     profiles,
@@ -49,7 +52,8 @@ from spark_jobs.engine.tables import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+
+T = TypeVar("T")
 
 AUTO_PUBLISHER = "auto"  # `published_by` of a publish the policy made in the job
 
@@ -111,11 +115,22 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class _LiveSide:
+    """The step's live partitions within the scope as readers find them: partition -> location,
+    the frame of their rows, its profile, the schema of one partition's files, and the
+    catalog's partition columns (None for a path-only table)."""
+
+    locations: dict[str, str]
+    frame: DataFrame
+    before: dict[str, Profile]
+    schema: StructType | None
+    partition_columns: list[str] | None
+
+
 def _live_side(
     *, spark: SparkSession, warehouse: str, catalogs: Catalogs, table_scope: Scope, table: Table
-) -> tuple[dict[str, str], DataFrame]:
-    """The live partitions within the scope as readers find them (partition -> location), and
-    the frame of their rows."""
+) -> _LiveSide:
     if catalogs.kind(table) is not TableKind.PATH:
         locations = catalog_locations(catalogs, table, table_scope)
     else:
@@ -123,8 +138,14 @@ def _live_side(
             partition_path(p): f"{table.uri(warehouse)}/{partition_path(p)}"
             for p in list_partitions(spark=spark, warehouse=warehouse, table=table, scope=table_scope)
         }
-    return locations, read_table(
-        spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=catalogs
+    frame = read_table(spark=spark, warehouse=warehouse, table=table, scope=table_scope, catalogs=catalogs)
+    first = next(iter(locations.items()), None)
+    return _LiveSide(
+        locations=locations,
+        frame=frame,
+        before=profiles(frame, table.schema, table.partition_columns, table.key_columns) if locations else {},
+        schema=_sample_schema(spark, table.format, first[1], first[0]) if first else None,
+        partition_columns=_catalog_partition_columns(spark, catalogs, table),
     )
 
 
@@ -135,6 +156,29 @@ def _sample_schema(spark: SparkSession, fmt: str, location: str, partition: str)
         return spark.read.format(fmt).option("basePath", base).load(location).schema
     except Exception:  # noqa: BLE001 - no readable file there: nothing to compare with
         return None
+
+
+def _started(work: Callable[[], T]) -> Callable[[], T]:
+    """`work` on its own thread, which keeps this thread's Spark job group (a step's jobs are
+    found and cancelled by it); the call returned waits for the result, or raises its error."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as error:  # noqa: BLE001 - handed to the thread that waits
+            outcome["error"] = error
+
+    thread = InheritableThread(target=run, name="live-side", daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]  # type: ignore[misc]
+        return outcome["value"]  # type: ignore[return-value]
+
+    return result
 
 
 def stage_step(
@@ -183,6 +227,13 @@ def stage_step(
             partitions=[],
         )
     )
+    # The live side does not depend on the output: it is read and profiled while the output is
+    # computed and written (a step's jobs leave cores idle between stages).
+    live_side = _started(
+        lambda: _live_side(
+            spark=spark, warehouse=warehouse, catalogs=settings.catalogs, table_scope=table_scope, table=table
+        )
+    )
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with clock.phase("transform"):
@@ -198,25 +249,17 @@ def stage_step(
                     .save(staging_uri)
                 )
         with clock.phase("check"):
-            live, old = _live_side(
-                spark=spark,
-                warehouse=warehouse,
-                catalogs=settings.catalogs,
-                table_scope=table_scope,
-                table=table,
-            )
-            before = profiles(old, table.schema, columns, table.key_columns) if live else {}
+            live = live_side()
             first_staged = next(iter(after), None)
-            first_live = next(iter(live.items()), None)
             schema = schema_check(
-                staged=_sample_schema(spark, table.format, f"{staging_uri}/{first_staged}", first_staged)
+                staged=_staged_schema(
+                    spark, table, frame, f"{staging_uri}/{first_staged}", first_staged, live
+                )
                 if first_staged
                 else None,
-                live=_sample_schema(spark, table.format, first_live[1], first_live[0])
-                if first_live
-                else None,
+                live=live.schema,
                 staged_partitions=list(columns),
-                live_partitions=_catalog_partition_columns(spark, settings.catalogs, table) or list(columns),
+                live_partitions=live.partition_columns or list(columns),
             )
             table_rules = settings.rules.for_table(table.name) if settings.rules else None
             rules = rules_check(
@@ -231,8 +274,8 @@ def stage_step(
             keys = (
                 key_changes(
                     new=frame,
-                    old=old,
-                    before=before,
+                    old=live.frame,
+                    before=live.before,
                     after=after,
                     partition_columns=columns,
                     key_columns=table.key_columns,
@@ -240,10 +283,13 @@ def stage_step(
                 if table.key_columns
                 else None
             )
-            diff = data_diff(before=before, after=after, keys=keys, key_columns=table.key_columns)
+            diff = data_diff(before=live.before, after=after, keys=keys, key_columns=table.key_columns)
             outcome, reasons = verdict(
-                policy=settings.policy, schema=schema, rules=rules, diff=diff, before=before, after=after
+                policy=settings.policy, schema=schema, rules=rules, diff=diff, before=live.before, after=after
             )
+    except BaseException:
+        _wait_quietly(live_side)  # its jobs are the step's: none outlives the step
+        raise
     finally:
         frame.unpersist()
     checks = StepChecks(
@@ -265,7 +311,7 @@ def stage_step(
         manifest,
         layout=layout,
         staged={partition: profile.rows for partition, profile in after.items()},
-        live=live,
+        live=live.locations,
     )
     manifest = settings.publisher.write_manifest(
         manifest.model_copy(
@@ -282,9 +328,48 @@ def stage_step(
         manifest=manifest,
         checks=checks,
         rows_by_partition={partition: profile.rows for partition, profile in sorted(after.items())},
-        deleted=sorted(set(live) - set(after)),
+        deleted=sorted(set(live.locations) - set(after)),
         bytes_staged=filesystem.size(staging_uri) if after else 0,
     )
+
+
+def _staged_schema(
+    spark: SparkSession, table: Table, frame: DataFrame, location: str, partition: str, live: _LiveSide
+) -> StructType | None:
+    """The schema a reader of the staged files will find. Parquet files hold the written frame's
+    columns, every one nullable (Spark writes Parquet so); the partition columns' types are
+    inferred from the directory names, which staged and live partitions share, so they are
+    taken from the live sample. Other formats are sampled like the live side."""
+    if table.format != "parquet" or live.schema is None:
+        return _sample_schema(spark, table.format, location, partition)
+    partitions = set(table.partition_columns)
+    return StructType(
+        [
+            StructField(f.name, _nullable(f.dataType), True)
+            for f in frame.schema.fields
+            if f.name not in partitions
+        ]
+        + [f for f in live.schema.fields if f.name in partitions]
+    )
+
+
+def _nullable(data_type: DataType) -> DataType:
+    """The type with every nested field, element and value nullable (Spark's `asNullable`, which
+    its Parquet writer applies)."""
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def _wait_quietly(result: Callable[[], object]) -> None:
+    try:
+        result()
+    except BaseException:  # noqa: BLE001, S110 - the step's own error is the one raised
+        pass
 
 
 def _read_staged(spark: SparkSession, table: Table, staging_uri: str) -> DataFrame:

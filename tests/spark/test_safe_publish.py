@@ -247,6 +247,41 @@ def test_the_job_stages_and_publishes_by_the_policy_it_is_given(spark, warehouse
     assert backfill_job.main([*args, "--publish-policy", str(tmp_path / "missing.json")]) == 2
 
 
+def test_a_live_partition_of_another_type_is_a_located_schema_failure_and_nothing_is_published(
+    spark, warehouse, tmp_path
+):
+    """The live files of a day hold `customer_id` as int (written by an older job); the staged
+    output has the table's bigint: the step fails its checks, the difference named, live
+    untouched."""
+    day = date(2021, 5, 5)
+    table = warehouse / ORDERS.location
+    drifted = tmp_path / "drifted"
+    (
+        spark.read.option("basePath", str(table))
+        .parquet(str(table / f"day={day}"))
+        .withColumn("customer_id", F.col("customer_id").cast("int"))
+        .write.partitionBy(*ORDERS.partition_columns)
+        .parquet(str(drifted))
+    )
+    shutil.rmtree(table / f"day={day}")
+    shutil.move(drifted / f"day={day}", table / f"day={day}")
+    plan = hand_plan([hand_step("etl_orders", [day], feeds=["web"])])
+    before = file_snapshot(warehouse)
+    publishing = settings(spark, warehouse, plan.backfill_id)
+    report = run_plan(
+        spark=spark, plan=plan, warehouse=str(warehouse), registry=FOOD_DELIVERY, publishing=publishing
+    )
+
+    (failed,) = report.steps
+    assert failed.status is StepStatus.FAILED
+    assert failed.error == "checks failed, nothing published: schema: column customer_id: staged bigint, live int"
+    checks = StepChecks.from_json(Path(failed.checks_uri).read_bytes())
+    assert checks.verdict is ChecksVerdict.FAILED and not checks.schema_check.passed
+    assert checks.schema_check.problems == ["column customer_id: staged bigint, live int"]
+    assert checks.diff.rows_after == checks.diff.rows_before  # the rows themselves are the same
+    assert file_snapshot(warehouse) == before
+
+
 def test_the_key_diff_reads_only_the_partitions_whose_keys_may_differ(spark):
     """Same rows and key digest: no keys changed, and the partition is not looked at again
     (its frame would raise if it were); a swapped key with the same row count, a new and an
