@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StructField, StructType
@@ -229,23 +230,28 @@ def key_changes(
     )
     added: dict[str, int] = {}
     removed: dict[str, int] = {}
-    counted = sides.groupBy(*partition_columns).agg(
-        F.sum("__new").alias("added"), F.sum("__old").alias("removed")
-    )
-    for row in counted.collect():
-        key = partition_path(tuple((column, row[column]) for column in partition_columns))
-        added[key], removed[key] = int(row["added"] or 0), int(row["removed"] or 0)
     examples_added: dict[str, list[str]] = {}
     examples_removed: dict[str, list[str]] = {}
-    if added or removed:
-        limit = MAX_TOP_PARTITIONS * MAX_EXAMPLE_KEYS * 2
-        for row in sides.limit(limit).collect():
+    # Kept for the examples' read: without it, that read would shuffle the keys a second time.
+    sides = sides.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counted = sides.groupBy(*partition_columns).agg(
+            F.sum("__new").alias("added"), F.sum("__old").alias("removed")
+        )
+        for row in counted.collect():
             key = partition_path(tuple((column, row[column]) for column in partition_columns))
-            label = ",".join(str(row[column]) for column in key_columns)
-            target = examples_added if row["__new"] else examples_removed
-            bucket = target.setdefault(key, [])
-            if len(bucket) < MAX_EXAMPLE_KEYS:
-                bucket.append(label)
+            added[key], removed[key] = int(row["added"] or 0), int(row["removed"] or 0)
+        if added or removed:
+            limit = MAX_TOP_PARTITIONS * MAX_EXAMPLE_KEYS * 2
+            for row in sides.limit(limit).collect():
+                key = partition_path(tuple((column, row[column]) for column in partition_columns))
+                label = ",".join(str(row[column]) for column in key_columns)
+                target = examples_added if row["__new"] else examples_removed
+                bucket = target.setdefault(key, [])
+                if len(bucket) < MAX_EXAMPLE_KEYS:
+                    bucket.append(label)
+    finally:
+        sides.unpersist()
     return KeyChanges(added, removed, examples_added, examples_removed)
 
 
