@@ -73,7 +73,7 @@ def profiles(
     aggregates = [F.count(F.lit(1)).alias(ROWS)]
     fields = _data_fields(schema, partition_columns)
     for index, column in enumerate(fields):
-        aggregates.append(F.sum(F.when(F.col(column.name).isNull(), 1).otherwise(0)).alias(f"n{index}"))
+        aggregates.append(F.count(F.col(column.name)).alias(f"n{index}"))  # the non-null values
         if isinstance(column.dataType, NumericType):
             aggregates.append(F.sum(F.col(column.name)).cast("double").alias(f"s{index}"))
     if key_columns:
@@ -86,7 +86,7 @@ def profiles(
         values = tuple(row[column] for column in partition_columns)
         found[partition_path(tuple(zip(partition_columns, values, strict=True)))] = Profile(
             rows=int(row[ROWS]),
-            nulls={column.name: int(row[f"n{i}"] or 0) for i, column in enumerate(fields)},
+            nulls={column.name: int(row[ROWS]) - int(row[f"n{i}"]) for i, column in enumerate(fields)},
             sums={
                 column.name: float(row[f"s{i}"] or 0.0)
                 for i, column in enumerate(fields)

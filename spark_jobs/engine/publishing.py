@@ -227,17 +227,23 @@ def stage_step(
             partitions=[],
         )
     )
-    # The live side does not depend on the output: it is read and profiled while the output is
-    # computed and written (a step's jobs leave cores idle between stages).
-    live_side = _started(
-        lambda: _live_side(
-            spark=spark, warehouse=warehouse, catalogs=settings.catalogs, table_scope=table_scope, table=table
-        )
-    )
+    live_side: Callable[[], _LiveSide] | None = None
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with clock.phase("transform"):
             after = profiles(frame, table.schema, columns, table.key_columns)
+        # The live side does not depend on the output: it is read and profiled on a thread while
+        # the output is written (the write leaves cores idle between its stages). Started once
+        # the output is computed and cached, it does not slow that computation down.
+        live_side = _started(
+            lambda: _live_side(
+                spark=spark,
+                warehouse=warehouse,
+                catalogs=settings.catalogs,
+                table_scope=table_scope,
+                table=table,
+            )
+        )
         if after:
             with clock.phase("write"):
                 (
@@ -288,7 +294,8 @@ def stage_step(
                 policy=settings.policy, schema=schema, rules=rules, diff=diff, before=live.before, after=after
             )
     except BaseException:
-        _wait_quietly(live_side)  # its jobs are the step's: none outlives the step
+        if live_side is not None:
+            _wait_quietly(live_side)  # its jobs are the step's: none outlives the step
         raise
     finally:
         frame.unpersist()

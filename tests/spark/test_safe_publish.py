@@ -274,7 +274,10 @@ def test_a_live_partition_of_another_type_is_a_located_schema_failure_and_nothin
 
     (failed,) = report.steps
     assert failed.status is StepStatus.FAILED
-    assert failed.error == "checks failed, nothing published: schema: column customer_id: staged bigint, live int"
+    assert (
+        failed.error
+        == "checks failed, nothing published: schema: column customer_id: staged bigint, live int"
+    )
     checks = StepChecks.from_json(Path(failed.checks_uri).read_bytes())
     assert checks.verdict is ChecksVerdict.FAILED and not checks.schema_check.passed
     assert checks.schema_check.problems == ["column customer_id: staged bigint, live int"]
@@ -291,11 +294,16 @@ def test_the_key_diff_reads_only_the_partitions_whose_keys_may_differ(spark):
         [("a", 1, "1"), ("b", 2, "1"), ("c", 3, "2"), ("d", 4, "2"), ("e", 5, "3")], schema
     )
     new = spark.createDataFrame(
-        [("a", 10, "1"), ("b", 20, "1"), ("c", 3, "2"), ("x", 4, "2"), ("f", 6, "4")], schema
+        [("a", 10, "1"), ("b", 20, "1"), ("c", None, "2"), ("x", 4, "2"), ("f", 6, "4")], schema
     )
     parts, keys = ("day",), ("order_id",)
     before = profiles(old, old.schema, parts, keys)
     after = profiles(new, new.schema, parts, keys)
+    assert (after["day=2"].rows, after["day=2"].nulls, after["day=2"].sums) == (
+        2,
+        {"order_id": 0, "amount": 1},
+        {"amount": 4.0},
+    )
     assert before["day=1"].key_digest == after["day=1"].key_digest
     assert before["day=2"].key_digest != after["day=2"].key_digest  # same rows, one key swapped
 
