@@ -106,26 +106,31 @@ _KEEPERS: dict[str, StackKeeper] = {"shared_airflow": SHARED_AIRFLOW}
 # A worker runs whole units: each test module is one (its module-scoped Airflow, moto server or
 # receivers start once), and modules sharing a session-scoped resource are one together: every
 # Spark module shares one SparkSession and one generated warehouse, the SAM modules one `sam
-# build`, the wheel modules one built wheel, the modules of `shared_airflow` one Airflow, the
-# real-Airflow fault modules (tests/faults/conftest.py) another. (xdist's own `loadgroup` cannot do this with
-# pytest >= 9.2: pytest-dev/pytest-xdist#1386.) The long units are queued first, so the fast
-# modules fill the workers around them instead of waiting behind them at the end.
+# build`, the wheel modules one built wheel, the modules of `shared_airflow` one Airflow. (xdist's
+# own `loadgroup` cannot do this with pytest >= 9.2: pytest-dev/pytest-xdist#1386.) The long
+# units are queued first, so the fast modules fill the workers around them instead of waiting
+# behind them at the end.
 _SHARED_UNITS = {
     "tests/spark/": "spark",
     "tests/airflow/test_backfill_dag.py": "shared-airflow",
     "tests/airflow/test_reconciliation_run.py": "shared-airflow",
     "tests/integration/test_trigger_real_airflow.py": "shared-airflow",
-    "tests/faults/test_airflow_": "fault-airflow",
     "tests/integration/test_sam.py": "sam",
     "tests/integration/test_replay_template.py": "sam",
     "tests/integration/test_wheel_install.py": "wheel",
     "tests/integration/test_client_wheel_py310.py": "wheel",
 }
-# Longest first (CPU-s and wall alone, measured one at a time on an idle machine: the demo 175
+# Longest first. The real-Airflow fault modules lead: mostly waiting (an outage budget of 60 s,
+# retry delays, components restarting; 550 and 273 s under `make test`, the machine at load 0.4
+# while they ran alone), each on its own worker with its own Airflow, beside the CPU-bound
+# rest. Queued after the others, they ran one after the other at the end with three workers
+# idle. Then by CPU-s and wall alone, measured one at a time on an idle machine: the demo 175
 # and 169 s, the Spark tests 183 and 219, the lifecycle 156 and 174, the deep plans 104 and
-# 137); every other slow module next, then the fast ones. On 2 cores the suite is CPU-bound:
+# 137; every other slow module next, then the fast ones. On 2 cores the rest is CPU-bound:
 # what starts last must be short, or one core idles while it finishes.
 _FIRST = (
+    "tests/faults/test_airflow_api_outage.py",
+    "tests/faults/test_airflow_restarts.py",
     "tests/airflow/test_demo.py",
     "spark",
     "tests/airflow/test_lifecycle_airflow.py",
