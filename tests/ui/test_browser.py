@@ -71,8 +71,10 @@ from backfill_orchestrator.documents import read_text
 arguments = sys.argv[1:]
 plan = json.loads(read_text(arguments[arguments.index("--plan") + 1]))
 hold = Path(arguments[arguments.index("--warehouse") + 1]) / f"hold-{plan['backfill_id']}"
-give_up = time.monotonic() + 900
+give_up, parent = time.monotonic() + 900, os.getppid()
 while hold.exists() and time.monotonic() < give_up:
+    if os.getppid() != parent:  # its task is gone: stop, as the real job does (BACKFILL_STOP_WITH_PARENT)
+        sys.exit(143)
     time.sleep(0.5)
 os.execv(sys.executable, [sys.executable, FAKE_JOB, *arguments])
 """
