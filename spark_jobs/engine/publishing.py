@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
@@ -158,27 +159,19 @@ def _sample_schema(spark: SparkSession, fmt: str, location: str, partition: str)
         return None
 
 
-def _started(work: Callable[[], T]) -> Callable[[], T]:
+def _started(work: Callable[[], T]) -> Future[T]:
     """`work` on its own thread, which keeps this thread's Spark job group (a step's jobs are
-    found and cancelled by it); the call returned waits for the result, or raises its error."""
-    outcome: dict[str, object] = {}
+    found and cancelled by it); its result or error in the future returned."""
+    future: Future[T] = Future()
 
     def run() -> None:
         try:
-            outcome["value"] = work()
+            future.set_result(work())
         except BaseException as error:  # noqa: BLE001 - handed to the thread that waits
-            outcome["error"] = error
+            future.set_exception(error)
 
-    thread = InheritableThread(target=run, name="live-side", daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]  # type: ignore[misc]
-        return outcome["value"]  # type: ignore[return-value]
-
-    return result
+    InheritableThread(target=run, daemon=True).start()
+    return future
 
 
 def stage_step(
@@ -227,7 +220,7 @@ def stage_step(
             partitions=[],
         )
     )
-    live_side: Callable[[], _LiveSide] | None = None
+    live_side: Future[_LiveSide] | None = None
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with clock.phase("transform"):
@@ -255,7 +248,7 @@ def stage_step(
                     .save(staging_uri)
                 )
         with clock.phase("check"):
-            live = live_side()
+            live = live_side.result()
             first_staged = next(iter(after), None)
             schema = schema_check(
                 staged=_staged_schema(
@@ -295,7 +288,7 @@ def stage_step(
             )
     except BaseException:
         if live_side is not None:
-            _wait_quietly(live_side)  # its jobs are the step's: none outlives the step
+            live_side.exception()  # waited for: its jobs are the step's, none outlives the step
         raise
     finally:
         frame.unpersist()
@@ -370,13 +363,6 @@ def _nullable(data_type: DataType) -> DataType:
     if isinstance(data_type, MapType):
         return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
     return data_type
-
-
-def _wait_quietly(result: Callable[[], object]) -> None:
-    try:
-        result()
-    except BaseException:  # noqa: BLE001, S110 - the step's own error is the one raised
-        pass
 
 
 def _read_staged(spark: SparkSession, table: Table, staging_uri: str) -> DataFrame:
