@@ -121,8 +121,8 @@ _SHARED_UNITS = {
     "tests/integration/test_client_wheel_py310.py": "wheel",
 }
 # Longest first. The real-Airflow fault modules lead: mostly waiting (an outage budget of 60 s,
-# retry delays, components restarting; 550 and 273 s under `make test`, the machine at load 0.4
-# while they ran alone), each on its own worker with its own Airflow, beside the CPU-bound
+# retry delays, components restarting; 322 and 416 s under `make test`), each on its own worker
+# with its own Airflow (tests/faults/conftest.py), beside the CPU-bound
 # rest. Queued after the others, they ran one after the other at the end with three workers
 # idle. Then by CPU-s and wall alone, measured one at a time on an idle machine: the demo 175
 # and 169 s, the Spark tests 183 and 219, the lifecycle 156 and 174, the deep plans 104 and

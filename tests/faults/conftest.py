@@ -1,6 +1,7 @@
 """Generic fault-injection fixtures (see toolkit.py); component harnesses build on them. And
-the real Airflow the fault modules kill and cut off (`fault_airflow`), shared by
-test_airflow_restarts.py and test_airflow_api_outage.py (one xdist unit: tests/conftest.py)."""
+the real Airflows the fault modules kill and cut off: `fault_airflow` (test_airflow_restarts.py)
+and `outage_airflow` (test_airflow_api_outage.py), each booted by the first test that needs it
+and stopped after the last (the two modules are xdist units of their own: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def control_harness(mocked_aws: None, fast_aws_retries: None) -> Iterator[Any]:
         yield harness
 
 
-# -- the real Airflow the fault modules kill and cut off ----------------------------------------
+# -- the real Airflows the fault modules kill and cut off ---------------------------------------
 def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
     """The Spark dispatcher (real job for the `small` and `large` profiles), a short outage
     budget, and a scheduler that finds the tasks a killed one left within seconds."""
@@ -107,20 +108,38 @@ def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
     }
 
 
+def _outage_options(aws: AwsLocal, root: Path) -> dict[str, str]:
+    """The fault options without task retries. While the API server is down a task cannot
+    report its own end: the scheduler takes the executor's word that it failed and retries it
+    (even a task that raised AirflowFailException), and each retry, and each later task of the
+    run, fails to start, one retry delay after the other (with 2 retries 15 s apart, the test
+    past the budget took 436 s under `make test`; 178 s without). The budget, the page and
+    `backfill retry` are what this module shows; test_airflow_restarts.py shows retries across
+    an outage."""
+    return {**_fault_options(aws, root), "AIRFLOW__BACKFILL__TASK_RETRIES": "0"}
+
+
 FAULT_AIRFLOW = StackKeeper("fault-airflow", options=_fault_options, wait_for=("backfill", "gated_report"))
+OUTAGE_AIRFLOW = StackKeeper("outage-airflow", options=_outage_options, wait_for=("backfill", "gated_report"))
+_KEEPERS = {"fault_airflow": FAULT_AIRFLOW, "outage_airflow": OUTAGE_AIRFLOW}
 
 
 @pytest.fixture(scope="module")
 def fault_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
-    """A real Airflow for fault injection: booted for the first fault module, kept for the
-    next (each test leaves it running), stopped after the last."""
+    """A real Airflow for restarts and a killed Spark driver: booted for the module's first
+    test, kept for the next (each test leaves it running), stopped after the last."""
     return FAULT_AIRFLOW.get(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="module")
+def outage_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
+    """A real Airflow whose API server the tests stop for longer and shorter than the budget."""
+    return OUTAGE_AIRFLOW.get(tmp_path_factory.getbasetemp())
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     yield
-    if "fault_airflow" in item.fixturenames and (
-        nextitem is None or "fault_airflow" not in nextitem.fixturenames
-    ):
-        FAULT_AIRFLOW.stop()
+    for fixture, keeper in _KEEPERS.items():
+        if fixture in item.fixturenames and (nextitem is None or fixture not in nextitem.fixturenames):
+            keeper.stop()

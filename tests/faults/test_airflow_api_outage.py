@@ -1,5 +1,5 @@
 """Airflow's API server unreachable while the `backfill` DAG waits for its DAG reruns, on a real
-Airflow 3 (`fault_airflow`, with a short `[backfill] api_outage_seconds`):
+Airflow 3 (`outage_airflow`: a short `[backfill] api_outage_seconds`, no task retries):
 an outage longer than a poll (and longer than the supervisor's own request retries) but shorter
 than the budget is ridden out: the run resumes and succeeds, no rerun started twice. An outage
 past the budget ends the backfill FAILED, with a page, while the API server is still down
@@ -58,9 +58,9 @@ def prepare_log(stack: AirflowStack, run_id: str, try_number: int = 1) -> str:
 
 
 def test_an_api_outage_shorter_than_the_budget_is_waited_out_and_the_backfill_succeeds_once(
-    fault_airflow: AirflowStack,
+    outage_airflow: AirflowStack,
 ) -> None:
-    stack, airflow = fault_airflow, fault_airflow.airflow
+    stack, airflow = outage_airflow, outage_airflow.airflow
     days = ["2021-06-11", "2021-06-12"]
     try:
         backfill = held_backfill(stack, "api-outage-short", days)
@@ -91,9 +91,9 @@ def test_an_api_outage_shorter_than_the_budget_is_waited_out_and_the_backfill_su
 
 
 def test_an_api_outage_past_the_budget_ends_failed_with_a_page_and_a_retry_finishes_the_backfill(
-    fault_airflow: AirflowStack,
+    outage_airflow: AirflowStack,
 ) -> None:
-    stack, airflow = fault_airflow, fault_airflow.airflow
+    stack, airflow = outage_airflow, outage_airflow.airflow
     days = ["2021-06-13", "2021-06-14"]
     store = status_store(stack.aws)
     try:
