@@ -38,6 +38,7 @@ import http.client
 import io
 import json
 import logging
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -45,8 +46,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +58,7 @@ COLD_RUNS = 7
 LATENCY = 0.25  # seconds per answer while waits are counted: far above starting a thread
 BUCKET = "bench-configs"
 TABLE = "bench-status"
+SLACK_TOKEN = "xoxb-bench"
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,88 @@ def cold_import(code: str, *, pycache: str | None) -> ColdImport:
     return ColdImport(statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs))
 
 
+# What a server side reports back: its endpoints, and a callable that counts what it received.
+Served = tuple[dict[str, str], Callable[[], dict[str, int]]]
+
+
+@contextlib.contextmanager
+def aws_server() -> Iterator[Served]:
+    """A moto server (S3, DynamoDB, Secrets Manager) on 127.0.0.1."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    try:
+        yield {"aws": f"http://{host}:{port}"}, dict
+    finally:
+        moto.stop()
+
+
+@contextlib.contextmanager
+def doubles() -> Iterator[Served]:
+    """The Marquez double (food delivery sample), the strict Airflow double and the Slack and
+    PagerDuty receivers on 127.0.0.1; counts: the DAG runs and Slack messages they received."""
+    from backfill_local.airflow_double import AirflowDouble
+    from backfill_local.marquez_double import MarquezDouble
+    from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
+
+    with contextlib.ExitStack() as stack:
+        marquez = stack.enter_context(MarquezDouble(seed="food_delivery"))
+        airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
+        slack = stack.enter_context(SlackReceiver(token=SLACK_TOKEN))
+        pagerduty = stack.enter_context(PagerDutyReceiver())
+        urls = {
+            "marquez": marquez.url,
+            "airflow": airflow.url,
+            "slack": slack.api_url,
+            "pagerduty": pagerduty.events_url,
+            "pagerduty_routing_key": pagerduty.routing_key,
+        }
+        yield urls, lambda: {"runs": len(airflow.runs), "messages": len(slack.messages)}
+
+
+SERVER_SIDES: dict[str, Callable[[], contextlib.AbstractContextManager[Served]]] = {
+    "aws": aws_server,
+    "doubles": doubles,
+}
+
+
+def _serve(conn: Any, side: str) -> None:
+    """A child process's servers: sends their endpoints, then their counts when asked, until told to stop."""
+    with SERVER_SIDES[side]() as (urls, counts):
+        conn.send(urls)
+        while conn.recv() != "stop":
+            conn.send(counts())
+
+
+@contextlib.contextmanager
+def server_side(side: str, *, inline: bool) -> Iterator[Served]:
+    """`side`'s servers in a process of their own (as a Lambda shares no interpreter with S3,
+    DynamoDB, Marquez or Airflow), or with `inline` in this one, sharing its GIL."""
+    if inline:
+        with SERVER_SIDES[side]() as served:
+            yield served
+        return
+    context = multiprocessing.get_context("spawn")
+    conn, child = context.Pipe()
+    process = context.Process(target=_serve, args=(child, side), daemon=True)
+    process.start()
+
+    def counts() -> dict[str, int]:
+        conn.send("counts")
+        return dict(conn.recv())
+
+    try:
+        yield conn.recv(), counts
+    finally:
+        conn.send("stop")
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+
+
 WARMUP = (
     b"version: 1\nname: bench-warmup\nowner: '@bench'\nmode: batch\n"
     b"jobs: [{namespace: food_delivery, name: etl_drivers}]\ndates: [2021-06-04]\ndownstream: {enabled: false}\n"
@@ -211,25 +297,16 @@ def main() -> int:
             "POWERTOOLS_METRICS_NAMESPACE": "Bench",
         }
     )
+    inline = "--servers-inline" in sys.argv[1:]
     import boto3
     import requests
-    from moto.server import ThreadedMotoServer
 
-    from backfill_local.airflow_double import AirflowDouble
-    from backfill_local.marquez_double import MarquezDouble
-    from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    host, port = moto.get_host_and_port()
-    os.environ["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
-    try:
+    with contextlib.ExitStack() as servers:
+        aws_urls, _ = servers.enter_context(server_side("aws", inline=inline))
+        urls, received = servers.enter_context(server_side("doubles", inline=inline))
+        os.environ["AWS_ENDPOINT_URL"] = aws_urls["aws"]
+        port = urlsplit(aws_urls["aws"]).port
         with contextlib.ExitStack() as stack:
-            marquez = stack.enter_context(MarquezDouble(seed="food_delivery"))
-            airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
-            slack = stack.enter_context(SlackReceiver(token="xoxb-bench"))
-            pagerduty = stack.enter_context(PagerDutyReceiver())
             s3 = boto3.client("s3")
             dynamodb = boto3.client("dynamodb")
             secrets = boto3.client("secretsmanager")
@@ -251,33 +328,27 @@ def main() -> int:
                 name: secrets.create_secret(Name=f"bench/{name}", SecretString=json.dumps(value))["ARN"]
                 for name, value in (
                     ("airflow", {"username": "admin", "password": "admin"}),
-                    ("slack", {"bot_token": "xoxb-bench"}),
-                    ("pagerduty", {"routing_key": pagerduty.routing_key}),
+                    ("slack", {"bot_token": SLACK_TOKEN}),
+                    ("pagerduty", {"routing_key": urls["pagerduty_routing_key"]}),
                 )
             }
             os.environ.update(
                 {
                     "CONFIG_BUCKET": BUCKET,
                     "STATUS_TABLE": TABLE,
-                    "MARQUEZ_URL": marquez.url,
-                    "AIRFLOW_URL": airflow.url,
+                    "MARQUEZ_URL": urls["marquez"],
+                    "AIRFLOW_URL": urls["airflow"],
                     "AIRFLOW_SECRET_ID": arn["airflow"],
-                    "SLACK_API_URL": slack.api_url,
+                    "SLACK_API_URL": urls["slack"],
                     "SLACK_SECRET_ID": arn["slack"],
                     "SLACK_CHANNEL": "#bench",
-                    "PAGERDUTY_EVENTS_URL": pagerduty.events_url,
+                    "PAGERDUTY_EVENTS_URL": urls["pagerduty"],
                     "PAGERDUTY_SECRET_ID": arn["pagerduty"],
                     "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
                 }
             )
             names = {
-                urlsplit(url).port: name
-                for name, url in (
-                    ("marquez", marquez.url),
-                    ("airflow", airflow.url),
-                    ("slack", slack.api_url),
-                    ("pagerduty", pagerduty.events_url),
-                )
+                urlsplit(urls[name]).port: name for name in ("marquez", "airflow", "slack", "pagerduty")
             }
             counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
             counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
@@ -309,10 +380,13 @@ def main() -> int:
                     ]
                 }
 
+            cpu_ms: list[float] = []  # this process's CPU time per invocation
+
             def invoke(event: dict) -> tuple[float, dict]:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 with contextlib.redirect_stdout(io.StringIO()):  # EMF lines
                     answer = app.handler(event, Context())
+                cpu_ms.append((time.process_time() - cpu) * 1000)
                 return (time.perf_counter() - started) * 1000, answer
 
             # Round trips waited for, in a new container: every call held LATENCY before it is
@@ -336,6 +410,7 @@ def main() -> int:
             first_ms, _ = invoke(event_for("incoming/warmup.yaml", WARMUP))
             first_calls = counter.take()
             ours, duplicates, trips, duplicate_trips = [], [], [], []
+            ours_cpu: list[float] = []
             for index in range(CONFIGS):
                 event = event_for(f"incoming/bench-{index}.yaml", config_body(index))
                 counter.take()
@@ -343,29 +418,30 @@ def main() -> int:
                 calls = counter.take()
                 assert answer["results"][0]["disposition"] == "accepted", answer
                 ours.append(elapsed)
+                ours_cpu.append(cpu_ms[-1])
                 trips.append(calls)
                 elapsed, answer = invoke(event)
                 duplicate_trips.append(counter.take())
                 assert answer["results"][0]["disposition"] == "duplicate", answer
                 duplicates.append(elapsed)
             ran = CONFIGS + 1 + len(waited)  # the timed configs, the warm-up, the waits' configs
-            assert len(airflow.runs) == ran and len(slack.messages) == ran
+            assert received() == {"runs": ran, "messages": ran}, received()
 
             # Baseline: the unavoidable round trips, done plainly.
             session = requests.Session()
             token = session.post(
-                f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}
+                f"{urls['airflow']}/auth/token", json={"username": "admin", "password": "admin"}
             ).json()["access_token"]
             base_s3, base_dynamodb = (
                 boto3.client("s3"),
                 boto3.client("dynamodb"),
             )  # counted, like the handler's
-            baseline, baseline_trips = [], []
+            baseline, baseline_trips, baseline_cpu = [], [], []
             for index in range(CONFIGS):
                 key = f"incoming/base-{index}.yaml"
                 s3.put_object(Bucket=BUCKET, Key=key, Body=config_body(index))
                 counter.take()
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 body = base_s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
                 base_dynamodb.put_item(
                     TableName="bench-baseline",
@@ -373,7 +449,7 @@ def main() -> int:
                     ConditionExpression="attribute_not_exists(backfill_id)",
                 )
                 response = session.post(
-                    f"{airflow.url}/api/v2/dags/backfill/dagRuns",
+                    f"{urls['airflow']}/api/v2/dags/backfill/dagRuns",
                     json={"dag_run_id": f"base-{index}", "logical_date": None, "conf": {}},
                     headers={"Authorization": f"Bearer {token}"},
                 )
@@ -382,9 +458,8 @@ def main() -> int:
                     Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10]
                 )
                 baseline.append((time.perf_counter() - started) * 1000)
+                baseline_cpu.append((time.process_time() - cpu) * 1000)
                 baseline_trips.append(len(counter.take()))
-    finally:
-        moto.stop()
 
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as pycache:
         cold = cold_import("import app", pycache=pycache)
@@ -393,7 +468,8 @@ def main() -> int:
 
     ours_p50, base_p50 = statistics.median(ours), statistics.median(baseline)
     print(
-        f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1; first invocation {first_ms:.0f} ms"
+        f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1 "
+        f"({'in this process' if inline else 'each side in a process of its own'}); first invocation {first_ms:.0f} ms"
     )
     print(f"{'':<28}{'ours ms':>10}{'baseline ms':>13}{'ratio':>8}")
     print(f"{'warm per config p50':<28}{ours_p50:>10.1f}{base_p50:>13.1f}{ours_p50 / base_p50:>8.2f}")
@@ -434,7 +510,9 @@ def main() -> int:
         f"more: warm_ms_p90={percentile(ours, 0.9):.1f} duplicate_ms_p50={statistics.median(duplicates):.1f} "
         f"cold_import_wall_ms={cold.wall_ms:.0f} cold_import_boto3_ms={cold_base.cpu_ms:.0f} "
         f"cold_import_no_bytecode_ms={cold_source.cpu_ms:.0f} first_invocation_ms={first_ms:.0f} "
-        f"first_invocation_calls={len(first_calls)} baseline_round_trips={statistics.median(baseline_trips):g}"
+        f"first_invocation_calls={len(first_calls)} baseline_round_trips={statistics.median(baseline_trips):g} "
+        f"cpu_ms_p50={statistics.median(ours_cpu):.1f} baseline_cpu_ms_p50={statistics.median(baseline_cpu):.1f} "
+        f"servers={'inline' if inline else 'apart'}"
     )
     print(
         f"BENCH trigger warm_ms_p50={ours_p50:.1f} baseline_ms_p50={base_p50:.1f} round_trips={round_trips} "
