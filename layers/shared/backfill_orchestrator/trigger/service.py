@@ -549,11 +549,16 @@ class TriggerService:
         if record.pagerduty_open and record.state is not BackfillState.FAILED:
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         reported = self.services.storage.read_result(upload)
-        # Reported already: its outcome stands (the DAG may have moved the state on since).
+        # Reported already: its outcome stands (the DAG's own rewrites of it follow the state),
+        # unless it is one of this trigger's that the record has passed: a failure, or the
+        # TRIGGERED sent beside a write that never landed while the DAG moved the record on.
+        outdated = reported is not None and (
+            reported.outcome == Disposition.FAILED or reported.state is BackfillState.TRIGGERED
+        )
         if (
             reported is not None
             and reported.backfill_id == backfill_id
-            and (reported.outcome != Disposition.FAILED or reported.state == record.state)
+            and (not outdated or reported.state == record.state)
         ):
             self._count("Duplicates")
             return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
