@@ -10,6 +10,16 @@ baseline beside it is the least any trigger must do per config against the same 
 S3 GET of the config, one DynamoDB conditional put, the Airflow trigger POST and one S3 PUT,
 with plain boto3/requests; `ratio` = ours / baseline. A duplicate delivery is timed too.
 
+Servers: the moto server runs in a process of its own and the doubles in another
+(`server_side`), as a Lambda shares no interpreter (no GIL) with S3, DynamoDB, Marquez or
+Airflow: their work does not take the handler's turns, and what the handler sends side by
+side (the claim and the lineage query, TRIGGERED and the result file) overlaps as it does
+there. Ours and the baseline run against the same servers. `--servers-inline` runs them in
+the benchmark's process instead, sharing its GIL, for comparison (docs/performance.md).
+`cpu_ms_p50` and `baseline_cpu_ms_p50` (the `more:` line) are the benchmark process's CPU
+time per config: with the servers apart, the handler's own (its threads included) and the
+bare path's client.
+
 Round trips: every AWS call attempt and HTTP request the handler makes per config, counted on
 the wire (`RoundTrips`); the deployment is the one above (Slack with a bot token, PagerDuty,
 a job catalog; no claims table, no policy, no OpenLineage events). `round_trips_cold` and
@@ -27,7 +37,7 @@ compiled from source. The last line is what tooling reads:
 
     BENCH trigger warm_ms_p50=... baseline_ms_p50=... round_trips=... cold_import_ms=... ratio=... round_trips_cold=... calls=... calls_cold=...
 
-    .venv/bin/python benchmarks/trigger.py
+    .venv/bin/python benchmarks/trigger.py [--servers-inline]
 """
 
 from __future__ import annotations
@@ -347,9 +357,7 @@ def main() -> int:
                     "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
                 }
             )
-            names = {
-                urlsplit(urls[name]).port: name for name in ("marquez", "airflow", "slack", "pagerduty")
-            }
+            names = {urlsplit(urls[name]).port: name for name in ("marquez", "airflow", "slack", "pagerduty")}
             counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
             counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
             sys.path.insert(0, str(REPO / "functions" / "trigger"))
