@@ -8,7 +8,18 @@ PagerDuty receivers). Each config goes the whole way: read, validate, claim, pla
 HTTP), store config + plan, trigger (Airflow over HTTP), record, Slack, result file. The
 baseline beside it is the least any trigger must do per config against the same doubles:
 S3 GET of the config, one DynamoDB conditional put, the Airflow trigger POST and one S3 PUT,
-with plain boto3/requests; `ratio` = ours / baseline. A duplicate delivery is timed too.
+with plain boto3/requests; `ratio` = ours / baseline. The two alternate, one config each, so
+both see the machine alike whatever else it runs meanwhile. A duplicate delivery is timed too.
+
+Servers: the moto server runs in a process of its own and the doubles in another
+(`server_side`), as a Lambda shares no interpreter (no GIL) with S3, DynamoDB, Marquez or
+Airflow: their work does not take the handler's turns, and what the handler sends side by
+side (the claim and the lineage query, TRIGGERED and the result file) overlaps as it does
+there. Ours and the baseline run against the same servers. `--servers-inline` runs them in
+the benchmark's process instead, sharing its GIL, for comparison (docs/performance.md).
+`cpu_ms_p50` and `baseline_cpu_ms_p50` (the `more:` line) are the benchmark process's CPU
+time per config: with the servers apart, the handler's own (its threads included) and the
+bare path's client.
 
 Round trips: every AWS call attempt and HTTP request the handler makes per config, counted on
 the wire (`RoundTrips`); the deployment is the one above (Slack with a bot token, PagerDuty,
@@ -27,7 +38,7 @@ compiled from source. The last line is what tooling reads:
 
     BENCH trigger warm_ms_p50=... baseline_ms_p50=... round_trips=... cold_import_ms=... ratio=... round_trips_cold=... calls=... calls_cold=...
 
-    .venv/bin/python benchmarks/trigger.py
+    .venv/bin/python benchmarks/trigger.py [--servers-inline]
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import http.client
 import io
 import json
 import logging
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -45,8 +57,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +69,7 @@ COLD_RUNS = 7
 LATENCY = 0.25  # seconds per answer while waits are counted: far above starting a thread
 BUCKET = "bench-configs"
 TABLE = "bench-status"
+SLACK_TOKEN = "xoxb-bench"
 
 
 @dataclass(frozen=True)
@@ -187,6 +202,88 @@ def cold_import(code: str, *, pycache: str | None) -> ColdImport:
     return ColdImport(statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs))
 
 
+# What a server side reports back: its endpoints, and a callable that counts what it received.
+Served = tuple[dict[str, str], Callable[[], dict[str, int]]]
+
+
+@contextlib.contextmanager
+def aws_server() -> Iterator[Served]:
+    """A moto server (S3, DynamoDB, Secrets Manager) on 127.0.0.1."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    try:
+        yield {"aws": f"http://{host}:{port}"}, dict
+    finally:
+        moto.stop()
+
+
+@contextlib.contextmanager
+def doubles() -> Iterator[Served]:
+    """The Marquez double (food delivery sample), the strict Airflow double and the Slack and
+    PagerDuty receivers on 127.0.0.1; counts: the DAG runs and Slack messages they received."""
+    from backfill_local.airflow_double import AirflowDouble
+    from backfill_local.marquez_double import MarquezDouble
+    from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
+
+    with contextlib.ExitStack() as stack:
+        marquez = stack.enter_context(MarquezDouble(seed="food_delivery"))
+        airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
+        slack = stack.enter_context(SlackReceiver(token=SLACK_TOKEN))
+        pagerduty = stack.enter_context(PagerDutyReceiver())
+        urls = {
+            "marquez": marquez.url,
+            "airflow": airflow.url,
+            "slack": slack.api_url,
+            "pagerduty": pagerduty.events_url,
+            "pagerduty_routing_key": pagerduty.routing_key,
+        }
+        yield urls, lambda: {"runs": len(airflow.runs), "messages": len(slack.messages)}
+
+
+SERVER_SIDES: dict[str, Callable[[], contextlib.AbstractContextManager[Served]]] = {
+    "aws": aws_server,
+    "doubles": doubles,
+}
+
+
+def _serve(conn: Any, side: str) -> None:
+    """A child process's servers: sends their endpoints, then their counts when asked, until told to stop."""
+    with SERVER_SIDES[side]() as (urls, counts):
+        conn.send(urls)
+        while conn.recv() != "stop":
+            conn.send(counts())
+
+
+@contextlib.contextmanager
+def server_side(side: str, *, inline: bool) -> Iterator[Served]:
+    """`side`'s servers in a process of their own (as a Lambda shares no interpreter with S3,
+    DynamoDB, Marquez or Airflow), or with `inline` in this one, sharing its GIL."""
+    if inline:
+        with SERVER_SIDES[side]() as served:
+            yield served
+        return
+    context = multiprocessing.get_context("spawn")
+    conn, child = context.Pipe()
+    process = context.Process(target=_serve, args=(child, side), daemon=True)
+    process.start()
+
+    def counts() -> dict[str, int]:
+        conn.send("counts")
+        return dict(conn.recv())
+
+    try:
+        yield conn.recv(), counts
+    finally:
+        conn.send("stop")
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+
+
 WARMUP = (
     b"version: 1\nname: bench-warmup\nowner: '@bench'\nmode: batch\n"
     b"jobs: [{namespace: food_delivery, name: etl_drivers}]\ndates: [2021-06-04]\ndownstream: {enabled: false}\n"
@@ -211,25 +308,16 @@ def main() -> int:
             "POWERTOOLS_METRICS_NAMESPACE": "Bench",
         }
     )
+    inline = "--servers-inline" in sys.argv[1:]
     import boto3
     import requests
-    from moto.server import ThreadedMotoServer
 
-    from backfill_local.airflow_double import AirflowDouble
-    from backfill_local.marquez_double import MarquezDouble
-    from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request lines
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    host, port = moto.get_host_and_port()
-    os.environ["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
-    try:
+    with contextlib.ExitStack() as servers:
+        aws_urls, _ = servers.enter_context(server_side("aws", inline=inline))
+        urls, received = servers.enter_context(server_side("doubles", inline=inline))
+        os.environ["AWS_ENDPOINT_URL"] = aws_urls["aws"]
+        port = urlsplit(aws_urls["aws"]).port
         with contextlib.ExitStack() as stack:
-            marquez = stack.enter_context(MarquezDouble(seed="food_delivery"))
-            airflow = stack.enter_context(AirflowDouble(dag_ids={"backfill"}))
-            slack = stack.enter_context(SlackReceiver(token="xoxb-bench"))
-            pagerduty = stack.enter_context(PagerDutyReceiver())
             s3 = boto3.client("s3")
             dynamodb = boto3.client("dynamodb")
             secrets = boto3.client("secretsmanager")
@@ -251,34 +339,26 @@ def main() -> int:
                 name: secrets.create_secret(Name=f"bench/{name}", SecretString=json.dumps(value))["ARN"]
                 for name, value in (
                     ("airflow", {"username": "admin", "password": "admin"}),
-                    ("slack", {"bot_token": "xoxb-bench"}),
-                    ("pagerduty", {"routing_key": pagerduty.routing_key}),
+                    ("slack", {"bot_token": SLACK_TOKEN}),
+                    ("pagerduty", {"routing_key": urls["pagerduty_routing_key"]}),
                 )
             }
             os.environ.update(
                 {
                     "CONFIG_BUCKET": BUCKET,
                     "STATUS_TABLE": TABLE,
-                    "MARQUEZ_URL": marquez.url,
-                    "AIRFLOW_URL": airflow.url,
+                    "MARQUEZ_URL": urls["marquez"],
+                    "AIRFLOW_URL": urls["airflow"],
                     "AIRFLOW_SECRET_ID": arn["airflow"],
-                    "SLACK_API_URL": slack.api_url,
+                    "SLACK_API_URL": urls["slack"],
                     "SLACK_SECRET_ID": arn["slack"],
                     "SLACK_CHANNEL": "#bench",
-                    "PAGERDUTY_EVENTS_URL": pagerduty.events_url,
+                    "PAGERDUTY_EVENTS_URL": urls["pagerduty"],
                     "PAGERDUTY_SECRET_ID": arn["pagerduty"],
                     "JOB_CATALOG_URI": f"s3://{BUCKET}/catalog/catalog.yaml",
                 }
             )
-            names = {
-                urlsplit(url).port: name
-                for name, url in (
-                    ("marquez", marquez.url),
-                    ("airflow", airflow.url),
-                    ("slack", slack.api_url),
-                    ("pagerduty", pagerduty.events_url),
-                )
-            }
+            names = {urlsplit(urls[name]).port: name for name in ("marquez", "airflow", "slack", "pagerduty")}
             counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
             counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
             sys.path.insert(0, str(REPO / "functions" / "trigger"))
@@ -309,10 +389,13 @@ def main() -> int:
                     ]
                 }
 
+            cpu_ms: list[float] = []  # this process's CPU time per invocation
+
             def invoke(event: dict) -> tuple[float, dict]:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 with contextlib.redirect_stdout(io.StringIO()):  # EMF lines
                     answer = app.handler(event, Context())
+                cpu_ms.append((time.process_time() - cpu) * 1000)
                 return (time.perf_counter() - started) * 1000, answer
 
             # Round trips waited for, in a new container: every call held LATENCY before it is
@@ -333,39 +416,22 @@ def main() -> int:
                     waited[label] = ([call.name for call in sent], waits(sent, LATENCY))
             counter.latency = 0.0
 
-            first_ms, _ = invoke(event_for("incoming/warmup.yaml", WARMUP))
-            first_calls = counter.take()
-            ours, duplicates, trips, duplicate_trips = [], [], [], []
-            for index in range(CONFIGS):
-                event = event_for(f"incoming/bench-{index}.yaml", config_body(index))
-                counter.take()
-                elapsed, answer = invoke(event)
-                calls = counter.take()
-                assert answer["results"][0]["disposition"] == "accepted", answer
-                ours.append(elapsed)
-                trips.append(calls)
-                elapsed, answer = invoke(event)
-                duplicate_trips.append(counter.take())
-                assert answer["results"][0]["disposition"] == "duplicate", answer
-                duplicates.append(elapsed)
-            ran = CONFIGS + 1 + len(waited)  # the timed configs, the warm-up, the waits' configs
-            assert len(airflow.runs) == ran and len(slack.messages) == ran
-
             # Baseline: the unavoidable round trips, done plainly.
             session = requests.Session()
             token = session.post(
-                f"{airflow.url}/auth/token", json={"username": "admin", "password": "admin"}
+                f"{urls['airflow']}/auth/token", json={"username": "admin", "password": "admin"}
             ).json()["access_token"]
             base_s3, base_dynamodb = (
                 boto3.client("s3"),
                 boto3.client("dynamodb"),
             )  # counted, like the handler's
-            baseline, baseline_trips = [], []
-            for index in range(CONFIGS):
+
+            def bare_path(index: int) -> tuple[float, float, int]:
+                """One config the bare way: its wall ms, this process's CPU ms, its calls."""
                 key = f"incoming/base-{index}.yaml"
                 s3.put_object(Bucket=BUCKET, Key=key, Body=config_body(index))
                 counter.take()
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 body = base_s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
                 base_dynamodb.put_item(
                     TableName="bench-baseline",
@@ -373,7 +439,7 @@ def main() -> int:
                     ConditionExpression="attribute_not_exists(backfill_id)",
                 )
                 response = session.post(
-                    f"{airflow.url}/api/v2/dags/backfill/dagRuns",
+                    f"{urls['airflow']}/api/v2/dags/backfill/dagRuns",
                     json={"dag_run_id": f"base-{index}", "logical_date": None, "conf": {}},
                     headers={"Authorization": f"Bearer {token}"},
                 )
@@ -381,10 +447,36 @@ def main() -> int:
                 base_s3.put_object(
                     Bucket=BUCKET, Key=f"results/base-{index}.yaml.result.json", Body=body[:10]
                 )
-                baseline.append((time.perf_counter() - started) * 1000)
-                baseline_trips.append(len(counter.take()))
-    finally:
-        moto.stop()
+                elapsed, cpu = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+                return elapsed, cpu, len(counter.take())
+
+            first_ms, _ = invoke(event_for("incoming/warmup.yaml", WARMUP))
+            first_calls = counter.take()
+            bare_path(-1)  # its clients' first call
+            ours, duplicates, trips, duplicate_trips = [], [], [], []
+            ours_cpu: list[float] = []
+            baseline, baseline_trips, baseline_cpu = [], [], []
+            # Each config of ours, then one the bare way: both see the machine alike, whatever
+            # else it runs meanwhile (its load moves within a run).
+            for index in range(CONFIGS):
+                event = event_for(f"incoming/bench-{index}.yaml", config_body(index))
+                counter.take()
+                elapsed, answer = invoke(event)
+                calls = counter.take()
+                assert answer["results"][0]["disposition"] == "accepted", answer
+                ours.append(elapsed)
+                ours_cpu.append(cpu_ms[-1])
+                trips.append(calls)
+                elapsed, answer = invoke(event)
+                duplicate_trips.append(counter.take())
+                assert answer["results"][0]["disposition"] == "duplicate", answer
+                duplicates.append(elapsed)
+                elapsed, cpu, count = bare_path(index)
+                baseline.append(elapsed)
+                baseline_cpu.append(cpu)
+                baseline_trips.append(count)
+            ran = CONFIGS + 1 + len(waited)  # the timed configs, the warm-up, the waits' configs
+            assert received() == {"runs": ran + CONFIGS + 1, "messages": ran}, received()
 
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as pycache:
         cold = cold_import("import app", pycache=pycache)
@@ -393,7 +485,8 @@ def main() -> int:
 
     ours_p50, base_p50 = statistics.median(ours), statistics.median(baseline)
     print(
-        f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1; first invocation {first_ms:.0f} ms"
+        f"{CONFIGS} configs through the warm handler, doubles and moto server on 127.0.0.1 "
+        f"({'in this process' if inline else 'each side in a process of its own'}); first invocation {first_ms:.0f} ms"
     )
     print(f"{'':<28}{'ours ms':>10}{'baseline ms':>13}{'ratio':>8}")
     print(f"{'warm per config p50':<28}{ours_p50:>10.1f}{base_p50:>13.1f}{ours_p50 / base_p50:>8.2f}")
@@ -434,7 +527,9 @@ def main() -> int:
         f"more: warm_ms_p90={percentile(ours, 0.9):.1f} duplicate_ms_p50={statistics.median(duplicates):.1f} "
         f"cold_import_wall_ms={cold.wall_ms:.0f} cold_import_boto3_ms={cold_base.cpu_ms:.0f} "
         f"cold_import_no_bytecode_ms={cold_source.cpu_ms:.0f} first_invocation_ms={first_ms:.0f} "
-        f"first_invocation_calls={len(first_calls)} baseline_round_trips={statistics.median(baseline_trips):g}"
+        f"first_invocation_calls={len(first_calls)} baseline_round_trips={statistics.median(baseline_trips):g} "
+        f"cpu_ms_p50={statistics.median(ours_cpu):.1f} baseline_cpu_ms_p50={statistics.median(baseline_cpu):.1f} "
+        f"servers={'inline' if inline else 'apart'}"
     )
     print(
         f"BENCH trigger warm_ms_p50={ours_p50:.1f} baseline_ms_p50={base_p50:.1f} round_trips={round_trips} "

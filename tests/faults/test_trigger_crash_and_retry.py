@@ -55,7 +55,14 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(
     )
     assert started + 300 + 5 - 2 <= record.lease_until <= time.time() + 300 + 5  # remaining time + 5 s
     assert dag_runs(harness) == [("backfill", backfill_id)]  # Airflow accepted it
-    assert harness.result_or_none() is None and harness.pagerduty.events == []
+    # The result file went out beside the TRIGGERED write and landed: it names the run, which exists.
+    reported = harness.result_file()
+    assert (reported["outcome"], reported["state"], reported["dag_run_id"]) == (
+        "accepted",
+        "TRIGGERED",
+        backfill_id,
+    )
+    assert harness.pagerduty.events == []
     stored_plan = plan_versions(harness, backfill_id)
     assert len(stored_plan) == 1  # at its fixed key, where the run's conf points
     # Slack went out before the TRIGGERED write that was to store its thread.
@@ -97,6 +104,60 @@ def test_killed_after_airflow_accepted_the_run_the_lambda_retry_records_it(
     harness.status.transition(backfill_id, BackfillState.RUNNING, detail="wave 1 of 2")
     # Every later delivery is a duplicate.
     assert harness.invoke_lambda(event, request_id="third")["results"][0]["disposition"] == "duplicate"
+
+
+@pytest.mark.parametrize(
+    ("lost", "reported"),
+    [
+        ("TRIGGERED", True),  # the result file landed, the TRIGGERED write did not
+        ("result", False),  # TRIGGERED landed, the result file did not
+        ("both", False),  # killed with both on the wire: neither landed
+    ],
+)
+def test_killed_while_triggered_and_the_result_file_are_sent_side_by_side_the_retry_ends_both(
+    trigger_harness: FaultHarness, aws_faults: AwsFaults, lost: str, reported: bool
+) -> None:
+    """TRIGGERED and the result file are sent side by side, after Airflow accepted the run:
+    a crash may leave either without the other. Whichever landed is true (the run exists),
+    and Lambda's retry ends with the run recorded and a result file that reports it."""
+    harness = trigger_harness
+    event = harness.upload(VALID)
+    if lost in ("TRIGGERED", "both"):
+        aws_faults.crash(harness.dynamodb, TRANSITION_WRITES, when=to_state("TRIGGERED"))
+    if lost in ("result", "both"):
+        aws_faults.crash(
+            harness.s3, "PutObject", when=lambda params: params.get("Key", "").startswith("results/")
+        )
+
+    with pytest.raises(SimulatedCrash):
+        harness.invoke_lambda(event, request_id=REQUEST)
+
+    backfill_id = harness.only_record_id()
+    record = harness.status.get(backfill_id)
+    assert record.state is (BackfillState.RECEIVED if lost != "result" else BackfillState.TRIGGERED)
+    assert dag_runs(harness) == [("backfill", backfill_id)]
+    left = harness.result_or_none()
+    assert (left is not None) == reported
+    if left is not None:
+        assert (left["outcome"], left["state"], left["dag_run_id"]) == ("accepted", "TRIGGERED", backfill_id)
+
+    aws_faults.clear()
+    answer = harness.invoke_lambda(event, request_id=REQUEST)
+
+    assert [r["disposition"] for r in answer["results"]] == ["accepted"]
+    record = harness.status.get(backfill_id)
+    assert record.state is BackfillState.TRIGGERED and record.dag_run_id == backfill_id
+    result = harness.result_file()
+    assert (result["outcome"], result["state"], result["dag_run_id"]) == (
+        "accepted",
+        "TRIGGERED",
+        backfill_id,
+    )
+    assert result["plan_uri"] == record.plan_uri and result["dag_run_url"] == record.dag_run_url
+    assert len(harness.airflow.trigger_posts()) == 1 and len(harness.slack.messages) == 1
+    assert harness.pagerduty.events == []
+    # Every later delivery is a duplicate.
+    assert harness.invoke_lambda(event, request_id="another")["results"][0]["disposition"] == "duplicate"
 
 
 def test_killed_between_the_runs_creation_and_its_slack_message_the_retry_records_it_and_the_dag_tells(

@@ -7,7 +7,7 @@ Every call is held `LATENCY` before it is sent, as if its answer took that long:
 side by side overlap, and the round trips waited for one after another are the longest chain
 of calls each sent after the previous one's answer (`waits`). A new container's first config
 (cold: it reads the secrets, the catalog, Airflow's token and the jobs' run history, side by
-side with the calls every config makes) waits 8; a second config of the same jobs (warm) 7."""
+side with the calls every config makes) waits 7; a second config of the same jobs (warm) 6."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ LATENCY = 1.0  # seconds per answer: far above starting a thread, even at a load
 
 # What every config calls (docs/trigger.md, "Round trips"): the bare path's four (config
 # GET, claim, DAG trigger, result file) plus lineage, the stored plan, Slack, and TRIGGERED
-# after both (carrying the plan and the Slack thread). The plan's picture is written by the
-# DAG run's start.
+# after both (carrying the plan and the Slack thread), with the result file beside it. The
+# plan's picture is written by the DAG run's start.
 EXPECTED = {
     "s3.GetObject": 1,  # the upload
     # The claim (RECEIVED), and TRIGGERED with the plan (no PLANNED) and the Slack thread: the
@@ -52,7 +52,7 @@ COLD_EXPECTED = {
     "airflow POST /auth/token": 1,
     "marquez GET <job>/runs": 6,  # the estimate's run history, one read per planned job, side by side
 }
-WAITS, COLD_WAITS = 7, 8
+WAITS, COLD_WAITS = 6, 7
 WARMUP = b"""version: 1
 name: warmup
 owner: "@jane"
@@ -88,7 +88,7 @@ def config(name: str) -> bytes:
     return VALID.replace(b"name: ", f"name: {name}-".encode(), 1)
 
 
-def test_a_valid_batch_config_waits_eight_round_trips_cold_and_seven_warm(harness: TriggerHarness) -> None:
+def test_a_valid_batch_config_waits_seven_round_trips_cold_and_six_warm(harness: TriggerHarness) -> None:
     bench = benchmark()
     names = {
         urlsplit(url).port: name
@@ -109,8 +109,9 @@ def test_a_valid_batch_config_waits_eight_round_trips_cold_and_seven_warm(harnes
             results = harness.invoke(event)
             sent = counter.take_calls()
             calls = ["marquez GET <job>/runs" if RUNS.match(call.name) else call.name for call in sent]
-            runs.append((results, event, calls, bench.waits(sent, LATENCY)))
-        (first, _, cold_calls, cold_waits), (second, event, calls, warm_waits) = runs
+            runs.append((results, event, calls, sent))
+        (first, _, cold_calls, cold_sent), (second, event, calls, sent) = runs
+        cold_waits, warm_waits = bench.waits(cold_sent, LATENCY), bench.waits(sent, LATENCY)
 
         duplicate = harness.invoke(event)
         duplicate_sent = counter.take_calls()
@@ -126,6 +127,9 @@ def test_a_valid_batch_config_waits_eight_round_trips_cold_and_seven_warm(harnes
     )
     triggered = max(index for index, call in enumerate(calls) if call == "dynamodb.PutItem")
     assert calls.index("slack POST /api/chat.postMessage") < triggered
+    # The result file (the last PutObject) went out side by side with TRIGGERED: one wait.
+    result_file = max(index for index, call in enumerate(calls) if call == "s3.PutObject")
+    assert abs(sent[result_file].sent - sent[triggered].sent) < LATENCY, (calls, sent)
     record = harness.status.get(second[0].backfill_id)
     assert record.state.value == "TRIGGERED" and record.dag_run_id == second[0].backfill_id
     assert (record.slack_channel, record.slack_thread_ts) == (
@@ -159,7 +163,7 @@ def test_with_the_templates_claims_table_admission_touches_only_its_own_keys(
     mocked_aws: None,
 ) -> None:
     """template.yaml always creates the claims table (overlap protection, docs/lifecycle.md):
-    what admitting a backfill adds to the eight above, here with other backfills active (their
+    what admitting a backfill adds to the eight calls above, here with other backfills active (their
     runs never end on the double). The plan's six steps in one week are six (step, week)
     keys: one BatchGetItem reads them with the holder item; nothing claims its days there, so
     a PutItem writes its entry on each (no lease) and one more the holder item. Nothing about

@@ -130,7 +130,20 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
             backfill_id, BackfillState.QUEUED, detail=reason, attributes={"reason": reason, **planned}
         )
         return ModeOutcome(BackfillState.QUEUED, plan=plan, stored=stored, reason=reason)
-    announce = request.announce
+    announce, report = request.announce, request.report
+    reported: list[bool] = []  # the result file, sent beside TRIGGERED when the service gave `report`
+
+    def triggered(run: TriggerResult, run_url: str | None) -> ModeOutcome:
+        return ModeOutcome(
+            BackfillState.TRIGGERED,
+            plan=plan,
+            stored=stored,
+            run=run,
+            run_url=run_url,
+            announced=announce is not None,
+            reported=reported[0] if reported else None,
+        )
+
     run, run_url = trigger_run(
         services,
         backfill_id=backfill_id,
@@ -140,18 +153,12 @@ def run_batch(request: ModeRequest, services: ModeServices) -> ModeOutcome:
         planned=planned,
         announce=(lambda url: announce(plan, stored, url)) if announce else None,
         held=record,  # as claimed, or as PLANNED left it: the TRIGGERED write replaces it
+        beside=(lambda run, url: reported.append(report(triggered(run, url)))) if report else None,
     )
     started(
         services, backfill_id=backfill_id, plan=plan, config_uri=stored.config_uri, submitter=config.owner
     )
-    return ModeOutcome(
-        BackfillState.TRIGGERED,
-        plan=plan,
-        stored=stored,
-        run=run,
-        run_url=run_url,
-        announced=announce is not None,
-    )
+    return triggered(run, run_url)
 
 
 def deployment_policy(services: ModeServices) -> Policy | None:

@@ -6,8 +6,10 @@ recording TRIGGERED), the first run read back, the OpenLineage START."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -67,6 +69,10 @@ class ModeServices:
 # (plan, where it is stored, the run's link) and returns the thread (channel, ts) to record
 # with TRIGGERED, or None (no thread to store, or nothing sent). Never raises.
 Announce = Callable[[Plan, "StoredBackfill", "str | None"], "tuple[str, str] | None"]
+# Writes the result file of an outcome the runner reached, as the service would after it
+# returns (one home for the document); False when it could not be written. Raises only what
+# a crash raises. A runner sends it beside its last status write (`ModeOutcome.reported`).
+Report = Callable[["ModeOutcome"], bool]
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class ModeRequest:
     body: bytes
     upload: Upload
     announce: Announce | None = None  # batch: Slack between the run's creation and TRIGGERED
+    report: Report | None = None  # batch: the result file, sent beside TRIGGERED
 
     @property
     def backfill_id(self) -> str:
@@ -111,6 +118,9 @@ class ModeOutcome:
     announced: bool = (
         False  # the runner dealt with Slack for TRIGGERED (posted, or left it to the DAG's start)
     )
+    # The result file, written by the runner beside its last status write (ModeRequest.report):
+    # whether it was written; None: the service writes it.
+    reported: bool | None = None
 
 
 ModeRunner = Callable[[ModeRequest, ModeServices], ModeOutcome]
@@ -205,6 +215,7 @@ def trigger_run(
     planned: Mapping[str, Any] | None = None,
     announce: Callable[[str | None], tuple[str, str] | None] | None = None,
     held: StatusRecord | None = None,
+    beside: Callable[[TriggerResult, str | None], object] | None = None,
 ) -> tuple[TriggerResult, str | None]:
     """Trigger the DAG run of `attempt` (run id: the backfill id, then `<id>__attempt<n>`) and
     record TRIGGERED (with `planned`: config_uri, plan_uri and plan_summary, when no PLANNED
@@ -214,7 +225,12 @@ def trigger_run(
     TRIGGERED write, which then carries the Slack thread it returns (one status write, not
     two). A run that existed already is not announced again: whoever created it did, or died
     before it could, and then the DAG's start opens the thread (the record has none).
-    `held`: the record as this attempt last wrote it (`StatusStore.transition`)."""
+    `held`: the record as this attempt last wrote it (`StatusStore.transition`).
+
+    `beside(run, run_url)`: sent side by side with the TRIGGERED write (one wait, not two) and
+    waited for, however that write ends: the result file, which reports the run. Either may
+    land without the other (a crash, a failed write); the run exists by then, so what lands
+    is true, and the retry completes the rest (docs/trigger.md, "The guarantee")."""
     airflow = services.airflow()
     dag_id = services.settings.backfill_dag_id
     conf = RunConf(
@@ -229,17 +245,27 @@ def trigger_run(
     run = airflow.trigger_dag_run(dag_id, run_id=dag_run_id(backfill_id, attempt), conf=conf)
     run_url = airflow.run_url(dag_id, run.run.run_id)
     thread = announce(run_url) if announce is not None and run.created else None
-    record_triggered(
-        services,
-        backfill_id=backfill_id,
-        dag_id=dag_id,
-        run=run,
-        run_url=run_url,
-        attempt=attempt,
-        attributes=planned,
-        slack_thread=thread,
-        held=held,
-    )
+
+    def record() -> None:
+        record_triggered(
+            services,
+            backfill_id=backfill_id,
+            dag_id=dag_id,
+            run=run,
+            run_url=run_url,
+            attempt=attempt,
+            attributes=planned,
+            slack_thread=thread,
+            held=held,
+        )
+
+    if beside is None:
+        record()
+        return run, run_url
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside-triggered") as pool:
+        sent = pool.submit(contextvars.copy_context().run, beside, run, run_url)
+        record()  # a failure propagates once `beside` has ended (the pool waits for it)
+    sent.result()
     return run, run_url
 
 

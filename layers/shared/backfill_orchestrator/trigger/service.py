@@ -360,6 +360,9 @@ class TriggerService:
             body=body,
             upload=upload,
             announce=self._announcer(upload, config, record),
+            report=lambda reached: self._write_result(
+                upload, self._outcome_document(upload, backfill_id, reached)
+            ),
         )
         try:
             with deadline_scope(attempt.deadline):
@@ -395,16 +398,9 @@ class TriggerService:
             self._record_end(backfill_id, outcome, ending) if ending.records is not None else record
         )
         self._count(ending.metric)
-        written = self._write_result(
-            upload,
-            self._result_document(
-                upload,
-                ending.disposition,
-                backfill_id,
-                state,
-                **self._result_fields(ending, outcome),
-            ),
-        )
+        written = outcome.reported  # sent by the runner beside its last write (ModeRequest.report)
+        if written is None:
+            written = self._write_result(upload, self._outcome_document(upload, backfill_id, outcome))
         if not outcome.announced:  # a batch run's message went out before TRIGGERED (_announcer)
             end = Finished(upload, config, record, outcome, lineage_url=self._lineage_url(config))
             # The record as this attempt last wrote it, or as claimed: the runner's writes since do not touch the thread.
@@ -432,6 +428,13 @@ class TriggerService:
                 raise
             fallback = {**attributes, **(OUTCOME_OF[ending.fallback].records or {})}
             return status.transition(backfill_id, ending.fallback, detail=outcome.reason, attributes=fallback)
+
+    def _outcome_document(self, upload: Upload, backfill_id: str, outcome: ModeOutcome) -> ResultFile:
+        """The result file of a mode's outcome, as its row of OUTCOME_OF reports it."""
+        ending = OUTCOME_OF[outcome.state]
+        return self._result_document(
+            upload, ending.disposition, backfill_id, outcome.state, **self._result_fields(ending, outcome)
+        )
 
     def _result_fields(self, ending: Ending, outcome: ModeOutcome) -> dict[str, Any]:
         """The result file's fields the row reports."""
@@ -546,11 +549,16 @@ class TriggerService:
         if record.pagerduty_open and record.state is not BackfillState.FAILED:
             self.notifier.resolve(backfill_id, enabled=config.notify.pagerduty)
         reported = self.services.storage.read_result(upload)
-        # Reported already: its outcome stands (the DAG may have moved the state on since).
+        # Reported already: its outcome stands (the DAG's own rewrites of it follow the state),
+        # unless it is one of this trigger's that the record has passed: a failure, or the
+        # TRIGGERED sent beside a write that never landed while the DAG moved the record on.
+        outdated = reported is not None and (
+            reported.outcome == Disposition.FAILED or reported.state is BackfillState.TRIGGERED
+        )
         if (
             reported is not None
             and reported.backfill_id == backfill_id
-            and (reported.outcome != Disposition.FAILED or reported.state == record.state)
+            and (not outdated or reported.state == record.state)
         ):
             self._count("Duplicates")
             return UploadResult(upload.uri, Disposition.DUPLICATE, backfill_id, str(record.state))
