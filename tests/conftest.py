@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from backfill_local.local_spark import use_local_spark_defaults
-from tests.support.airflow import BUCKET, REPO, AirflowStack, AwsLocal, StackKeeper
+from tests.support.airflow import BUCKET, REPO, AirflowStack, AwsLocal, StackKeeper, stop_unused_stacks
 from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 # Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
@@ -94,9 +94,7 @@ def shared_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """After a test's own teardown: stop a kept stack that the next test does not use."""
     yield
-    for name, keeper in _KEEPERS.items():
-        if name in item.fixturenames and (nextitem is None or name not in nextitem.fixturenames):
-            keeper.stop()
+    stop_unused_stacks(_KEEPERS, item, nextitem)
 
 
 _KEEPERS: dict[str, StackKeeper] = {"shared_airflow": SHARED_AIRFLOW}

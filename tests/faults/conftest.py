@@ -16,7 +16,7 @@ import pytest
 from botocore.retries import standard
 
 from tests.faults.toolkit import AwsFaults, FaultProxy, guard_moto
-from tests.support.airflow import AirflowStack, AwsLocal, StackKeeper, spark_dispatcher
+from tests.support.airflow import AirflowStack, AwsLocal, StackKeeper, spark_dispatcher, stop_unused_stacks
 
 
 @pytest.fixture
@@ -140,6 +140,4 @@ def outage_airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     yield
-    for fixture, keeper in _KEEPERS.items():
-        if fixture in item.fixturenames and (nextitem is None or fixture not in nextitem.fixturenames):
-            keeper.stop()
+    stop_unused_stacks(_KEEPERS, item, nextitem)

@@ -262,6 +262,14 @@ class StackKeeper:
             exit_stack.close()
 
 
+def stop_unused_stacks(keepers: Mapping[str, StackKeeper], item: Any, nextitem: Any | None) -> None:
+    """After `item`'s teardown: stop each kept stack (by its fixture's name) that `item` used
+    and `nextitem` does not (call from a `pytest_runtest_teardown` hook wrapper)."""
+    for fixture, keeper in keepers.items():
+        if fixture in item.fixturenames and (nextitem is None or fixture not in nextitem.fixturenames):
+            keeper.stop()
+
+
 # -- plans -------------------------------------------------------------------------------------
 def step(
     step_id: str, kind: str, *, dates: list[str], upstream: list[str] | None = None, dag_id: str | None = None
