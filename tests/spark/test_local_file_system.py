@@ -1,9 +1,11 @@
-"""Local writes go through backfill_local.NioLocalFileSystem (backfill_local.local_spark): the
-same permission bits as Hadoop's own local file system, set in-process instead of by `chmod`."""
+"""The local Spark tuning (backfill_local.local_spark) in the tests' own JVM: writes go through
+backfill_local.NioLocalFileSystem (the same permission bits as Hadoop's own local file system,
+set in-process instead of by `chmod`), and Spark's classes come from the class archive."""
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -46,3 +48,15 @@ def test_set_permission_sets_exactly_the_bits_asked_for(spark: SparkSession, tmp
             fs.getFileStatus(path).getPermission().toString()
             == jvm.org.apache.hadoop.fs.permission.FsPermission(mode).toString()
         )
+
+
+def test_the_jvm_maps_sparks_classes_from_the_archive(spark: SparkSession) -> None:
+    named = re.search(r"-XX:SharedArchiveFile=(\S+)", os.environ["SPARK_SUBMIT_OPTS"])
+    assert named is not None, os.environ["SPARK_SUBMIT_OPTS"]
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    mapped = {
+        line.split()[-1]
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+        if line.endswith(".jsa")
+    }
+    assert named.group(1) in mapped  # a JVM that cannot use the archive unmaps it and warns
