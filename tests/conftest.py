@@ -19,8 +19,9 @@ from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 # Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
 # start, the demo) reads the local tuning: file writes without a forked `chmod` per file, the
-# serial collector and C1 (backfill_local.local_spark). Set here, before any JVM or Airflow
-# starts, so child processes inherit it.
+# serial collector and C1, Spark's classes from an archive (backfill_local.local_spark; the
+# archive is dumped here, once per virtualenv). Set here, in the controller before any worker,
+# JVM or Airflow starts, so every child process inherits it.
 use_local_spark_defaults()
 
 

@@ -13,7 +13,7 @@ Spark JVM of the run inherits, whoever starts it (a PySpark session, an Airflow 
   kilobytes of data takes 30-40% less CPU than with the defaults (measured on the same build).
 - **Spark's classes from a class data sharing archive** (`-XX:SharedArchiveFile`): a JVM
   maps the classes parsed and verified once instead of loading them from 280 jars, and a small
-  job takes about 40% less CPU (10.4 -> 6.1 s). The archive is dumped once per environment by a
+  job takes about 40% less CPU (10.4 -> 6.4 s). The archive is dumped once per environment by a
   training job (`spark_class_training.py`) and named by a digest of the JDK, PySpark's jars and
   the JVM options; a JVM whose class path does not match it warns on stderr and loads classes
   as usual. The JDK maps nothing from a class path directory that holds files, so
