@@ -70,7 +70,7 @@ def use_local_spark_defaults(environ: MutableMapping[str, str] = os.environ) -> 
 
 
 def _tuning(
-    conf_dir: Path, jar: Path | None, *, archive: Path | None, environ: MutableMapping[str, str]
+    conf_dir: Path, jar: Path | None, *, archive: Path | None, environ: Mapping[str, str]
 ) -> dict[str, str]:
     options = [JVM_OPTIONS, JVM_LOG_OPTIONS]
     class_path = [environ.get("SPARK_DIST_CLASSPATH", "")]
@@ -139,7 +139,10 @@ def class_archive(environ: Mapping[str, str], jar: Path | None) -> Path | None:
 
 def _identity(path: Path) -> tuple[str, str, str]:
     """What the JVM checks of a file the archive came from: the archive is stale when it moves."""
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:  # a JDK laid out otherwise: named by its path alone
+        return str(path), "", ""
     return str(path), str(stat.st_size), str(stat.st_mtime_ns)
 
 

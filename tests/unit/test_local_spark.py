@@ -168,3 +168,10 @@ def test_a_training_job_past_its_time_is_tried_again_next_time(
     assert list(cache.iterdir()) == []
     assert local_spark.class_archive(_environ(tmp_path), jar=None) is not None
     assert _runs(spark_home) == 2
+
+
+def test_a_jdk_without_a_class_image_where_expected_still_gets_an_archive(
+    spark_home: Path, cache: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "jdk" / "lib" / "modules").unlink()
+    assert local_spark.class_archive(_environ(tmp_path), jar=None) is not None
