@@ -62,9 +62,7 @@ def use_local_spark_defaults(environ: MutableMapping[str, str] = os.environ) -> 
         return None
     conf_dir = _empty_dir("spark-conf-empty")
     jar = local_fs_jar()
-    tuned = dict(environ)
-    tuned.update(_tuning(conf_dir, jar, archive=None, environ=environ))
-    archive = class_archive(tuned, jar)
+    archive = class_archive({**environ, **_tuning(conf_dir, jar, archive=None, environ=environ)})
     environ.update(_tuning(conf_dir, jar, archive=archive, environ=environ))
     return conf_dir
 
@@ -86,7 +84,7 @@ def _tuning(
     return tuning
 
 
-def class_archive(environ: Mapping[str, str], jar: Path | None) -> Path | None:
+def class_archive(environ: Mapping[str, str]) -> Path | None:
     """The class data sharing archive for the Spark JVMs started with `environ`, dumped once by
     a training job when missing; None when there is none to use (no PySpark or `java`, or the
     JVM could not dump one: then the marker beside it says why and no later run tries again)."""

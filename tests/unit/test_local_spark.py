@@ -32,9 +32,7 @@ def test_the_environment_names_the_compiled_file_system_and_the_class_archive(
 ) -> None:
     archive = cache / "spark-classes-test.jsa"
     seen: list[dict[str, str]] = []
-    monkeypatch.setattr(
-        local_spark, "class_archive", lambda environ, jar: seen.append(dict(environ)) or archive
-    )
+    monkeypatch.setattr(local_spark, "class_archive", lambda environ: seen.append(dict(environ)) or archive)
     environ = {"SPARK_SUBMIT_OPTS": "-Xmx2g", "SPARK_DIST_CLASSPATH": "/opt/extra.jar"}
     conf_dir = local_spark.use_local_spark_defaults(environ)
 
@@ -71,7 +69,7 @@ def test_the_environment_names_the_compiled_file_system_and_the_class_archive(
 
 def test_without_javac_spark_keeps_its_own_file_system(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_spark.shutil, "which", lambda name, path=None: None)
-    monkeypatch.setattr(local_spark, "class_archive", lambda environ, jar: None)
+    monkeypatch.setattr(local_spark, "class_archive", lambda environ: None)
     environ: dict[str, str] = {}
     conf_dir = local_spark.use_local_spark_defaults(environ)
     assert conf_dir is not None and list(conf_dir.iterdir()) == []
@@ -140,23 +138,23 @@ def _runs(spark_home: Path) -> int:
 def test_the_class_archive_is_dumped_once_and_again_when_a_jar_changes(
     spark_home: Path, cache: Path, tmp_path: Path
 ) -> None:
-    archive = local_spark.class_archive(_environ(tmp_path), jar=None)
+    archive = local_spark.class_archive(_environ(tmp_path))
     assert archive is not None and archive.parent == cache and archive.read_text() == "classes\n"
-    assert local_spark.class_archive(_environ(tmp_path), jar=None) == archive
+    assert local_spark.class_archive(_environ(tmp_path)) == archive
     assert _runs(spark_home) == 1
-    assert local_spark.class_archive(_environ(tmp_path, SPARK_SUBMIT_OPTS="-Xmx2g"), jar=None) != archive
+    assert local_spark.class_archive(_environ(tmp_path, SPARK_SUBMIT_OPTS="-Xmx2g")) != archive
 
     (spark_home / "jars" / "spark-core.jar").write_bytes(b"another build")  # what the JVM would refuse
-    renewed = local_spark.class_archive(_environ(tmp_path), jar=None)
+    renewed = local_spark.class_archive(_environ(tmp_path))
     assert renewed is not None and renewed != archive and _runs(spark_home) == 3
     assert {path.suffix for path in cache.iterdir()} == {".jsa"}  # no scratch left
 
 
 def test_a_jvm_that_cannot_dump_is_not_asked_again(spark_home: Path, cache: Path, tmp_path: Path) -> None:
-    assert local_spark.class_archive(_environ(tmp_path, FAKE_EXIT="3"), jar=None) is None
+    assert local_spark.class_archive(_environ(tmp_path, FAKE_EXIT="3")) is None
     (refused,) = cache.glob("*.refused")
     assert refused.read_text().startswith("exit 3\n") and "the JVM refused: 3" in refused.read_text()
-    assert local_spark.class_archive(_environ(tmp_path, FAKE_EXIT="3"), jar=None) is None
+    assert local_spark.class_archive(_environ(tmp_path, FAKE_EXIT="3")) is None
     assert _runs(spark_home) == 1
 
 
@@ -164,9 +162,9 @@ def test_a_training_job_past_its_time_is_tried_again_next_time(
     spark_home: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local_spark, "ARCHIVE_BUILD_TIMEOUT_S", 0.5)
-    assert local_spark.class_archive(_environ(tmp_path, FAKE_SLEEP="30"), jar=None) is None
+    assert local_spark.class_archive(_environ(tmp_path, FAKE_SLEEP="30")) is None
     assert list(cache.iterdir()) == []
-    assert local_spark.class_archive(_environ(tmp_path), jar=None) is not None
+    assert local_spark.class_archive(_environ(tmp_path)) is not None
     assert _runs(spark_home) == 2
 
 
@@ -174,4 +172,4 @@ def test_a_jdk_without_a_class_image_where_expected_still_gets_an_archive(
     spark_home: Path, cache: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "jdk" / "lib" / "modules").unlink()
-    assert local_spark.class_archive(_environ(tmp_path), jar=None) is not None
+    assert local_spark.class_archive(_environ(tmp_path)) is not None
