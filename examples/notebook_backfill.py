@@ -3,9 +3,9 @@
 # MAGIC # Backfill from a notebook
 # MAGIC
 # MAGIC Validate a backfill config, see what it would rerun, submit it, and follow it.
-# MAGIC Install once per cluster: `%pip install backfill-orchestrator[lineage]` (the `lineage`
-# MAGIC extra is only needed to plan against Marquez). Credentials are the cluster's (its
-# MAGIC instance profile, boto3's default chain); pass `session=boto3.Session(...)` to use others.
+# MAGIC Install once per cluster: `%pip install backfill-orchestrator` (planning against
+# MAGIC Marquez included). Credentials are the cluster's (its instance profile, boto3's default
+# MAGIC chain); pass `session=boto3.Session(...)` to use others.
 # MAGIC
 # MAGIC The settings below come from the environment so the same notebook runs as plain Python
 # MAGIC (the test suite runs it against moto and the Marquez double); on a cluster, set them in

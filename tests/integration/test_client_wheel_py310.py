@@ -1,7 +1,8 @@
 """The light client where notebooks run: the built wheel, installed with its base dependencies
 only into a clean Python 3.10 virtualenv (Databricks runtimes up to 13.x), holds the package
 alone and brings nothing Lambda-, Airflow- or Spark-specific and no `requests`; its CLI starts;
-Marquez asked for without the `lineage` extra is a clear message, not a traceback; and it
+it plans against Marquez (the double) as it is, and an unreachable Marquez is a clear message,
+not a traceback; and it
 submits a config, follows it to its end, lists it, refuses controls that cannot work and
 writes a control document against moto (installed into the venv for the test only, after the
 dependency check)."""
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from backfill_local.marquez_double import MarquezDouble
 from tests.support.aws import table_definition
 from tests.support.wheel import UV, clean_env, run
 
@@ -38,26 +40,20 @@ NOT_INSTALLED = textwrap.dedent(
     """
 )
 
-# Before moto (which brings `requests`) is installed: the same arguments everywhere, and Marquez
-# asked for without the `lineage` extra says what to install, before anything is uploaded.
-NO_LINEAGE_EXTRA = textwrap.dedent(
+# Before moto (which brings `requests`) is installed: the base install plans against Marquez
+# (argv[1], the double with the food delivery sample), downstream included.
+PLANS_AGAINST_MARQUEZ = textwrap.dedent(
     """
-    from backfill_orchestrator.client import (
-        LineageClientMissingError, plan_backfill, submit_backfill, validate_backfill,
-    )
+    import sys
+    from backfill_orchestrator.client import plan_backfill
     config = {
         "version": 1, "name": "orders", "owner": "@jane", "mode": "batch",
         "jobs": [{"namespace": "food_delivery", "name": "etl_orders"}], "dates": ["2021-06-04"],
     }
-    submit = lambda c, **kw: submit_backfill(c, bucket="configs", **kw)
-    for call in (validate_backfill, plan_backfill, submit):
-        try:
-            call(config, marquez_url="http://127.0.0.1:9")
-        except LineageClientMissingError as error:
-            assert "pip install 'backfill-orchestrator[lineage]'" in str(error), error
-        else:
-            raise AssertionError(f"{call} reached Marquez without requests")
-    print("said")
+    view = plan_backfill(config, marquez_url=sys.argv[1])
+    steps = [step.id for wave in view.plan.waves for step in wave.steps]
+    assert steps[0] == "etl_orders" and "etl_orders_7_days" in steps, steps
+    print("planned", len(steps))
     """
 )
 
@@ -166,12 +162,11 @@ def test_the_client_wheel_installs_light_on_python_310_and_submits_to_moto(
         timeout=300,
     )
     assert marquez.returncode == 2 and "Traceback" not in marquez.stderr, marquez.stderr
-    assert (
-        "reading Marquez needs 'requests', which this install lacks: pip install 'backfill-orchestrator[lineage]'"
-        in marquez.stderr
-    )
+    assert "Marquez at http://127.0.0.1:9 is unavailable: cannot connect (" in marquez.stderr, marquez.stderr
 
-    assert "said" in run([python, "-c", NO_LINEAGE_EXTRA], cwd=tmp_path, env=env).stdout
+    with MarquezDouble(seed="food_delivery") as double:
+        planned = run([python, "-c", PLANS_AGAINST_MARQUEZ, double.url], cwd=tmp_path, env=env).stdout
+    assert "planned" in planned, planned
     run([str(UV), "pip", "install", "--python", python, "moto[s3,dynamodb]>=5,<6"], env=env)  # test-only
     table = json.dumps(table_definition("StatusTable", table_name="status"))
     submitted = run([python, "-c", SUBMIT, table], cwd=tmp_path, env=env)

@@ -16,13 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-import requests
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from backfill_local.airflow_double import AirflowDouble
 from backfill_local.marquez_double import MarquezDouble
 from backfill_local.receivers import PagerDutyReceiver, SlackReceiver
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import HttpSession, retrying_session
 from backfill_orchestrator.settings import DeploymentSettings
 from backfill_orchestrator.status import StatusStore
 from backfill_orchestrator.trigger.service import UploadResult
@@ -58,7 +57,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def fast_session() -> requests.Session:
+def fast_session() -> HttpSession:
     """The production retry policy with a shorter backoff, so that outage tests stay quick."""
     return retrying_session(retries=2, backoff_factor=0.01, backoff_max=0.05, timeout=(1.0, 5.0))
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
-import requests
-from requests.adapters import BaseAdapter
+from urllib3 import HTTPConnectionPool, HTTPResponse
+from urllib3.connection import HTTPConnection
+from urllib3.exceptions import MaxRetryError, NewConnectionError, ReadTimeoutError
+from urllib3.util.retry import Retry
 
 from backfill_local.marquez_double import LineageStore, run_events
 from backfill_orchestrator.config import JobRef
+from backfill_orchestrator.http import HttpSession
 from backfill_orchestrator.lineage import (
     InvalidMarquezUrlError,
     MarquezClient,
@@ -20,39 +24,38 @@ from backfill_orchestrator.lineage import (
 )
 
 PG = "postgres://db:5432"
+MARQUEZ_POOL = HTTPConnectionPool("marquez", 5000)
 
 
-class FakeTransport(BaseAdapter):
-    """Answers every request with the next canned (status, body) and records the request."""
+@dataclass(frozen=True)
+class Sent:
+    method: str
+    url: str
+    headers: dict[str, str]
+
+
+class FakePool:
+    """urllib3's pool, answering every request with the next canned (status, body) or raising
+    the next urllib3 error; records what was sent."""
 
     def __init__(self, *answers: tuple[int, object] | Exception):
-        super().__init__()
         self.answers = list(answers)
-        self.sent: list[requests.PreparedRequest] = []
+        self.sent: list[Sent] = []
 
-    def send(self, request, **kwargs):
-        self.sent.append(request)
+    def request(self, method, url, *, body=None, headers=None, timeout=None, retries=None):
+        self.sent.append(Sent(method, url, dict(headers or {})))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        status, body = answer
-        response = requests.Response()
-        response.status_code = status
-        response.reason = "Reason"
-        response._content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        response.request = request
-        response.url = request.url
-        return response
-
-    def close(self):
-        pass
+        status, content = answer
+        data = content if isinstance(content, bytes) else json.dumps(content).encode()
+        return HTTPResponse(body=data, status=status, reason="Reason", preload_content=True)
 
 
-def client_with(*answers, api_key=None) -> tuple[MarquezClient, FakeTransport]:
-    transport = FakeTransport(*answers)
-    session = requests.Session()
-    session.mount("http://", transport)
-    return MarquezClient("http://marquez:5000/", api_key=api_key, session=session), transport
+def client_with(*answers, api_key=None) -> tuple[MarquezClient, FakePool]:
+    pool = FakePool(*answers)
+    session = HttpSession(retry=Retry(0), timeout=1.0, pool=pool)  # type: ignore[arg-type]
+    return MarquezClient("http://marquez:5000/", api_key=api_key, session=session), pool
 
 
 def test_asks_for_the_job_node_url_encoded_with_depth_and_bearer_key():
@@ -118,14 +121,25 @@ def test_retryable_statuses_left_after_retries_mean_unavailable(status):
 
 
 def test_connection_errors_mean_unavailable():
-    client, _ = client_with(requests.exceptions.ConnectionError("[Errno 111] Connection refused"))
-    with pytest.raises(MarquezUnavailableError, match=r"cannot connect \(\[Errno 111\] Connection refused\)"):
+    refused = NewConnectionError(
+        HTTPConnection("marquez", 5000),
+        "Failed to establish a new connection: [Errno 111] Connection refused",
+    )
+    client, _ = client_with(MaxRetryError(MARQUEZ_POOL, "/api/v1/lineage", refused))
+    with pytest.raises(
+        MarquezUnavailableError,
+        match=r"cannot connect \(\[Errno 111\] Connection refused\)",
+    ):
         client.lineage(JobRef(namespace="ns", name="a"), depth=3)
 
 
 def test_timeouts_mean_unavailable():
-    client, _ = client_with(requests.exceptions.ReadTimeout("Read timed out. (read timeout=10)"))
-    with pytest.raises(MarquezUnavailableError, match="Read timed out"):
+    client, _ = client_with(
+        ReadTimeoutError(MARQUEZ_POOL, "/api/v1/lineage", "Read timed out. (read timeout=10)")
+    )
+    with pytest.raises(
+        MarquezUnavailableError, match=r"cannot connect \(Read timed out. \(read timeout=10\)\)"
+    ):
         client.lineage(JobRef(namespace="ns", name="a"), depth=3)
 
 

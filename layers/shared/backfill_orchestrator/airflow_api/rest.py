@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import requests
 from pydantic import SecretStr
 
 from backfill_orchestrator.airflow_api.base import (
@@ -20,7 +19,7 @@ from backfill_orchestrator.airflow_api.base import (
     ApiCall,
     ApiVersion,
 )
-from backfill_orchestrator.http import OutOfTimeError, retrying_session
+from backfill_orchestrator.http import HttpError, HttpResponse, HttpSession, OutOfTimeError, retrying_session
 
 
 class RestAirflowClient(AirflowClient):
@@ -32,7 +31,7 @@ class RestAirflowClient(AirflowClient):
         password: SecretStr,
         api_version: ApiVersion = "v2",
         ui_url: str | None = None,
-        session: requests.Session | None = None,
+        session: HttpSession | None = None,
     ):
         """`base_url` is Airflow's root (`https://airflow.example.com`), without `/api/...`."""
         super().__init__(api_version=api_version, ui_url=ui_url or base_url)
@@ -71,17 +70,17 @@ class RestAirflowClient(AirflowClient):
 
     @contextmanager
     def _transport_errors(self) -> Iterator[None]:
-        """`requests`' failures as the API's: out of time, or Airflow unreachable."""
+        """The HTTP failures as the API's: out of time, or Airflow unreachable."""
         try:
             yield
         except OutOfTimeError as error:
             raise AirflowTimeoutError(error.doing, error.budget) from None
-        except requests.RequestException as error:
+        except HttpError as error:
             raise AirflowUnavailableError(
-                f"Airflow at {self._base} is unreachable: {_reason(error)}"
+                f"Airflow at {self._base} is unreachable: {type(error).__name__}: {error}"
             ) from None
 
-    def _send(self, call: ApiCall) -> requests.Response:
+    def _send(self, call: ApiCall) -> HttpResponse:
         url = f"{self._base}/api/{self.api_version}{call.path}"
         headers = {"Accept": "application/json"}
         auth = None
@@ -109,13 +108,8 @@ class RestAirflowClient(AirflowClient):
         return response.status_code, _json(response)
 
 
-def _json(response: requests.Response) -> Any:
+def _json(response: HttpResponse) -> Any:
     try:
         return response.json()
     except (ValueError, json.JSONDecodeError):
         return {"detail": response.text[:500]}
-
-
-def _reason(error: requests.RequestException) -> str:
-    # urllib3's MaxRetryError nests the cause; its text is long but says what happened.
-    return f"{type(error).__name__}: {str(error)[:300]}"

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.warehouse:
         limits = replace(limits, warehouse_uri=args.warehouse)
     catalog = load_catalog(args.catalog)
-    # Marquez is required here (marquez_client: a URL, and the lineage extra); a refused plan
+    # Marquez is required here (marquez_client: its URL); a refused plan
     # (an unknown root job, a cycle) is reported with every other problem of the file, located.
     verdict, plan = preflight_checked(
         prepared,

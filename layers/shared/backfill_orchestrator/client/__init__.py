@@ -30,7 +30,6 @@ from backfill_orchestrator.client.control_requests import (
 )
 from backfill_orchestrator.client.plan import PlanView, plan_backfill
 from backfill_orchestrator.client.preflight import (
-    LineageClientMissingError,
     OutsideIncomingPrefixError,
     check_prefix,
     deployment_policy,
@@ -73,7 +72,6 @@ __all__ = [
     "ControlStatus",
     "ControlWriteError",
     "InvalidControlRequestError",
-    "LineageClientMissingError",
     "NoStatusTableError",
     "OutsideIncomingPrefixError",
     "PlanView",

@@ -77,8 +77,8 @@ def plan_backfill(
     """Validate (the deployment's allowlists: `policy`, default from the environment), load the
     catalog, then plan: nothing is asked of Marquez before everything local is checked. Raises
     InvalidConfigError / InvalidCatalogError (located), PlanRefusedError (a cycle, an unknown
-    root job), InvalidMarquezUrlError (no lineage given), LineageClientMissingError (Marquez
-    without the `lineage` extra) or a LineageError (Marquez unreachable)."""
+    root job), InvalidMarquezUrlError (no lineage given) or a LineageError (Marquez
+    unreachable)."""
     if s3_client is None and session is not None:
         s3_client = session.client("s3")
     prepared = (

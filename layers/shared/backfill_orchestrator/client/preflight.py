@@ -12,7 +12,7 @@ from typing import Any
 from backfill_orchestrator.client.sources import PreparedConfig
 from backfill_orchestrator.config.validate import ConfigPolicy
 from backfill_orchestrator.contracts.plan import Plan
-from backfill_orchestrator.errors import PolicyRefusal, ServiceError
+from backfill_orchestrator.errors import PolicyRefusal
 from backfill_orchestrator.lineage import URL_ENV, InvalidMarquezUrlError, LineageSource, RunHistory
 from backfill_orchestrator.planner import CATALOG_ENV, JobCatalog
 from backfill_orchestrator.preflight import Reach, Verdict, preflight_config, warehouse_lister
@@ -57,24 +57,13 @@ def check_prefix(prefix: str, *, incoming: str) -> str:
     return prefix
 
 
-class LineageClientMissingError(ServiceError, ImportError):
-    """Marquez asked for (a URL given or $MARQUEZ_URL set) on an install without the `lineage`
-    extra (`requests`): the installation lacks a part, not the input."""
-
-
 def marquez_client(url: str | None = None, *, environ: Mapping[str, str] | None = None) -> LineageSource:
-    """The Marquez client for `url` (else $MARQUEZ_URL); a clear error naming the extra when
-    `requests` is not installed, InvalidMarquezUrlError when there is no URL."""
+    """The Marquez client for `url` (else $MARQUEZ_URL); InvalidMarquezUrlError when there is no URL."""
     environ = os.environ if environ is None else environ
     if not (url or environ.get(URL_ENV)):
         raise InvalidMarquezUrlError(f"no Marquez URL: pass one (--marquez-url) or set {URL_ENV}")
-    try:
-        from backfill_orchestrator.lineage.client import MarquezClient
-    except ModuleNotFoundError as error:  # the light install has no `requests`
-        raise LineageClientMissingError(
-            f"reading Marquez needs {error.name!r}, which this install lacks: "
-            "pip install 'backfill-orchestrator[lineage]' (or unset MARQUEZ_URL to skip the lineage checks)"
-        ) from None
+    from backfill_orchestrator.lineage.client import MarquezClient  # on first use, as lineage/__init__ has it
+
     return MarquezClient.from_env(base_url=url, environ=environ)
 
 

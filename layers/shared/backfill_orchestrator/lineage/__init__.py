@@ -1,7 +1,7 @@
 """Lineage from Marquez: the client, the graph it reads, and the downstream walk.
 
-The Marquez client (and so `requests`) is imported on first use: planning from an in-memory
-lineage source, and the light client install (no `requests`), never need it."""
+The Marquez client (and its HTTP pool) is imported on first use: planning from an in-memory
+lineage source never needs it."""
 
 from typing import Any
 

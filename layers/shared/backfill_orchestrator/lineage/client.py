@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
-import requests
-
 from backfill_orchestrator.config.model import JobRef
-from backfill_orchestrator.http import OutOfTimeError, retrying_session
+from backfill_orchestrator.http import (
+    HttpConnectionError,
+    HttpError,
+    HttpResponse,
+    HttpRetriesExhaustedError,
+    HttpSession,
+    HttpTimeoutError,
+    OutOfTimeError,
+    retrying_session,
+)
 from backfill_orchestrator.lineage.errors import (
     InvalidMarquezUrlError,
     MarquezResponseError,
@@ -60,7 +66,7 @@ def _check_base_url(base_url: str) -> str:
 class MarquezClient:
     """Implements `LineageSource` against a Marquez server."""
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, session: requests.Session | None = None):
+    def __init__(self, base_url: str, *, api_key: str | None = None, session: HttpSession | None = None):
         self.base_url = _check_base_url(base_url)
         self._session = session or retrying_session()
         self._headers = {"Accept": "application/json"}
@@ -136,13 +142,11 @@ class MarquezClient:
             response = self._session.get(url, params=params, headers=self._headers)
         except OutOfTimeError as error:
             raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
-        except requests.exceptions.RetryError as error:
-            raise MarquezUnavailableError(
-                self.base_url, f"still failing after retries ({_reason(error)})"
-            ) from None
-        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:
-            raise MarquezUnavailableError(self.base_url, f"cannot connect ({_reason(error)})") from None
-        except requests.exceptions.RequestException as error:
+        except HttpRetriesExhaustedError as error:
+            raise MarquezUnavailableError(self.base_url, str(error)) from None
+        except (HttpConnectionError, HttpTimeoutError) as error:
+            raise MarquezUnavailableError(self.base_url, f"cannot connect ({error})") from None
+        except HttpError as error:
             raise MarquezUnavailableError(self.base_url, str(error)) from None
 
         status = response.status_code
@@ -167,7 +171,7 @@ class MarquezClient:
             raise MarquezResponseError(self.base_url, f"the {what} response is not JSON") from None
 
 
-def _message(response: requests.Response) -> str | None:
+def _message(response: HttpResponse) -> str | None:
     """The `message` of a Marquez JSON error body, or None when the body is not one."""
     try:
         body = response.json()
@@ -175,15 +179,3 @@ def _message(response: requests.Response) -> str | None:
         return None
     message = body.get("message") if isinstance(body, dict) else None
     return message if isinstance(message, str) else None
-
-
-def _reason(error: Exception) -> str:
-    # urllib3 nests the root cause a few levels down ("... [Errno 111] Connection refused").
-    text = str(error)
-    found = re.search(r"\[Errno -?\d+\] [^'\")]+", text)
-    if found:
-        return found.group(0).strip()
-    for marker in ("Read timed out", "Connect timeout", "too many 5", "too many 429"):
-        if marker.lower() in text.lower():
-            return marker
-    return text[:200]

@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-import requests
 from slack_sdk.http_retry import RetryHandler
 
 from backfill_orchestrator.errors import BackfillError
+from backfill_orchestrator.http import HttpSession
 from backfill_orchestrator.notify.notifier import Deferred, MetricsSink, Notifier
 from backfill_orchestrator.notify.pagerduty import PagerDutyClient
 from backfill_orchestrator.notify.slack import SlackClient, SlackWebApi, SlackWebhook
@@ -34,7 +34,7 @@ def build_notifier(
     metrics: MetricsSink | None,
     status_store: StatusStore | None = None,
     source: str = "backfill-orchestrator",
-    pagerduty_session: requests.Session | None = None,
+    pagerduty_session: HttpSession | None = None,
     slack_retry_handlers: list[RetryHandler] | None = None,
 ) -> Notifier:
     """`status_store` remembers each backfill's thread (without it every message is
@@ -74,7 +74,7 @@ def _pagerduty(
     secrets: SecretReader,
     metrics: MetricsSink | None,
     source: str,
-    session: requests.Session | None,
+    session: HttpSession | None,
 ) -> Deferred[PagerDutyClient] | None:
     secret_id = settings.pagerduty_secret_id
     if not secret_id:

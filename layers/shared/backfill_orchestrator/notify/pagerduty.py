@@ -1,7 +1,7 @@
 """PagerDuty Events API v2: `trigger` an incident, `resolve` it later with the same
 `dedup_key` (the backfill id), so repeated failures collapse into one incident.
 
-Hand-written on the shared retrying `requests` session rather than PagerDuty's own client
+Hand-written on the shared retrying HTTP session (`backfill_orchestrator.http`) rather than PagerDuty's own client
 (`pagerduty`, successor of the deprecated `pdpyras`): its EventsApiV2Client refuses any
 base URL that is not https (so it cannot be pointed at a local or proxied endpoint), always
 posts to `<base>/v2/enqueue` (PAGERDUTY_EVENTS_URL is the whole URL), retries 429 without
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import requests
 from pydantic import SecretStr
 
 from backfill_orchestrator.errors import ServiceError
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import HttpSession, retrying_session
 
 Severity = Literal["critical", "error", "warning", "info"]
 MAX_SUMMARY = 1024
@@ -34,7 +33,7 @@ class PagerDutyClient:
         routing_key: SecretStr,
         events_url: str = "https://events.pagerduty.com/v2/enqueue",
         source: str = "backfill-orchestrator",
-        session: requests.Session | None = None,
+        session: HttpSession | None = None,
     ):
         self._routing_key = routing_key
         self._url = events_url
@@ -83,7 +82,7 @@ class PagerDutyClient:
         action = event["event_action"]
         try:
             response = self._session.post(self._url, json=body)
-        except Exception as error:  # requests' errors may quote the request; say only what kind
+        except Exception as error:  # an error may quote the request; say only what kind
             raise PagerDutyError(f"PagerDuty unreachable ({action}): {type(error).__name__}") from None
         if response.status_code != 202:
             raise PagerDutyError(f"PagerDuty refused {action}: {response.status_code} {response.text[:300]}")

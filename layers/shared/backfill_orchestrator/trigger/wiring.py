@@ -15,7 +15,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import requests
 from aws_lambda_powertools import Logger
 
 from backfill_orchestrator.airflow_api import AirflowClient, MwaaAirflowClient, RestAirflowClient
@@ -24,7 +23,7 @@ from backfill_orchestrator.claims import ClaimRegistry, registry_for, sweep_queu
 from backfill_orchestrator.config import BackfillConfig
 from backfill_orchestrator.contracts.publish import TableKind
 from backfill_orchestrator.deadline import Deadline
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import HttpSession, retrying_session
 from backfill_orchestrator.identity import IamNameResolver
 from backfill_orchestrator.lambda_entry import FunctionClients, FunctionWiring, deployment_clients
 from backfill_orchestrator.lineage import LineageAhead, LineageWithHistory, MarquezClient
@@ -71,7 +70,7 @@ class TriggerWiring(FunctionWiring[DeploymentSettings]):
         *,
         mwaa_client_factory: Callable[[], MWAAClient] | None = None,
         sqs_client_factory: Callable[[], SQSClient] | None = None,
-        session_factory: Callable[[], requests.Session] = retrying_session,
+        session_factory: Callable[[], HttpSession] = retrying_session,
         ssm_client_factory: Callable[[], SSMClient] | None = None,
         iam_client_factory: Callable[[], IAMClient] | None = None,
         **clients: Unpack[FunctionClients],
