@@ -332,10 +332,11 @@ class StatusStore:
         }
         if upload_id:
             item["uploads"] = {upload_id}
+        typed = item_from_plain(item)
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=item_from_plain(item),
+                Item=typed,
                 ConditionExpression="attribute_not_exists(backfill_id)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -346,7 +347,7 @@ class StatusStore:
             if self._is_too_large(error):
                 raise StatusItemTooLargeError(backfill_id, "creating it") from None
             raise StatusStoreError(f"creating status of {backfill_id}: {error}") from error
-        return self._hold(item_from_plain(item))
+        return self._hold(typed)
 
     def transition(
         self,
