@@ -75,25 +75,29 @@ class HiveCatalog:
             raise PublishCatalogError([issue(table, f"hive: {first}")]) from None
 
     def locations(self, table: str, days: Sequence[str] | None) -> dict[str, str]:
-        """partition -> location, for the days given (all when None), in one metastore call."""
+        """partition -> location, for the days given (all when None): one metastore call a day.
+        The metastore picks the day's partitions (a partial partition spec), so the cost follows
+        the days asked for, not the table's whole history; every entry read here is a few Py4J
+        round trips."""
         jvm = self._spark.sparkContext._jvm
         convert = jvm.scala.jdk.javaapi.CollectionConverters
         database, name = split_name(table)
+        if days is None:
+            filters = [getattr(jvm.scala, "None$").__getattr__("MODULE$")]
+        else:  # `day=<value>` as Spark's own partition path parser reads it: an immutable Map
+            fragment = jvm.org.apache.spark.sql.execution.datasources.PartitioningUtils.parsePathFragment
+            filters = [jvm.scala.Some(fragment(f"{DAY}={day}")) for day in sorted(set(days))]
+        found = {}
         try:
             catalog = self._spark._jsparkSession.sharedState().externalCatalog()
-            listed = catalog.listPartitions(
-                database, name, getattr(jvm.scala, "None$").__getattr__("MODULE$")
-            )
             keys = list(convert.asJava(catalog.getTable(database, name).partitionColumnNames()))
+            for only in filters:
+                for entry in convert.asJava(catalog.listPartitions(database, name, only)):
+                    spec = entry.spec()
+                    partition = "/".join(f"{key}={spec.apply(key)}" for key in keys)
+                    found[partition] = entry.location().toString()
         except Exception as error:
             raise PublishCatalogError([issue(table, f"hive listPartitions: {error}")]) from None
-        wanted = None if days is None else set(days)
-        found = {}
-        for entry in convert.asJava(listed):
-            spec = dict(convert.asJava(entry.spec()))
-            if wanted is not None and spec.get(DAY) not in wanted:
-                continue
-            found["/".join(f"{key}={spec[key]}" for key in keys)] = entry.location().toString()
         return found
 
     def location(self, table: str, partition: str) -> str | None:

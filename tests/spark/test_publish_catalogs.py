@@ -10,7 +10,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import boto3
@@ -164,6 +164,11 @@ def test_a_hive_table_is_published_by_location_swaps_and_undone(spark, pristine,
     assert manifest.table_kind is TableKind.HIVE and manifest.catalog_table == "food_delivery.orders"
     location = catalogs.catalog(TableKind.HIVE).location("food_delivery.orders", f"day={DAY}/hour=3/feed=web")
     assert f"/processed/orders/_backfill/{PLAN.backfill_id}/a1/day={DAY}/hour=3/feed=web" in location
+    hive = catalogs.catalog(TableKind.HIVE)
+    of_the_day = hive.locations("food_delivery.orders", [str(DAY)])  # the metastore picks the day's
+    assert of_the_day and all(partition.startswith(f"day={DAY}/") for partition in of_the_day)
+    next_day = hive.locations("food_delivery.orders", [str(DAY + timedelta(days=1))])
+    assert next_day and not of_the_day.keys() & next_day.keys()
 
     publishing.publisher.undo(PLAN.backfill_id, by="@jane")
     for table in TOUCHED:
