@@ -36,7 +36,7 @@ import requests
 
 from backfill_local import cache_dir
 from backfill_orchestrator.errors import ServiceError
-from backfill_orchestrator.http import retrying_session
+from backfill_orchestrator.http import HttpSession, retrying_session
 
 DEFAULT_USER = "admin"
 DEFAULT_PASSWORD = "admin"
@@ -176,7 +176,7 @@ class LocalAirflow:
     _components: list[_Component] = field(default_factory=list, init=False)
     _own_home: bool = field(default=False, init=False)
     _token: str | None = field(default=None, init=False)
-    _session: requests.Session | None = field(default=None, init=False)
+    _session: HttpSession | None = field(default=None, init=False)
     env: dict[str, str] = field(default_factory=dict, init=False)
     boot_seconds: float | None = field(default=None, init=False)
 
@@ -443,7 +443,7 @@ class LocalAirflow:
             raise AirflowApiError(method, path, response.status_code, response.text)
         return response.json() if response.content else None
 
-    def _http(self) -> requests.Session:
+    def _http(self) -> HttpSession:
         """Retries (connection errors, 429, 5xx) and a 30 s read timeout: on a loaded machine
         this Airflow shares the cores with what calls it, and answers in seconds, not 10 s."""
         if self._session is None:

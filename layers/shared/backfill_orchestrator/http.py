@@ -142,6 +142,10 @@ class HttpSession:
         self._retry = retry
         self._pool = pool or urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE)
 
+    def close(self) -> None:
+        """Close the pooled connections (a later call opens new ones)."""
+        self._pool.clear()
+
     def get(
         self, url: str, *, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
     ) -> HttpResponse:
