@@ -79,6 +79,7 @@ class TreeSampler:
     def __init__(self, root: int) -> None:
         self.root = root
         self.seen: dict[tuple[int, float], tuple[str, float]] = {}
+        self.unnamed: dict[tuple[int, float], str] = {}  # the command lines of "other" processes
         self.loads: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -112,9 +113,16 @@ class TreeSampler:
             with contextlib.suppress(psutil.Error):
                 key = (process.pid, process.create_time())
                 times = process.cpu_times()
-                known = self.seen.get(key)
-                name = known[0] if known else component(" ".join(process.cmdline()))
+                # Named again at every sample: `spark-submit` is a shell script that execs the
+                # JVM in the same process, so a process first seen as the script would
+                # otherwise count its JVM's CPU as "other".
+                cmdline = " ".join(process.cmdline())
+                name = component(cmdline)
                 self.seen[key] = (name, times.user + times.system)
+                if name == "other":
+                    self.unnamed[key] = cmdline
+                else:
+                    self.unnamed.pop(key, None)
 
     def by_component(self) -> dict[str, float]:
         """Component -> CPU seconds, the largest first."""
@@ -122,6 +130,11 @@ class TreeSampler:
         for name, seconds in self.seen.values():
             totals[name] = totals.get(name, 0.0) + seconds
         return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+    def largest_unnamed(self, count: int) -> list[tuple[float, str]]:
+        """The `count` "other" processes that used the most CPU: (seconds, command line)."""
+        found = [(self.seen[key][1], cmdline) for key, cmdline in self.unnamed.items()]
+        return sorted(found, reverse=True)[:count]
 
 
 @contextlib.contextmanager
@@ -184,6 +197,8 @@ def main(targets: list[str]) -> int:
     print(f"{'component':<66} {'CPU s':>8} {'share':>6}")
     for name, seconds in components.items():
         print(f"{name:<66} {seconds:8.0f} {seconds / sampled:6.1%}")
+    for seconds, cmdline in sampler.largest_unnamed(5):
+        print(f"  other: {seconds:6.0f} s  {cmdline[:140]}")
     loads = sampler.loads or [os.getloadavg()[0]]
     print(
         f"load (1 min) every {LOAD_SECONDS:.0f} s: start {loads[0]:.1f}, median {statistics.median(loads):.1f}, "
