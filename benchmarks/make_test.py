@@ -113,11 +113,13 @@ class TreeSampler:
             with contextlib.suppress(psutil.Error):
                 key = (process.pid, process.create_time())
                 times = process.cpu_times()
-                # Named again at every sample: `spark-submit` is a shell script that execs the
-                # JVM in the same process, so a process first seen as the script would
-                # otherwise count its JVM's CPU as "other".
+                # Named by the first command line that says what it is: `spark-submit` is a
+                # shell script that execs the JVM in the same process (first seen as the
+                # script, it is named again), while Airflow's processes and pytest's workers
+                # retitle themselves later (setproctitle) and keep their first name.
+                known = self.seen.get(key)
                 cmdline = " ".join(process.cmdline())
-                name = component(cmdline)
+                name = known[0] if known and known[0] != "other" else component(cmdline)
                 self.seen[key] = (name, times.user + times.system)
                 if name == "other":
                     self.unnamed[key] = cmdline
