@@ -18,7 +18,6 @@ from backfill_orchestrator.http import (
     HttpConnectionError,
     HttpError,
     HttpResponse,
-    HttpRetriesExhaustedError,
     HttpSession,
     HttpTimeoutError,
     OutOfTimeError,
@@ -142,8 +141,6 @@ class MarquezClient:
             response = self._session.get(url, params=params, headers=self._headers)
         except OutOfTimeError as error:
             raise MarquezTimeoutError(self.base_url, error.budget, error.doing) from None
-        except HttpRetriesExhaustedError as error:
-            raise MarquezUnavailableError(self.base_url, str(error)) from None
         except (HttpConnectionError, HttpTimeoutError) as error:
             raise MarquezUnavailableError(self.base_url, f"cannot connect ({error})") from None
         except HttpError as error:
