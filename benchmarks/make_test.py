@@ -15,6 +15,13 @@ above 1) or the machine is simply full (near 1). The 1-minute load average is re
     .venv/bin/python benchmarks/make_test.py            # about 17 minutes on 2 CPUs
     .venv/bin/python benchmarks/make_test.py test-fast  # another target of the Makefile
 
+CPU by test module: the benchmark loads this file into pytest as well (`-p
+benchmarks.make_test`, below), and each xdist worker moves into a cpuacct group of its own
+inside the benchmark's, so every process a test starts (Airflow, Spark JVMs, servers, browsers)
+is counted with the worker; at each change of test module the worker notes what its group
+used since the last change. A module's teardown is counted with it; a session-wide resource
+(the Spark session, the shared Airflow) with the module that uses it when it runs.
+
 The last line:
 
     BENCH make_test wall_s=... suite_s=... passed=... cpu_s=... cpu_bound_s=... packing=...
@@ -24,6 +31,7 @@ The last line:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -41,6 +49,10 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 SAMPLE_SECONDS = 1.0
+# What the benchmark tells the workers it loads into (the plugin half of this file, below).
+MODULES_FILE_ENV = "MAKE_TEST_BENCH_MODULES"  # the JSON lines every worker appends to
+GROUP_ENV = "MAKE_TEST_BENCH_GROUP"  # the benchmark's cpuacct group
+TOP_MODULES = 15
 LOAD_SECONDS = 10.0
 SUMMARY = re.compile(r"\b(?P<passed>\d+) passed\b.* in (?P<seconds>[\d.]+)s")
 FAILED = re.compile(r"\b(?P<failed>\d+) (?:failed|errors?)\b")
@@ -151,11 +163,12 @@ def cpuacct_group() -> Iterator[Path | None]:
     try:
         yield group
     finally:
-        with contextlib.suppress(OSError):
-            group.rmdir()  # fails while a leftover process is still in it: the next run makes its own
+        for child in [*group.glob("worker-*"), group]:  # the workers' groups first
+            with contextlib.suppress(OSError):
+                child.rmdir()  # fails while a leftover process is still in it: the next run makes its own
 
 
-def pytest_summary(output: str) -> tuple[int, int, float | None]:
+def suite_summary(output: str) -> tuple[int, int, float | None]:
     """passed, failed (errors included) and the suite's seconds, from pytest's last summary line."""
     for line in reversed(output.splitlines()):
         if match := SUMMARY.search(line):
@@ -179,12 +192,24 @@ def main(targets: list[str]) -> int:
         # The group is joined before `make` starts, so everything it starts is counted.
         join = f"echo $$ > {group / 'cgroup.procs'} && " if group else ""
         make = " ".join(["make", *targets])
-        command = subprocess.Popen(["sh", "-c", f"{join}exec {make}"], cwd=clone, stdout=log, stderr=log)
+        modules_file = work / "modules.jsonl"
+        env = dict(os.environ)
+        if group:
+            env.update(
+                {
+                    "PYTEST_ADDOPTS": "-p benchmarks.make_test",
+                    MODULES_FILE_ENV: str(modules_file),
+                    GROUP_ENV: str(group),
+                }
+            )
+        command = subprocess.Popen(
+            ["sh", "-c", f"{join}exec {make}"], cwd=clone, stdout=log, stderr=log, env=env
+        )
         with TreeSampler(command.pid) as sampler:
             returncode = command.wait()
         wall = time.monotonic() - began
         exact = int((group / "cpuacct.usage").read_text()) / 1e9 if group else None
-    passed, failed, seconds = pytest_summary(log_path.read_text(errors="replace"))
+    passed, failed, seconds = suite_summary(log_path.read_text(errors="replace"))
     suite = seconds if seconds is not None else wall
     components = sampler.by_component()
     sampled = sum(components.values())
@@ -201,6 +226,15 @@ def main(targets: list[str]) -> int:
         print(f"{name:<66} {seconds:8.0f} {seconds / sampled:6.1%}")
     for seconds, cmdline in sampler.largest_unnamed(5):
         print(f"  other: {seconds:6.0f} s  {cmdline[:140]}")
+    by_module = module_totals(modules_file)
+    if by_module:
+        print(
+            f"{'test module (its worker group: the tests and every process they start)':<66} {'CPU s':>8} {'share':>6}"
+        )
+        for name, seconds in list(by_module.items())[:TOP_MODULES]:
+            print(f"{name:<66} {seconds:8.0f} {seconds / cpu:6.1%}")
+        rest = list(by_module.values())[TOP_MODULES:]
+        print(f"{f'the other {len(rest)} modules':<66} {sum(rest):8.0f} {sum(rest) / cpu:6.1%}")
     loads = sampler.loads or [os.getloadavg()[0]]
     print(
         f"load (1 min) every {LOAD_SECONDS:.0f} s: start {loads[0]:.1f}, median {statistics.median(loads):.1f}, "
@@ -217,6 +251,68 @@ def main(targets: list[str]) -> int:
         f" airflow_cpu_s={airflow:.0f} pytest_cpu_s={pytest_cpu:.0f} load_median={statistics.median(loads):.1f}"
     )
     return returncode
+
+
+def module_totals(path: Path) -> dict[str, float]:
+    """Test module -> CPU seconds (`<collection>`: a worker's start up to its first test), the largest first."""
+    totals: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            totals[row["module"]] = totals.get(row["module"], 0.0) + row["cpu_s"]
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
+# -- the plugin half: loaded into `make test`'s pytest processes with `-p benchmarks.make_test` --
+class WorkerModules:
+    """One xdist worker in a cpuacct group of its own; a line per test module it ran."""
+
+    def __init__(self, group: Path, out: Path, worker: str) -> None:
+        self.group, self.out, self.worker = group, out, worker
+        self.module = "<collection>"
+        self.used = self._usage()
+
+    def _usage(self) -> int:
+        return int((self.group / "cpuacct.usage").read_text())
+
+    def next_module(self, module: str | None) -> None:
+        """Note what the group used since the last call for the module that ran, then follow `module`."""
+        if module == self.module:
+            return
+        used = self._usage()
+        row = {"module": self.module, "cpu_s": (used - self.used) / 1e9, "worker": self.worker}
+        with self.out.open("a") as out:  # one short line per write: the workers' lines do not mix
+            out.write(json.dumps(row) + "\n")
+        self.module, self.used = module or "", used
+
+
+_worker_modules: WorkerModules | None = None
+
+
+def pytest_configure(config: object) -> None:
+    global _worker_modules
+    worker, parent, out = (
+        os.environ.get(name) for name in ("PYTEST_XDIST_WORKER", GROUP_ENV, MODULES_FILE_ENV)
+    )
+    if not (worker and parent and out):
+        return  # the controller (its workers read PYTEST_ADDOPTS too), or pytest outside the benchmark
+    # Not for the processes the tests start: a pytest among them would load this plugin again.
+    os.environ.pop("PYTEST_ADDOPTS", None)
+    group = Path(parent) / f"worker-{worker}"
+    with contextlib.suppress(OSError):
+        group.mkdir(exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        _worker_modules = WorkerModules(group, Path(out), worker)
+
+
+def pytest_runtest_protocol(item: object, nextitem: object) -> None:
+    if _worker_modules is not None:
+        _worker_modules.next_module(item.nodeid.split("::", 1)[0])  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: object) -> None:
+    if _worker_modules is not None:
+        _worker_modules.next_module(None)
 
 
 if __name__ == "__main__":
