@@ -2,7 +2,8 @@
 cold import time.
 
 Warm: the real handler (functions/trigger/app.py) on S3 events for distinct valid configs,
-everything on 127.0.0.1 (moto server for S3/DynamoDB/Secrets Manager via AWS_ENDPOINT_URL, the
+everything on 127.0.0.1 (a moto server each for S3, DynamoDB and Secrets Manager, named by
+the per-service AWS_ENDPOINT_URL_<SERVICE> variables boto3 reads, the
 Marquez double with the food delivery sample, the strict Airflow double, the Slack and
 PagerDuty receivers). Each config goes the whole way: read, validate, claim, plan (Marquez over
 HTTP), store config + plan, trigger (Airflow over HTTP), record, Slack, result file. The
@@ -11,11 +12,13 @@ S3 GET of the config, one DynamoDB conditional put, the Airflow trigger POST and
 with plain boto3/requests; `ratio` = ours / baseline. The two alternate, one config each, so
 both see the machine alike whatever else it runs meanwhile. A duplicate delivery is timed too.
 
-Servers: the moto server runs in a process of its own and the doubles in another
-(`server_side`), as a Lambda shares no interpreter (no GIL) with S3, DynamoDB, Marquez or
-Airflow: their work does not take the handler's turns, and what the handler sends side by
-side (the claim and the lineage query, TRIGGERED and the result file) overlaps as it does
-there. Ours and the baseline run against the same servers. `--servers-inline` runs them in
+Servers: each AWS service's moto server runs in a process of its own and the doubles in
+another (`server_side`), as a Lambda shares no interpreter (no GIL) with S3, DynamoDB, Marquez
+or Airflow, nor do those with each other: their work does not take the handler's turns, and
+what the handler sends side by side (the claim and the lineage query, TRIGGERED and the result
+file) overlaps as it does there. (One moto server for S3 and DynamoDB would answer TRIGGERED
+and the result file one after the other, on its one interpreter.) Ours and the baseline run
+against the same servers. `--servers-inline` runs them in
 the benchmark's process instead, sharing its GIL, for comparison (docs/performance.md).
 `cpu_ms_p50` and `baseline_cpu_ms_p50` (the `more:` line) are the benchmark process's CPU
 time per config: with the servers apart, the handler's own (its threads included) and the
@@ -208,7 +211,7 @@ Served = tuple[dict[str, str], Callable[[], dict[str, int]]]
 
 @contextlib.contextmanager
 def aws_server() -> Iterator[Served]:
-    """A moto server (S3, DynamoDB, Secrets Manager) on 127.0.0.1."""
+    """A moto server on 127.0.0.1 (it answers for any service; each server side is used for one)."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
@@ -244,8 +247,14 @@ def doubles() -> Iterator[Served]:
         yield urls, lambda: {"runs": len(airflow.runs), "messages": len(slack.messages)}
 
 
+# Each AWS service on a moto server of its own, and the variable that points boto3 at it.
+AWS_SERVICES = {
+    "s3": "AWS_ENDPOINT_URL_S3",
+    "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB",
+    "secretsmanager": "AWS_ENDPOINT_URL_SECRETS_MANAGER",
+}
 SERVER_SIDES: dict[str, Callable[[], contextlib.AbstractContextManager[Served]]] = {
-    "aws": aws_server,
+    **{f"aws-{service}": aws_server for service in AWS_SERVICES},
     "doubles": doubles,
 }
 
@@ -313,10 +322,13 @@ def main() -> int:
     import requests
 
     with contextlib.ExitStack() as servers:
-        aws_urls, _ = servers.enter_context(server_side("aws", inline=inline))
+        aws_ports = set()
+        for service, variable in AWS_SERVICES.items():
+            aws_urls, _ = servers.enter_context(server_side(f"aws-{service}", inline=inline))
+            os.environ[variable] = aws_urls["aws"]
+            aws_ports.add(urlsplit(aws_urls["aws"]).port)
+        os.environ.pop("AWS_ENDPOINT_URL", None)
         urls, received = servers.enter_context(server_side("doubles", inline=inline))
-        os.environ["AWS_ENDPOINT_URL"] = aws_urls["aws"]
-        port = urlsplit(aws_urls["aws"]).port
         with contextlib.ExitStack() as stack:
             s3 = boto3.client("s3")
             dynamodb = boto3.client("dynamodb")
@@ -359,7 +371,7 @@ def main() -> int:
                 }
             )
             names = {urlsplit(urls[name]).port: name for name in ("marquez", "airflow", "slack", "pagerduty")}
-            counter = stack.enter_context(RoundTrips(aws_ports={port}, names=names))
+            counter = stack.enter_context(RoundTrips(aws_ports=aws_ports, names=names))
             counter.watch_events(boto3.DEFAULT_SESSION.events)  # the clients the handler makes
             sys.path.insert(0, str(REPO / "functions" / "trigger"))
             import app
