@@ -32,11 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from backfill_local import cache_dir
 from backfill_orchestrator.errors import ServiceError
-from backfill_orchestrator.http import HttpSession, retrying_session
+from backfill_orchestrator.http import HttpError, HttpSession, retrying_session
 
 DEFAULT_USER = "admin"
 DEFAULT_PASSWORD = "admin"
@@ -359,7 +357,7 @@ class LocalAirflow:
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.boot_timeout
-        probe = requests.Session()
+        probe = retrying_session(retries=0, timeout=3)  # the loop asks again
         last = "no answer yet"
         try:
             while time.monotonic() < deadline:
@@ -369,8 +367,8 @@ class LocalAirflow:
                             f"{component.name} exited with {component.process.returncode}:\n{component.tail()}"
                         )
                 try:
-                    response = probe.get(f"{self.url}/api/v2/monitor/health", timeout=3)
-                    if response.ok:
+                    response = probe.get(f"{self.url}/api/v2/monitor/health")
+                    if response.status_code < 400:
                         health = response.json()
                         states = {key: (health.get(key) or {}).get("status") for key in HEALTH_KEYS}
                         if all(state == "healthy" for state in states.values()):
@@ -378,7 +376,7 @@ class LocalAirflow:
                         last = f"health: {states}"
                     else:
                         last = f"health: HTTP {response.status_code}"
-                except requests.RequestException as error:
+                except (HttpError, ValueError) as error:  # ValueError: an answer that is not JSON
                     last = f"health: {type(error).__name__}"
                 time.sleep(1)
         finally:
@@ -391,11 +389,14 @@ class LocalAirflow:
         the first request to it: 3 s at a load of 4, 11 s at a load of 7, which the first
         task of the first DAG run would otherwise wait for (between its "Pre Execute" and its
         start). Asked once here, at boot, where it overlaps whatever the caller does meanwhile."""
+        session = retrying_session(retries=0, timeout=self.boot_timeout)
         try:
-            answer = requests.get(f"{self.url}/execution/health", timeout=self.boot_timeout)
-        except requests.RequestException as error:
+            answer = session.get(f"{self.url}/execution/health")
+        except HttpError as error:
             raise AirflowBootError(f"the task execution API did not answer: {error}") from None
-        if not answer.ok:
+        finally:
+            session.close()
+        if answer.status_code >= 400:
             raise AirflowBootError(f"the task execution API answered HTTP {answer.status_code}")
 
     # -- measurements ----------------------------------------------------------------
