@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from backfill_orchestrator.cli.status import render
 from backfill_orchestrator.status import BackfillState
 from tests.faults.harness import FaultHarness
 from tests.support.trigger import TABLE, VALID
+
+# Thousands of writes through in-process moto (about 40 ms each, most of it moto serializing
+# the whole record it returns): about 90 s alone, the fast subset's longest module by far.
+pytestmark = pytest.mark.slow
 
 CYCLES = 1_000
 UPLOADS = 1_000
