@@ -11,6 +11,12 @@ Spark JVM of the run inherits, whoever starts it (a PySpark session, an Airflow 
   SparkConf reads). Without `javac` Spark runs with Hadoop's own, only slower.
 - **The serial collector and the C1 compiler alone**: a JVM that lives seconds to minutes on
   kilobytes of data takes 30-40% less CPU than with the defaults (measured on the same build).
+  C1 alone shrinks the JDK's default code cache from 240 to 48 MB, which a session running many
+  queries fills with the classes Spark generates for them: the JVM then sweeps its code cache
+  over and over and compiles the same methods again. So the cache keeps the default size (the
+  address space is reserved, memory is used only as code fills it): the Spark tests' session
+  took 14-17% less CPU (593 and 574 -> 493 and 509 CPU-s; the sweeper thread 40 -> 0 s, the
+  compiler 57 -> 27 s).
 - **Spark's classes from a class data sharing archive** (`-XX:SharedArchiveFile`): a JVM
   maps the classes parsed and verified once instead of loading them from 280 jars, and a small
   job takes about 40% less CPU (10.4 -> 6.4 s). The archive is dumped once per environment by a
@@ -44,7 +50,7 @@ from backfill_local import cache_dir as _cache
 logger = logging.getLogger(__name__)
 
 LOCAL_FS_CLASS = "backfill_local.NioLocalFileSystem"
-JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # The JVM's own warnings (an archive it cannot use) to stderr: a job's stdout stays its own.
 JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"
 JAVA_SOURCES = Path(__file__).with_name("java")
