@@ -109,24 +109,19 @@ def test_an_api_outage_past_the_budget_ends_failed_with_a_page_and_a_retry_finis
             poll=2,
         )
         failed_after = time.monotonic() - began
-
-        def pages() -> list[str]:
-            return [
-                e["event_action"] for e in stack.pagerduty.events if e["dedup_key"] == backfill.backfill_id
-            ]
-
-        def failure_posts() -> list[str]:
-            posts = [m["text"] for m in stack.slack.messages if backfill.backfill_id in m["text"]]
-            return [text for text in posts if "FAILED" in text]
-
         # FAILED is recorded first, then posted and paged (dags/backfill_runtime/reporting.py):
         # on a loaded machine the test can read the record before the page has arrived.
         wait_until(
-            lambda: pages() and failure_posts(),
+            lambda: (
+                stack.pages(backfill.backfill_id)
+                and any("FAILED" in text for text in stack.posts(backfill.backfill_id))
+            ),
             timeout=60,
-            what=lambda: f"page {pages()}, posts {failure_posts()}",
+            what=lambda: (
+                f"pages {stack.pages(backfill.backfill_id)}, posts {stack.posts(backfill.backfill_id)}"
+            ),
         )
-        assert pages() == ["trigger"]
+        assert stack.pages(backfill.backfill_id) == ["trigger"]
         assert "failed before it could report" in record.reason and "backfill retry" in record.reason
         assert failed_after >= outage_budget(stack)  # the budget was waited out first
         airflow.relaunch(["api-server"])

@@ -139,10 +139,10 @@ def assert_succeeded_once(stack: AirflowStack, backfill: Any) -> None:
     record = status_store(stack.aws).get(backfill.backfill_id)
     assert record.state is BackfillState.SUCCEEDED
     assert [h["state"] for h in record.history].count("SUCCEEDED") == 1
-    posts = [m["text"] for m in stack.slack.messages if backfill.backfill_id in m["text"]]
+    posts = stack.posts(backfill.backfill_id)
     assert sum("SUCCEEDED" in text for text in posts) == 1, posts
-    pages = [e for e in stack.pagerduty.events if e["dedup_key"] == backfill.backfill_id]
-    assert [e["event_action"] for e in pages] == ["resolve"], pages  # nothing paged; `finish` resolves
+    pages = stack.pages(backfill.backfill_id)
+    assert pages == ["resolve"], pages  # nothing paged; `finish` resolves
 
 
 def assert_reruns_started_once(

@@ -199,6 +199,14 @@ class AirflowStack:
     outputs: Path
     extra_env: dict[str, str]
 
+    def pages(self, backfill_id: str) -> list[str]:
+        """The PagerDuty event actions the receiver got for a backfill, in order."""
+        return [e["event_action"] for e in self.pagerduty.events if e["dedup_key"] == backfill_id]
+
+    def posts(self, backfill_id: str) -> list[str]:
+        """The texts of the Slack messages the receiver got that name a backfill, in order."""
+        return [m["text"] for m in self.slack.messages if backfill_id in m["text"]]
+
 
 StackOptions = Callable[[AwsLocal, Path], Mapping[str, str]]  # (aws, root) -> more environment
 
