@@ -370,10 +370,15 @@ class Reporting:
         result_uri: str | None = None,
     ) -> bool:
         """The DAG run failed and no task recorded the backfill's end: `finish` did not run or
-        could not report (Airflow's API server unreachable, the run's tasks lost). Records
-        FAILED, posts and pages as `finish` would, and releases the claims. A record that has
+        could not report (Airflow's API server unreachable, the run's tasks lost). Pages,
+        records FAILED and posts as `finish` would, and releases the claims. A record that has
         ended (finish reported, a cancel came first), or that follows another run (a
-        continuation, a later attempt), is left alone. True when it reported."""
+        continuation, a later attempt), is left alone. True when it reported.
+
+        The page goes first: this runs once (the dag-processor's callback is never retried), so
+        a crash after it leaves the record live for the trigger's sweep, which records FAILED
+        and does not page again (`pagerduty_open`); recording first would let a crash lose
+        the page, since nothing pages for a record that has already ended."""
         if self.store is None:
             return False
         record = self.store.get(backfill_id)
@@ -385,13 +390,6 @@ class Reporting:
             f"the DAG run {dag_run_id} failed before it could report the backfill's end ({reason});"
             " `backfill retry` reruns what did not succeed"
         )
-        self._transition(
-            backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]}
-        )
-        self.notifier.slack(
-            backfill_id,
-            status_message(backfill_id=backfill_id, state="FAILED", detail=detail, run_url=run_url),
-        )
         self.notifier.page(
             backfill_id,
             summary=f"Backfill {backfill_id} failed: {detail}"[:1000],
@@ -399,6 +397,13 @@ class Reporting:
             component="backfill-dag",
             details={"dag_run_id": dag_run_id, "reason": reason[:500]},
             links=[{"href": run_url, "text": "Airflow run"}] if run_url else None,
+        )
+        self._transition(
+            backfill_id, BackfillState.FAILED, detail=detail[:1000], attributes={"reason": detail[:1000]}
+        )
+        self.notifier.slack(
+            backfill_id,
+            status_message(backfill_id=backfill_id, state="FAILED", detail=detail, run_url=run_url),
         )
         follow_result(
             result_uri, outcome="accepted", state=BackfillState.FAILED, reason=detail[:2000], retrying=None

@@ -1,16 +1,24 @@
 """The sweep reconciles the status table with Airflow: a record still live (TRIGGERED,
 RUNNING) whose DAG run ended in Airflow more than the grace period ago (its `finish` never
 recorded it: a lost worker, a run failed by hand, a cancel whose retries ran out) is finished
-from the run's state, its claims are released and what waited behind it starts. Each sweep
-checks a bounded number of records, oldest first."""
+from the run's state, its claims are released and what waited behind it starts; a failure is
+paged once, whoever is killed between the page and the record (the sweep, or the DAG's failure
+callback that Airflow never runs again). Each sweep checks a bounded number of records, oldest
+first."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
 
 from backfill_orchestrator.contracts import BackfillReport
-from backfill_orchestrator.status import BackfillState
+from backfill_orchestrator.status import BackfillState, StatusStore
+from backfill_orchestrator.trigger.reconcile import finish_ended_runs
 from backfill_orchestrator.trigger.wiring import TriggerWiring
 from tests.faults.harness import FaultHarness
 from tests.support.trigger import fast_session, second_config
@@ -20,6 +28,10 @@ GRACE = timedelta(seconds=900)  # SWEEP_GRACE_SECONDS' default
 
 def later(after: timedelta) -> datetime:
     return datetime.now(UTC) + after
+
+
+def pages(harness: FaultHarness, backfill_id: str) -> list[str]:
+    return [e["event_action"] for e in harness.pagerduty.events if e["dedup_key"] == backfill_id]
 
 
 def run_gets(harness: FaultHarness) -> int:
@@ -51,11 +63,80 @@ def test_a_live_record_whose_run_failed_is_finished_after_the_grace_period_and_w
     assert harness.claims_held() == {"active": [], "queued": [second]}
     (start,) = harness.start_documents(second)
     assert any(f"{first}" in m["text"] and "FAILED" in m["text"] for m in harness.slack.messages)
+    assert pages(harness, first) == ["trigger"] and harness.status.get(first).pagerduty_open
     body = harness.s3.get_object(Bucket=harness.bucket, Key=start)["Body"].read()
     (started,) = harness.invoke(harness.upload(body, key=start))
     assert started.disposition == "accepted" and harness.status.get(second).state is BackfillState.TRIGGERED
-    # Done once: the next sweep finds nothing to finish.
+    # Done once: the next sweep finds nothing to finish and pages nobody.
     assert harness.wiring.sweep(now=later(GRACE * 2)).finished == []
+    assert pages(harness, first) == ["trigger"]
+
+
+class CrashOnTransition(StatusStore):
+    """The process dies as it writes the record's end (what a dag-processor killed there does)."""
+
+    def transition(self, *args: Any, **kwargs: Any) -> Any:
+        raise Crash("killed while recording the end")
+
+
+class Crash(BaseException):
+    pass
+
+
+def test_the_failure_callback_pages_before_it_records_so_a_crash_between_loses_no_page(
+    control_harness: FaultHarness,
+) -> None:
+    """The DAG's failure callback runs once (the dag-processor never retries it). Killed after
+    its page and before its record, the record stays live; the sweep then records FAILED and
+    does not page the incident a second time."""
+    from backfill_runtime.reporting import Reporting
+
+    harness = control_harness
+    first = harness.submit().backfill_id
+    harness.airflow.set_state("backfill", first, "running")
+    harness.status.transition(first, BackfillState.RUNNING, detail="1 of 6 steps")
+    harness.airflow.set_state("backfill", first, "failed")
+    run_id = harness.status.get(first).dag_run_id
+    store = CrashOnTransition(table_name=harness.status.table_name, dynamodb_client=harness.dynamodb)
+    reporting = Reporting(
+        store=store, notifier=harness.wiring.notifier(status=store, metrics=None), airflow_ui_url=None
+    )
+
+    with pytest.raises(Crash):
+        reporting.unreported_failure(backfill_id=first, dag_run_id=run_id, reason="failed", run_url=None)
+
+    assert pages(harness, first) == ["trigger"]
+    record = harness.status.get(first)
+    assert record.state is BackfillState.RUNNING and record.pagerduty_open
+
+    swept = harness.wiring.sweep(now=later(GRACE + timedelta(minutes=1)))
+
+    assert swept.finished == [first] and harness.status.get(first).state is BackfillState.FAILED
+    assert pages(harness, first) == ["trigger"]  # the callback's page, not a second one
+    assert any(first in m["text"] and "FAILED" in m["text"] for m in harness.slack.messages)
+
+
+def test_a_sweep_killed_after_its_page_pages_once_when_the_next_sweep_records_it(
+    control_harness: FaultHarness,
+) -> None:
+    harness = control_harness
+    first = harness.submit().backfill_id
+    harness.airflow.set_state("backfill", first, "running")
+    harness.status.transition(first, BackfillState.RUNNING, detail="1 of 6 steps")
+    harness.airflow.set_state("backfill", first, "failed")
+    now = later(GRACE + timedelta(minutes=1))
+    services, notifier = harness.wiring.mode_services(metrics=None, logger=logging.getLogger(__name__))
+    crashing = CrashOnTransition(table_name=harness.status.table_name, dynamodb_client=harness.dynamodb)
+    services = dataclasses.replace(services, status=crashing)
+
+    with pytest.raises(Crash):
+        finish_ended_runs(services, notifier, now=now)
+
+    assert pages(harness, first) == ["trigger"] and harness.status.get(first).state is BackfillState.RUNNING
+
+    assert harness.wiring.sweep(now=now + timedelta(minutes=5)).finished == [first]
+    assert harness.status.get(first).state is BackfillState.FAILED
+    assert pages(harness, first) == ["trigger"]
 
 
 def test_a_run_that_succeeded_is_finished_from_its_backfill_report(control_harness: FaultHarness) -> None:

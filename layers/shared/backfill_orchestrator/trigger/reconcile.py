@@ -9,7 +9,9 @@ SWEEP_GRACE_SECONDS (the least recently updated first, at most SWEEP_MAX_RECORDS
 invocation's deadline), asks Airflow for each one's run, and finishes the record of a run that
 ended (success, failed) more than the grace period ago: SUCCEEDED or FAILED from the run's
 backfill report when the run wrote one, else from the run's state; then its claims are
-released (what waited starts), its Slack thread and the submitter's result file are told.
+released (what waited starts), its Slack thread and the submitter's result file are told. A
+FAILED one is paged first, unless its incident is open already (the DAG's failure callback
+paged and was lost before it recorded).
 Each transition is conditional on the live state it leaves, so a `finish`, a cancel or
 another sweep that gets there first wins and this one moves on."""
 
@@ -104,6 +106,17 @@ def _finish(
         state = ENDED[str(run.state)]
         detail = found
     attributes = {"reason": detail[:2000], "retryable": False} if state is BackfillState.FAILED else None
+    if state is BackfillState.FAILED and not record.pagerduty_open:
+        # Paged before the record ends: a crash in between leaves it live for the next sweep,
+        # whose page joins the same incident (dedup key = backfill id). Not again when the
+        # DAG's failure callback paged and then could not record it.
+        notifier.page(
+            record.backfill_id,
+            summary=f"Backfill {record.backfill_id} failed: {detail}"[:1000],
+            component="sweep",
+            details={"dag_run_id": run.run_id, "reason": detail[:500]},
+            links=[{"href": record.dag_run_url, "text": "Airflow run"}] if record.dag_run_url else None,
+        )
     recorded = services.status.transition(
         record.backfill_id, state, detail=detail[:1000], attributes=attributes, only_from=LIVE_RUN_STATES
     )
