@@ -53,6 +53,11 @@ LOCAL_FS_CLASS = "backfill_local.NioLocalFileSystem"
 JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # The JVM's own warnings (an archive it cannot use) to stderr: a job's stdout stays its own.
 JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"
+# Spark settings of every local JVM, as `-Dspark.*` system properties (SparkConf's defaults; a
+# session's own settings win). Above 32 paths (a partitioned table's directories) Spark lists
+# them in a job of one task per path; in local mode those tasks run in this same JVM, and each
+# deserializes the whole Hadoop configuration (about 1,100 properties) to list one directory.
+LOCAL_SPARK_SETTINGS = {"spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1)}
 JAVA_SOURCES = Path(__file__).with_name("java")
 TRAINING_JOB = Path(__file__).with_name("spark_class_training.py")
 ARCHIVE_BUILD_TIMEOUT_S = 900  # a training job of ~30 s on an idle machine, minutes on a loaded one
@@ -76,7 +81,7 @@ def use_local_spark_defaults(environ: MutableMapping[str, str] = os.environ) -> 
 def _tuning(
     conf_dir: Path, jar: Path | None, *, archive: Path | None, environ: Mapping[str, str]
 ) -> dict[str, str]:
-    options = [JVM_OPTIONS, JVM_LOG_OPTIONS]
+    options = [JVM_OPTIONS, JVM_LOG_OPTIONS, *(f"-D{key}={value}" for key, value in LOCAL_SPARK_SETTINGS.items())]
     class_path = [environ.get("SPARK_DIST_CLASSPATH", "")]
     if jar is not None:
         options.append(f"-Dspark.hadoop.fs.file.impl={LOCAL_FS_CLASS}")

@@ -1,6 +1,7 @@
 """The local Spark tuning (backfill_local.local_spark) in the tests' own JVM: writes go through
 backfill_local.NioLocalFileSystem (the same permission bits as Hadoop's own local file system,
-set in-process instead of by `chmod`), and Spark's classes come from the class archive."""
+set in-process instead of by `chmod`), Spark's classes come from the class archive, and a
+table's partition directories are listed without a Spark job."""
 
 from __future__ import annotations
 
@@ -60,3 +61,20 @@ def test_the_jvm_maps_sparks_classes_from_the_archive(spark: SparkSession) -> No
         if line.endswith(".jsa")
     }
     assert named.group(1) in mapped  # a JVM that cannot use the archive unmaps it and warns
+
+
+def test_a_table_of_many_partitions_is_listed_without_a_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark lists more than 32 paths in a job of one task per path unless told otherwise; in
+    the tests' and the local runs' JVM each task deserializes the whole Hadoop configuration."""
+    table = tmp_path / "table"
+    spark.range(40).withColumn("hour", F.col("id")).write.partitionBy("hour").parquet(str(table))
+    paths = sorted(str(path) for path in table.glob("hour=*"))
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("listing", "reading 40 partition paths")
+    try:
+        reader = spark.read.schema("id LONG, hour INT").option("basePath", str(table))  # no footer job
+        files = reader.parquet(*paths).inputFiles()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert len(paths) == 40 and len(files) == 40
+    assert list(tracker.getJobIdsForGroup("listing")) == []

@@ -49,6 +49,7 @@ def test_the_environment_names_the_compiled_file_system_and_the_class_archive(
     ours = [
         local_spark.JVM_OPTIONS,
         local_spark.JVM_LOG_OPTIONS,
+        "-Dspark.sql.sources.parallelPartitionDiscovery.threshold=2147483647",
         "-Dspark.hadoop.fs.file.impl=backfill_local.NioLocalFileSystem",
     ]
     # the caller's options last (the JVM takes the last of an option); the archive is dumped
@@ -75,7 +76,8 @@ def test_without_javac_spark_keeps_its_own_file_system(cache: Path, monkeypatch:
     assert conf_dir is not None and list(conf_dir.iterdir()) == []
     assert environ == {
         "SPARK_CONF_DIR": str(conf_dir),
-        "SPARK_SUBMIT_OPTS": f"{local_spark.JVM_OPTIONS} {local_spark.JVM_LOG_OPTIONS}",
+        "SPARK_SUBMIT_OPTS": f"{local_spark.JVM_OPTIONS} {local_spark.JVM_LOG_OPTIONS}"
+        " -Dspark.sql.sources.parallelPartitionDiscovery.threshold=2147483647",
     }
 
 
