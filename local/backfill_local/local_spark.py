@@ -81,7 +81,11 @@ def use_local_spark_defaults(environ: MutableMapping[str, str] = os.environ) -> 
 def _tuning(
     conf_dir: Path, jar: Path | None, *, archive: Path | None, environ: Mapping[str, str]
 ) -> dict[str, str]:
-    options = [JVM_OPTIONS, JVM_LOG_OPTIONS, *(f"-D{key}={value}" for key, value in LOCAL_SPARK_SETTINGS.items())]
+    options = [
+        JVM_OPTIONS,
+        JVM_LOG_OPTIONS,
+        *(f"-D{key}={value}" for key, value in LOCAL_SPARK_SETTINGS.items()),
+    ]
     class_path = [environ.get("SPARK_DIST_CLASSPATH", "")]
     if jar is not None:
         options.append(f"-Dspark.hadoop.fs.file.impl={LOCAL_FS_CLASS}")

@@ -48,11 +48,13 @@ class HadoopFs:
     """The few FileSystem calls the job needs, on any URI the cluster understands."""
 
     def __init__(self, spark: SparkSession):
-        self._jvm = spark.sparkContext._jvm
+        # The class once: Py4J resolves each part of a dotted name in a JVM round trip, a
+        # miss scanning every jar of the class path.
+        self._path_class = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
 
     def _path(self, uri: str):
-        return self._jvm.org.apache.hadoop.fs.Path(uri)
+        return self._path_class(uri)
 
     def exists(self, uri: str) -> bool:
         path = self._path(uri)

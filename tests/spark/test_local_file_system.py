@@ -63,7 +63,9 @@ def test_the_jvm_maps_sparks_classes_from_the_archive(spark: SparkSession) -> No
     assert named.group(1) in mapped  # a JVM that cannot use the archive unmaps it and warns
 
 
-def test_a_table_of_many_partitions_is_listed_without_a_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_table_of_many_partitions_is_listed_without_a_spark_job(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     """Spark lists more than 32 paths in a job of one task per path unless told otherwise; in
     the tests' and the local runs' JVM each task deserializes the whole Hadoop configuration."""
     table = tmp_path / "table"
