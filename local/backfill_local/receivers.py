@@ -399,6 +399,10 @@ class PagerDutyReceiver(_Server):
         """PAGERDUTY_EVENTS_URL for this receiver."""
         return f"{self.base_url}/v2/enqueue"
 
+    def actions(self, dedup_key: str) -> list[str]:
+        """The actions of the accepted events for one incident (`trigger`, `resolve`...), in order."""
+        return [event["event_action"] for event in self.events if event["dedup_key"] == dedup_key]
+
     def handle(self, path: str, headers: Any, body: bytes) -> tuple[int, str, bytes, dict[str, str]]:
         if path != "/v2/enqueue":
             return 404, "text/plain", b"not found", {}

@@ -30,10 +30,6 @@ def later(after: timedelta) -> datetime:
     return datetime.now(UTC) + after
 
 
-def pages(harness: FaultHarness, backfill_id: str) -> list[str]:
-    return [e["event_action"] for e in harness.pagerduty.events if e["dedup_key"] == backfill_id]
-
-
 def run_gets(harness: FaultHarness) -> int:
     return len(harness.airflow_proxy.requests("GET", r"/dags/backfill/dagRuns/"))
 
@@ -63,13 +59,17 @@ def test_a_live_record_whose_run_failed_is_finished_after_the_grace_period_and_w
     assert harness.claims_held() == {"active": [], "queued": [second]}
     (start,) = harness.start_documents(second)
     assert any(f"{first}" in m["text"] and "FAILED" in m["text"] for m in harness.slack.messages)
-    assert pages(harness, first) == ["trigger"] and harness.status.get(first).pagerduty_open
+    assert harness.pagerduty.actions(first) == ["trigger"] and harness.status.get(first).pagerduty_open
     body = harness.s3.get_object(Bucket=harness.bucket, Key=start)["Body"].read()
     (started,) = harness.invoke(harness.upload(body, key=start))
     assert started.disposition == "accepted" and harness.status.get(second).state is BackfillState.TRIGGERED
     # Done once: the next sweep finds nothing to finish and pages nobody.
     assert harness.wiring.sweep(now=later(GRACE * 2)).finished == []
-    assert pages(harness, first) == ["trigger"]
+    assert harness.pagerduty.actions(first) == ["trigger"]
+
+
+class Crash(BaseException):
+    pass
 
 
 class CrashOnTransition(StatusStore):
@@ -79,8 +79,13 @@ class CrashOnTransition(StatusStore):
         raise Crash("killed while recording the end")
 
 
-class Crash(BaseException):
-    pass
+def run_failed_unrecorded(harness: FaultHarness) -> str:
+    """A backfill RUNNING whose DAG run failed in Airflow, its `finish` never having recorded it."""
+    backfill_id = harness.submit().backfill_id
+    harness.airflow.set_state("backfill", backfill_id, "running")
+    harness.status.transition(backfill_id, BackfillState.RUNNING, detail="1 of 6 steps")
+    harness.airflow.set_state("backfill", backfill_id, "failed")
+    return backfill_id
 
 
 def test_the_failure_callback_pages_before_it_records_so_a_crash_between_loses_no_page(
@@ -92,10 +97,7 @@ def test_the_failure_callback_pages_before_it_records_so_a_crash_between_loses_n
     from backfill_runtime.reporting import Reporting
 
     harness = control_harness
-    first = harness.submit().backfill_id
-    harness.airflow.set_state("backfill", first, "running")
-    harness.status.transition(first, BackfillState.RUNNING, detail="1 of 6 steps")
-    harness.airflow.set_state("backfill", first, "failed")
+    first = run_failed_unrecorded(harness)
     run_id = harness.status.get(first).dag_run_id
     store = CrashOnTransition(table_name=harness.status.table_name, dynamodb_client=harness.dynamodb)
     reporting = Reporting(
@@ -105,14 +107,14 @@ def test_the_failure_callback_pages_before_it_records_so_a_crash_between_loses_n
     with pytest.raises(Crash):
         reporting.unreported_failure(backfill_id=first, dag_run_id=run_id, reason="failed", run_url=None)
 
-    assert pages(harness, first) == ["trigger"]
+    assert harness.pagerduty.actions(first) == ["trigger"]
     record = harness.status.get(first)
     assert record.state is BackfillState.RUNNING and record.pagerduty_open
 
     swept = harness.wiring.sweep(now=later(GRACE + timedelta(minutes=1)))
 
     assert swept.finished == [first] and harness.status.get(first).state is BackfillState.FAILED
-    assert pages(harness, first) == ["trigger"]  # the callback's page, not a second one
+    assert harness.pagerduty.actions(first) == ["trigger"]  # the callback's page, not a second one
     assert any(first in m["text"] and "FAILED" in m["text"] for m in harness.slack.messages)
 
 
@@ -120,10 +122,7 @@ def test_a_sweep_killed_after_its_page_pages_once_when_the_next_sweep_records_it
     control_harness: FaultHarness,
 ) -> None:
     harness = control_harness
-    first = harness.submit().backfill_id
-    harness.airflow.set_state("backfill", first, "running")
-    harness.status.transition(first, BackfillState.RUNNING, detail="1 of 6 steps")
-    harness.airflow.set_state("backfill", first, "failed")
+    first = run_failed_unrecorded(harness)
     now = later(GRACE + timedelta(minutes=1))
     services, notifier = harness.wiring.mode_services(metrics=None, logger=logging.getLogger(__name__))
     crashing = CrashOnTransition(table_name=harness.status.table_name, dynamodb_client=harness.dynamodb)
@@ -132,11 +131,14 @@ def test_a_sweep_killed_after_its_page_pages_once_when_the_next_sweep_records_it
     with pytest.raises(Crash):
         finish_ended_runs(services, notifier, now=now)
 
-    assert pages(harness, first) == ["trigger"] and harness.status.get(first).state is BackfillState.RUNNING
+    assert (
+        harness.pagerduty.actions(first) == ["trigger"]
+        and harness.status.get(first).state is BackfillState.RUNNING
+    )
 
     assert harness.wiring.sweep(now=now + timedelta(minutes=5)).finished == [first]
     assert harness.status.get(first).state is BackfillState.FAILED
-    assert pages(harness, first) == ["trigger"]
+    assert harness.pagerduty.actions(first) == ["trigger"]
 
 
 def test_a_run_that_succeeded_is_finished_from_its_backfill_report(control_harness: FaultHarness) -> None:

@@ -201,7 +201,7 @@ class AirflowStack:
 
     def pages(self, backfill_id: str) -> list[str]:
         """The PagerDuty event actions the receiver got for a backfill, in order."""
-        return [e["event_action"] for e in self.pagerduty.events if e["dedup_key"] == backfill_id]
+        return self.pagerduty.actions(backfill_id)
 
     def posts(self, backfill_id: str) -> list[str]:
         """The texts of the Slack messages the receiver got that name a backfill, in order."""
