@@ -32,6 +32,7 @@ from tests.support.airflow import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 RUN_TIMEOUT = 600
+OUTAGE_SECONDS = 40  # how long the short outage holds the api-server down before booting it
 
 
 def outage_budget(stack: AirflowStack) -> int:
@@ -65,11 +66,15 @@ def test_an_api_outage_shorter_than_the_budget_is_waited_out_and_the_backfill_su
     try:
         backfill = held_backfill(stack, "api-outage-short", days)
         airflow.kill(["api-server"])
+        down = time.monotonic()
         # longer than a poll (2 s) and than the supervisor's retries of one request (about 30 s)
-        time.sleep(outage_budget(stack) * 0.75)
-        airflow.relaunch(["api-server"])
+        time.sleep(OUTAGE_SECONDS)
+        airflow.relaunch(["api-server"])  # returns once the api-server answers again
+        outage = time.monotonic() - down
     finally:
         (stack.outputs / "hold").unlink(missing_ok=True)
+    # what this test shows needs the outage shorter than the budget; the boot is the unknown part
+    assert outage < outage_budget(stack), f"the api-server took {outage:.0f} s to come back"
 
     state = airflow.wait_for_run("backfill", backfill.backfill_id, timeout=RUN_TIMEOUT)
     assert state == "success", explain(airflow, backfill.backfill_id)
