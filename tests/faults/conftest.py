@@ -95,11 +95,8 @@ def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
     )
     return {
         "AIRFLOW__BACKFILL__SPARK_COMMAND": f"{sys.executable} {dispatcher}",
-        # How long a chunk task rides out an unreachable API server (default 300 s). The short
-        # outage test holds the api-server down 40 s, then boots it again: on a loaded machine
-        # (load 16 on 2 cores) that boot alone can take over a minute, so the budget leaves it
-        # 140 s; the test past the budget waits it out in full.
-        "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "180",
+        # how long a chunk task rides out an unreachable API server (default 300 s): minutes here
+        "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "60",
         # Production-like retries: a restart costs the task it interrupted one try, and a task
         # the scheduler starts before the api-server is back fails to start and costs another.
         "AIRFLOW__BACKFILL__TASK_RETRIES": "2",
@@ -112,14 +109,22 @@ def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
 
 
 def _outage_options(aws: AwsLocal, root: Path) -> dict[str, str]:
-    """The fault options without task retries. While the API server is down a task cannot
+    """The fault options without task retries and with a budget the api-server's boot fits in
+    (below). While the API server is down a task cannot
     report its own end: the scheduler takes the executor's word that it failed and retries it
     (even a task that raised AirflowFailException), and each retry, and each later task of the
     run, fails to start, one retry delay after the other (with 2 retries 15 s apart, the test
     past the budget took 2.4 times as long under `make test`). The budget, the page and
     `backfill retry` are what this module shows; test_airflow_restarts.py shows retries across
     an outage."""
-    return {**_fault_options(aws, root), "AIRFLOW__BACKFILL__TASK_RETRIES": "0"}
+    return {
+        **_fault_options(aws, root),
+        "AIRFLOW__BACKFILL__TASK_RETRIES": "0",
+        # The short outage holds the api-server down 40 s, then boots it again: on a loaded
+        # machine (load 16 on 2 cores) that boot alone can take over a minute, so the budget
+        # leaves it 140 s; the test past the budget waits it out in full.
+        "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "180",
+    }
 
 
 FAULT_AIRFLOW = StackKeeper("fault-airflow", options=_fault_options, wait_for=("backfill", "gated_report"))

@@ -1,5 +1,5 @@
 """Airflow's API server unreachable while the `backfill` DAG waits for its DAG reruns, on a real
-Airflow 3 (`outage_airflow`: a short `[backfill] api_outage_seconds`, no task retries):
+Airflow 3 (`outage_airflow`: `[backfill] api_outage_seconds` of 180 s, no task retries):
 an outage longer than a poll (and longer than the supervisor's own request retries) but shorter
 than the budget is ridden out: the run resumes and succeeds, no rerun started twice. An outage
 past the budget ends the backfill FAILED, with a page, while the API server is still down
