@@ -119,7 +119,7 @@ _SHARED_UNITS = {
     "tests/integration/test_wheel_install.py": "wheel",
     "tests/integration/test_client_wheel_py310.py": "wheel",
 }
-# Longest first. The real-Airflow fault modules lead: mostly waiting (an outage budget of 180 s,
+# Longest first. The real-Airflow fault modules lead: mostly waiting (outage budgets of 60 and 180 s,
 # retry delays, components restarting; 322 and 416 s under `make test`), each on its own worker
 # with its own Airflow (tests/faults/conftest.py), beside the CPU-bound
 # rest. Queued after the others, they ran one after the other at the end with three workers

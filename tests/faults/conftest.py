@@ -109,20 +109,19 @@ def _fault_options(aws: AwsLocal, root: Path) -> dict[str, str]:
 
 
 def _outage_options(aws: AwsLocal, root: Path) -> dict[str, str]:
-    """The fault options without task retries and with a budget the api-server's boot fits in
-    (below). While the API server is down a task cannot
-    report its own end: the scheduler takes the executor's word that it failed and retries it
-    (even a task that raised AirflowFailException), and each retry, and each later task of the
-    run, fails to start, one retry delay after the other (with 2 retries 15 s apart, the test
-    past the budget took 2.4 times as long under `make test`). The budget, the page and
-    `backfill retry` are what this module shows; test_airflow_restarts.py shows retries across
-    an outage."""
+    """The fault options without task retries, with a budget the api-server's boot fits in
+    (below). While the API server is down a task cannot report its own end: the scheduler
+    takes the executor's word that it failed and retries it (even a task that raised
+    AirflowFailException), and each retry, and each later task of the run, fails to start, one
+    retry delay after the other (with 2 retries 15 s apart, the test past the budget took 2.4
+    times as long under `make test`). The budget, the page and `backfill retry` are what this
+    module shows; test_airflow_restarts.py shows retries across an outage."""
     return {
         **_fault_options(aws, root),
         "AIRFLOW__BACKFILL__TASK_RETRIES": "0",
-        # The short outage holds the api-server down 40 s, then boots it again: on a loaded
-        # machine (load 16 on 2 cores) that boot alone can take over a minute, so the budget
-        # leaves it 140 s; the test past the budget waits it out in full.
+        # The short outage test holds the api-server down (its OUTAGE_SECONDS), then boots it
+        # again: on a loaded machine (load 16 on 2 cores) that boot alone can take over a
+        # minute, which this budget leaves it; the test past the budget waits it out in full.
         "AIRFLOW__BACKFILL__API_OUTAGE_SECONDS": "180",
     }
 
