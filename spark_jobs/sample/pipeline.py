@@ -33,6 +33,12 @@ EXIT_OK, EXIT_USAGE = 0, 2
 _PROCESSED = {table.name: table for table in PROCESSED_TABLES}
 
 
+def _hours_per_day(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 24:
+        raise argparse.ArgumentTypeError(f"hours per day are 1 to 24, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sample_pipeline", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -43,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--days", required=True, type=cli_args.positive, help="number of days")
     gen.add_argument(
         "--orders-per-hour", type=cli_args.positive, default=20, help="per feed, on average (20)"
+    )
+    gen.add_argument(
+        "--hours-per-day", type=_hours_per_day, default=24, help="orders in each day's first N hours (24)"
     )
     gen.add_argument("--seed", type=int, default=7)
     gen.add_argument("--feeds", type=cli_args.feed_list, default=FEEDS, help=f"default {','.join(FEEDS)}")
@@ -99,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 start=args.start,
                 days=args.days,
                 orders_per_hour=args.orders_per_hour,
+                hours_per_day=args.hours_per_day,
                 seed=args.seed,
                 feeds=args.feeds,
             )

@@ -16,7 +16,7 @@ from spark_jobs.engine.runner import run_everything
 from spark_jobs.engine.session import configure
 from spark_jobs.sample.data import GeneratorSettings, generate
 from spark_jobs.sample.transforms import FOOD_DELIVERY
-from tests.support.spark import DAYS, ORDERS_PER_HOUR, START
+from tests.support.spark import DAYS, HOURS_PER_DAY, ORDERS_PER_HOUR, START
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +47,9 @@ def pristine(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> P
     generate(
         spark=spark,
         warehouse=str(root),
-        settings=GeneratorSettings(start=START, days=DAYS, orders_per_hour=ORDERS_PER_HOUR),
+        settings=GeneratorSettings(
+            start=START, days=DAYS, orders_per_hour=ORDERS_PER_HOUR, hours_per_day=HOURS_PER_DAY
+        ),
     )
     run_everything(spark=spark, warehouse=str(root), registry=FOOD_DELIVERY)
     return root

@@ -18,6 +18,7 @@ from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES, RAW_ORDERS
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.support.spark import (
+    HOURS_PER_DAY,
     assert_tables_equal,
     file_snapshot,
     hand_plan,
@@ -94,7 +95,7 @@ def test_broken_pipeline_backfilled_from_a_plan_equals_a_clean_run(spark, pristi
     assert orders.partitions_written == [
         f"day={day}/hour={hour}/feed={feed}"
         for day in (DROPPED_DAY, CORRUPTED_DAY)
-        for hour in range(24)
+        for hour in range(HOURS_PER_DAY)
         for feed in ("app", "web")
     ]
     assert orders.rows_in == orders.rows_out > 0

@@ -21,7 +21,7 @@ from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, ORDERS_7_DAYS, RAW_ORDERS, TOP_DELIVERY_TIMES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.support.configs import REPO_ROOT
-from tests.support.spark import DAYS, START, assert_tables_equal, plan_with_planner
+from tests.support.spark import DAYS, HOURS_PER_DAY, START, assert_tables_equal, plan_with_planner
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +124,7 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
         for n in range((LAST_DAY - DROPPED_HOUR_DAY).days + 1)
     }
     assert found == {
-        *{("orders", LATE_RAW_DAY, hour, "partner", "root", None) for hour in range(24)},
+        *{("orders", LATE_RAW_DAY, hour, "partner", "root", None) for hour in range(HOURS_PER_DAY)},
         ("orders", DROPPED_HOUR_DAY, 7, "web", "root", None),
         ("orders", SOURCE_LOST_DAY, 4, "app", "root", None),
         *stale_7_days,  # recomputed from the damaged orders: explained by them, repaired downstream
@@ -144,7 +144,9 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
     }
     assert set(configs) == {("etl_orders",), ("etl_orders_7_days",), ("delivery_times_7_days",)}
     orders = configs[("etl_orders",)]
-    assert orders.days == [LATE_RAW_DAY, DROPPED_HOUR_DAY, SOURCE_LOST_DAY] and orders.hours is None
+    # every hour the warehouse has (tests/unit/test_reconciliation.py: all 24 make whole days)
+    assert orders.days == [LATE_RAW_DAY, DROPPED_HOUR_DAY, SOURCE_LOST_DAY]
+    assert orders.hours == list(range(HOURS_PER_DAY))
     assert orders.feeds == ["app", "partner", "web"]
     assert configs[("etl_orders_7_days",)].days == [CORRUPT_7_DAY] and configs[
         ("etl_orders_7_days",)
@@ -162,7 +164,8 @@ def test_reconciliation_finds_the_damage_and_its_configs_repair_it(spark, wareho
         warehouse, tmp_path / "covered", "--in-flight-plan", str(in_flight)
     )
     assert code == 0 and covered_report is not None
-    assert covered_report.mismatches_in_flight == 26 + len(stale_7_days)
+    # the late day's every hour, the dropped hour, the hour lost at the source, the stale 7-day days
+    assert covered_report.mismatches_in_flight == HOURS_PER_DAY + 2 + len(stale_7_days)
     assert sorted(parse_config(p.read_bytes()).jobs[0].name for p in covered_files) == [
         "delivery_times_7_days",
         "etl_orders_7_days",

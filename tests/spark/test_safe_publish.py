@@ -31,7 +31,7 @@ from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.support.publish import CrashAfter, InjectedCrash
-from tests.support.spark import assert_tables_equal, file_snapshot, hand_plan, hand_step, plan_with_planner
+from tests.support.spark import HOURS_PER_DAY, assert_tables_equal, file_snapshot, hand_plan, hand_step, plan_with_planner
 
 pytestmark = pytest.mark.slow
 
@@ -86,9 +86,10 @@ BUGGY.add(replace(FOOD_DELIVERY["etl_orders"], function=_drops_even_hours))
 
 
 def test_a_transform_bug_that_drops_rows_is_caught_by_the_diff_and_nothing_is_published(spark, warehouse):
+    days = [date(2021, 5, 5), date(2021, 5, 6)]  # more emptied partitions than the diff's top 20
     plan = hand_plan(
-        [hand_step("etl_orders", [date(2021, 5, 5)])],
-        [hand_step("etl_orders_7_days", [date(2021, 5, 5)], upstream=["etl_orders"])],
+        [hand_step("etl_orders", days)],
+        [hand_step("etl_orders_7_days", days, upstream=["etl_orders"])],
     )
     before = file_snapshot(warehouse)
     publishing = settings(spark, warehouse, plan.backfill_id)
@@ -106,7 +107,7 @@ def test_a_transform_bug_that_drops_rows_is_caught_by_the_diff_and_nothing_is_pu
         checks.diff.keys_removed == checks.diff.rows_before - checks.diff.rows_after
         and checks.diff.keys_added == 0
     )
-    assert checks.diff.partitions_emptied == 36  # the even hours of the day, every feed
+    assert checks.diff.partitions_emptied == len(days) * HOURS_PER_DAY // 2 * 3  # even hours, every feed
     assert checks.reasons[0].startswith("day=2021-05-05/hour=0/feed=app: would be emptied")
     assert held.hold_reasons == checks.reasons[:20]
     assert len(checks.diff.top) == 20 and checks.diff.top[0].examples_removed  # bounded, with examples

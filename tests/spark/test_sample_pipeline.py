@@ -3,6 +3,7 @@ its command line."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -37,10 +38,13 @@ def test_generator_is_deterministic_and_sized_by_its_parameter(spark):
     assert first.select("order_id").distinct().count() == first.count()
     bigger = raw_orders(spark, GeneratorSettings(start=SETTINGS.start, days=2, orders_per_hour=60, seed=11))
     assert bigger.count() > 5 * first.count()
+    mornings = raw_orders(spark, replace(SETTINGS, hours_per_day=5))
+    assert sorted(row.hour for row in mornings.select("hour").distinct().collect()) == [0, 1, 2, 3, 4]
+    assert mornings.groupBy("day", "hour", "feed").count().count() == 2 * 5 * 3
 
 
 def test_corrupt_loses_rows_and_late_is_repeatable(spark, warehouse):
-    scope = Scope(days=(date(2021, 5, 2),), hours=(10,), feeds=("web",))
+    scope = Scope(days=(date(2021, 5, 2),), hours=(5,), feeds=("web",))
     before = read_table(spark=spark, warehouse=str(warehouse), table=ORDERS, scope=scope).count()
     break_partitions(spark=spark, warehouse=str(warehouse), table=ORDERS, scope=scope, mode="corrupt")
     assert read_table(spark=spark, warehouse=str(warehouse), table=ORDERS, scope=scope).count() == before // 2
@@ -96,6 +100,9 @@ def test_break_cli(spark, warehouse, capsys):
     assert "no partition of orders matches" in capsys.readouterr().err
     assert sample_pipeline.main(["break", "--warehouse", str(warehouse), "--days", "2021-05-40"]) == 2
     assert "expected a date as YYYY-MM-DD" in capsys.readouterr().err
+    generate_25 = ["generate", "--warehouse", str(warehouse), "--start", "2021-05-01", "--days", "1"]
+    assert sample_pipeline.main([*generate_25, "--hours-per-day", "25"]) == 2
+    assert "hours per day are 1 to 24, got '25'" in capsys.readouterr().err
     assert file_snapshot(warehouse) == before
 
 
@@ -112,7 +119,9 @@ def test_generate_and_run_clean_cli(spark, tmp_path, capsys):
                 "--days",
                 "1",
                 "--orders-per-hour",
-                "1",
+                "2",
+                "--hours-per-day",
+                "4",
                 "--feeds",
                 "web",
             ]
@@ -123,6 +132,8 @@ def test_generate_and_run_clean_cli(spark, tmp_path, capsys):
     out = capsys.readouterr().out
     raw = read_table(spark=spark, warehouse=str(root), table=RAW_ORDERS).count()
     assert f"generated {raw} raw orders" in out and f"orders: {raw} rows" in out
+    hours = read_table(spark=spark, warehouse=str(root), table=RAW_ORDERS).select("hour").distinct()
+    assert sorted(row.hour for row in hours.collect()) == [0, 1, 2, 3]
     assert (
         read_table(spark=spark, warehouse=str(root), table=ORDERS_7_DAYS).select("day").distinct().count()
         == 7

@@ -18,6 +18,7 @@ from tests.support.configs import REPO_ROOT
 START = date(2021, 5, 1)
 DAYS = 9
 ORDERS_PER_HOUR = 2
+HOURS_PER_DAY = 8  # hours 0-7 of each day: every hour a test names, a third of 24's partitions
 
 
 def file_snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
