@@ -210,6 +210,7 @@ def platform(
     from spark_jobs.sample.data import GeneratorSettings, generate
     from spark_jobs.sample.transforms import FOOD_DELIVERY
     from tests.support.aws import create_table
+    from tests.support.spark import HOURS_PER_DAY
 
     slack, pagerduty = receivers
     tmp = tmp_path_factory.mktemp("lifecycle")
@@ -237,7 +238,12 @@ def platform(
             generate(
                 spark=spark,
                 warehouse=str(reference),
-                settings=GeneratorSettings(start=DATA_START, days=DATA_DAYS, orders_per_hour=ORDERS_PER_HOUR),
+                settings=GeneratorSettings(
+                    start=DATA_START,
+                    days=DATA_DAYS,
+                    orders_per_hour=ORDERS_PER_HOUR,
+                    hours_per_day=HOURS_PER_DAY,
+                ),
             )
             run_everything(spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY)
             shutil.copytree(reference, warehouse)

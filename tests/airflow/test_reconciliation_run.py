@@ -31,7 +31,8 @@ from spark_jobs.sample.tables import ORDERS, TOP_DELIVERY_TIMES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 warehouse = {warehouse!r}
 with spark_session("build", extra={{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}}) as spark:
-    generate(spark=spark, warehouse=warehouse, settings=GeneratorSettings(start=date(2021, 5, 1), days=4, orders_per_hour=2))
+    settings = GeneratorSettings(start=date(2021, 5, 1), days=4, orders_per_hour=2, hours_per_day=8)  # as HOURS_PER_DAY
+    generate(spark=spark, warehouse=warehouse, settings=settings)
     run_everything(spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY)
     break_partitions(spark=spark, warehouse=warehouse, table=ORDERS,
                      scope=Scope(days=(date(2021, 5, 3),), hours=(5,), feeds=("web",)), mode="drop")

@@ -55,13 +55,16 @@ def stack(fault_airflow: AirflowStack, spark: Any, tmp_path_factory: pytest.Temp
     from spark_jobs.engine.runner import run_everything
     from spark_jobs.sample.data import GeneratorSettings, generate
     from spark_jobs.sample.transforms import FOOD_DELIVERY
+    from tests.support.spark import HOURS_PER_DAY
 
     reference = fault_airflow.root / "reference"
     if not reference.exists():
         generate(
             spark=spark,
             warehouse=str(reference),
-            settings=GeneratorSettings(start=DATA_START, days=DATA_DAYS, orders_per_hour=ORDERS_PER_HOUR),
+            settings=GeneratorSettings(
+                start=DATA_START, days=DATA_DAYS, orders_per_hour=ORDERS_PER_HOUR, hours_per_day=HOURS_PER_DAY
+            ),
         )
         run_everything(spark=spark, warehouse=str(reference), registry=FOOD_DELIVERY)
     shutil.rmtree(fault_airflow.warehouse, ignore_errors=True)

@@ -31,7 +31,14 @@ from spark_jobs.sample.data import break_partitions
 from spark_jobs.sample.tables import ORDERS, PROCESSED_TABLES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 from tests.support.publish import CrashAfter, InjectedCrash
-from tests.support.spark import HOURS_PER_DAY, assert_tables_equal, file_snapshot, hand_plan, hand_step, plan_with_planner
+from tests.support.spark import (
+    HOURS_PER_DAY,
+    assert_tables_equal,
+    file_snapshot,
+    hand_plan,
+    hand_step,
+    plan_with_planner,
+)
 
 pytestmark = pytest.mark.slow
 
