@@ -44,6 +44,7 @@ def test_another_sample_is_another_entry_and_only_the_newest_is_kept(tmp_path: P
     first = SampleCache(start="2021-06-01", days=21, root=root)
     second = SampleCache(start="2021-06-01", days=9, root=root)
     assert first.entry != second.entry
+    assert SampleCache(start="2021-06-01", days=21, hours_per_day=12, root=root).entry != first.entry
     assert sample_digest(start="2021-06-01", days=21) == sample_digest(start="2021-06-01", days=21)
     first.store(warehouse(tmp_path / "a"), CleanSample(raw_rows=1, written={}, cached=False))
     second.store(warehouse(tmp_path / "b"), CleanSample(raw_rows=2, written={}, cached=False))
