@@ -59,7 +59,7 @@ PD_KEY = "R0UT1NGKEY0F32CHARACTERSDEMO0000"
 REGION = "us-east-1"
 DEMO_TRACE_ID = "1-6740c2a1-0a1b2c3d4e5f60718293a4b5"
 # Orders from 00:00 to 11:59 each day: 756 hourly partitions of raw orders (21 days, 3 feeds)
-# rather than 1,512, so about half the Spark work, and the same flow.
+# rather than 1,512, half as many to write and check, and the same flow.
 DATA_START, DATA_DAYS, DATA_HOURS_PER_DAY = "2021-06-01", 21, 12
 BROKEN_DAYS = "2021-06-04,2021-06-10..2021-06-12"
 CONFIG = {

@@ -31,7 +31,7 @@ from spark_jobs.sample.tables import ORDERS, TOP_DELIVERY_TIMES
 from spark_jobs.sample.transforms import FOOD_DELIVERY
 warehouse = {warehouse!r}
 with spark_session("build", extra={{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}}) as spark:
-    settings = GeneratorSettings(start=date(2021, 5, 1), days=4, orders_per_hour=2, hours_per_day=8)  # as HOURS_PER_DAY
+    settings = GeneratorSettings(start=date(2021, 5, 1), days=4, orders_per_hour=2, hours_per_day={hours_per_day})
     generate(spark=spark, warehouse=warehouse, settings=settings)
     run_everything(spark=spark, warehouse=warehouse, registry=FOOD_DELIVERY)
     break_partitions(spark=spark, warehouse=warehouse, table=ORDERS,
@@ -77,8 +77,14 @@ def env(shared_airflow: AirflowStack) -> dict[str, Any]:
     """The shared Airflow (its `[backfill]` reconciliation options: tests/conftest.py) over its
     warehouse, built here: four days of May 2021 with partitions dropped (the other modules of
     the stack only keep the fake Spark job's files there)."""
+    from tests.support.spark import HOURS_PER_DAY
+
     built = subprocess.run(
-        [sys.executable, "-c", BUILD.format(warehouse=str(shared_airflow.warehouse))],
+        [
+            sys.executable,
+            "-c",
+            BUILD.format(warehouse=str(shared_airflow.warehouse), hours_per_day=HOURS_PER_DAY),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
