@@ -41,6 +41,9 @@ def test_generator_is_deterministic_and_sized_by_its_parameter(spark):
     mornings = raw_orders(spark, replace(SETTINGS, hours_per_day=5))
     assert sorted(row.hour for row in mornings.select("hour").distinct().collect()) == [0, 1, 2, 3, 4]
     assert mornings.groupBy("day", "hour", "feed").count().count() == 2 * 5 * 3
+    for hours_per_day in (0, 25):
+        with pytest.raises(ValueError, match=f"hours_per_day is 1 to 24, not {hours_per_day}"):
+            replace(SETTINGS, hours_per_day=hours_per_day)
 
 
 def test_corrupt_loses_rows_and_late_is_repeatable(spark, warehouse):
