@@ -47,6 +47,7 @@ from typing import Any
 import boto3
 
 from backfill_local.demo_registry import FAULT_FILE_VARIABLE
+from backfill_local.demo_spark import SampleShape
 from backfill_local.local_spark import use_local_spark_defaults
 from backfill_orchestrator.errors import ServiceError
 
@@ -60,7 +61,7 @@ REGION = "us-east-1"
 DEMO_TRACE_ID = "1-6740c2a1-0a1b2c3d4e5f60718293a4b5"
 # Orders from 00:00 to 11:59 each day: 756 hourly partitions of raw orders (21 days, 3 feeds)
 # rather than 1,512, half as many to write and check, and the same flow.
-DATA_START, DATA_DAYS, DATA_HOURS_PER_DAY = "2021-06-01", 21, 12
+SAMPLE = SampleShape(start="2021-06-01", days=21, hours_per_day=12)
 BROKEN_DAYS = "2021-06-04,2021-06-10..2021-06-12"
 CONFIG = {
     "version": 1,
@@ -384,7 +385,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         stack.callback(lambda: print(f"   Airflow logs: {airflow.logs_dir} and {work / 'airflow' / 'logs'}"))
 
     stage(
-        f"sample data: generate {DATA_DAYS} days from {DATA_START} ({DATA_HOURS_PER_DAY} hours a day), "
+        f"sample data: generate {SAMPLE.days} days from {SAMPLE.start} ({SAMPLE.hours_per_day} hours a day), "
         f"run clean (the reference), break orders {BROKEN_DAYS}"
     )
     spark_log = work / "logs" / "demo_spark.log"
@@ -393,21 +394,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     # The JVM starts while the sample is copied from the cache (when it is there).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as starting:
         session = starting.submit(spark_scope.enter_context, demo_spark(log=spark_log))
-        cached = load_sample(
-            warehouse=warehouse,
-            reference=reference,
-            start=DATA_START,
-            days=DATA_DAYS,
-            hours_per_day=DATA_HOURS_PER_DAY,
-        )
+        cached = load_sample(warehouse=warehouse, reference=reference, shape=SAMPLE)
         spark = session.result()
-    sample = cached or spark.clean_sample(
-        warehouse=warehouse,
-        reference=reference,
-        start=DATA_START,
-        days=DATA_DAYS,
-        hours_per_day=DATA_HOURS_PER_DAY,
-    )
+    sample = cached or spark.clean_sample(warehouse=warehouse, reference=reference, shape=SAMPLE)
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"

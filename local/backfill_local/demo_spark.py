@@ -71,6 +71,15 @@ def _stderr_to(log: Path) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
+class SampleShape:
+    """What the demo's sample is generated from: its days and the hours of each day with orders."""
+
+    start: str  # YYYY-MM-DD
+    days: int
+    hours_per_day: int = 24
+
+
+@dataclass(frozen=True)
 class CleanSample:
     """The sample warehouse, generated and cleanly run: what the demo breaks and compares with."""
 
@@ -85,10 +94,9 @@ class SampleCache:
 
     PREFIX = "sample-warehouse-"
 
-    def __init__(self, *, start: str, days: int, hours_per_day: int = 24, root: Path | None = None):
+    def __init__(self, shape: SampleShape, *, root: Path | None = None):
         self.root = root if root is not None else cache_dir()
-        digest = sample_digest(start=start, days=days, hours_per_day=hours_per_day)
-        self.entry = self.root / f"{self.PREFIX}{digest}"
+        self.entry = self.root / f"{self.PREFIX}{sample_digest(shape)}"
 
     def load(self, warehouse: Path, *, linked: bool = False) -> CleanSample | None:
         """The cached warehouse copied to `warehouse`, or None. `linked`: hard links to the
@@ -124,12 +132,10 @@ class SampleCache:
             print(f"   sample data not cached ({error})")
 
 
-def load_sample(
-    *, warehouse: Path, reference: Path, start: str, days: int, hours_per_day: int
-) -> CleanSample | None:
+def load_sample(*, warehouse: Path, reference: Path, shape: SampleShape) -> CleanSample | None:
     """The cached sample (no Spark needed) copied to `warehouse` and, as hard links to the
     cache's files where it can be, to `reference`; None when this virtualenv has none."""
-    cache = SampleCache(start=start, days=days, hours_per_day=hours_per_day)
+    cache = SampleCache(shape)
     sample = cache.load(warehouse)
     if sample is not None and cache.load(reference, linked=True) is None:  # evicted meanwhile
         shutil.copytree(warehouse, reference)
@@ -143,10 +149,10 @@ def link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def sample_digest(*, start: str, days: int, hours_per_day: int = 24) -> str:
+def sample_digest(shape: SampleShape) -> str:
     """What the clean sample's bytes depend on: the generator's arguments, every module of
     `spark_jobs` (generator, tables, transforms, the engine's writes), PySpark, the settings."""
-    arguments = [start, days, hours_per_day, version("pyspark"), DEMO_SPARK_SETTINGS]
+    arguments = [shape.start, shape.days, shape.hours_per_day, version("pyspark"), DEMO_SPARK_SETTINGS]
     digest = hashlib.sha256(json.dumps(arguments).encode())
     for source in sorted((REPO / "spark_jobs").rglob("*.py")):
         digest.update(source.relative_to(REPO).as_posix().encode() + b"\0" + source.read_bytes())
@@ -159,33 +165,31 @@ class DemoSpark:
         # (reference warehouse, table name) -> its distinct rows and their counts (`keep_reference`)
         self._kept: dict[tuple[str, str], Any] = {}
 
-    def clean_sample(
-        self, *, warehouse: Path, reference: Path, start: str, days: int, hours_per_day: int
-    ) -> CleanSample:
-        """The sample generated for `days` days from `start` and run clean into `warehouse`
+    def clean_sample(self, *, warehouse: Path, reference: Path, shape: SampleShape) -> CleanSample:
+        """The sample of `shape` generated and run clean into `warehouse`
         and `reference` (both empty or absent; the reference is only ever read): copied from
         the cache when this very sample was made before in this virtualenv (`load_sample`),
         else computed and cached."""
-        sample = load_sample(
-            warehouse=warehouse, reference=reference, start=start, days=days, hours_per_day=hours_per_day
-        )
+        sample = load_sample(warehouse=warehouse, reference=reference, shape=shape)
         if sample is not None:
             return sample
-        cache = SampleCache(start=start, days=days, hours_per_day=hours_per_day)
-        rows = self.generate(warehouse=warehouse, start=start, days=days, hours_per_day=hours_per_day)
+        cache = SampleCache(shape)
+        rows = self.generate(warehouse=warehouse, shape=shape)
         sample = CleanSample(raw_rows=rows, written=self.run_clean(warehouse=warehouse), cached=False)
         cache.store(warehouse, sample)
         if cache.load(reference, linked=True) is None:  # not cached (the store failed)
             shutil.copytree(warehouse, reference)
         return sample
 
-    def generate(self, *, warehouse: Path, start: str, days: int, hours_per_day: int) -> int:
+    def generate(self, *, warehouse: Path, shape: SampleShape) -> int:
         from datetime import date
 
         from spark_jobs.sample.data import GeneratorSettings, generate
 
         warehouse.mkdir(parents=True, exist_ok=True)
-        settings = GeneratorSettings(start=date.fromisoformat(start), days=days, hours_per_day=hours_per_day)
+        settings = GeneratorSettings(
+            start=date.fromisoformat(shape.start), days=shape.days, hours_per_day=shape.hours_per_day
+        )
         return generate(spark=self.spark, warehouse=str(warehouse), settings=settings)
 
     def run_clean(self, *, warehouse: Path) -> dict[str, int]:

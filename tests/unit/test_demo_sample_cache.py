@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backfill_local.demo_spark import CleanSample, SampleCache, sample_digest
+from backfill_local.demo_spark import CleanSample, SampleCache, SampleShape, sample_digest
+
+JUNE = SampleShape(start="2021-06-01", days=21)
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -28,7 +30,7 @@ def warehouse(root: Path) -> Path:
 
 
 def test_a_stored_sample_is_copied_back_whole(tmp_path: Path) -> None:
-    cache = SampleCache(start="2021-06-01", days=21, root=tmp_path / "cache")
+    cache = SampleCache(JUNE, root=tmp_path / "cache")
     assert cache.load(tmp_path / "empty") is None  # nothing stored yet
     made = warehouse(tmp_path / "made")
     cache.store(made, CleanSample(raw_rows=10, written={"orders": 10}, cached=False))
@@ -41,11 +43,14 @@ def test_a_stored_sample_is_copied_back_whole(tmp_path: Path) -> None:
 
 def test_another_sample_is_another_entry_and_only_the_newest_is_kept(tmp_path: Path) -> None:
     root = tmp_path / "cache"
-    first = SampleCache(start="2021-06-01", days=21, root=root)
-    second = SampleCache(start="2021-06-01", days=9, root=root)
+    first = SampleCache(JUNE, root=root)
+    second = SampleCache(SampleShape(start="2021-06-01", days=9), root=root)
     assert first.entry != second.entry
-    assert SampleCache(start="2021-06-01", days=21, hours_per_day=12, root=root).entry != first.entry
-    assert sample_digest(start="2021-06-01", days=21) == sample_digest(start="2021-06-01", days=21)
+    assert (
+        SampleCache(SampleShape(start="2021-06-01", days=21, hours_per_day=12), root=root).entry
+        != first.entry
+    )
+    assert sample_digest(JUNE) == sample_digest(JUNE)
     first.store(warehouse(tmp_path / "a"), CleanSample(raw_rows=1, written={}, cached=False))
     second.store(warehouse(tmp_path / "b"), CleanSample(raw_rows=2, written={}, cached=False))
 
@@ -55,7 +60,7 @@ def test_another_sample_is_another_entry_and_only_the_newest_is_kept(tmp_path: P
 
 def test_an_entry_without_its_counts_is_not_used(tmp_path: Path) -> None:
     """A copy cut short (the counts are written last, in the same rename) is never read."""
-    cache = SampleCache(start="2021-06-01", days=21, root=tmp_path / "cache")
+    cache = SampleCache(JUNE, root=tmp_path / "cache")
     (cache.entry / "warehouse").mkdir(parents=True)
     assert cache.load(tmp_path / "copy") is None
 
@@ -63,7 +68,7 @@ def test_an_entry_without_its_counts_is_not_used(tmp_path: Path) -> None:
 def test_a_reference_is_linked_to_the_cache_and_a_working_copy_is_not(tmp_path: Path) -> None:
     """The reference is only read: hard links cost no copy. The working warehouse is written
     by the backfill, so it gets files of its own, and the cache stays as stored."""
-    cache = SampleCache(start="2021-06-01", days=21, root=tmp_path / "cache")
+    cache = SampleCache(JUNE, root=tmp_path / "cache")
     cache.store(warehouse(tmp_path / "made"), CleanSample(raw_rows=1, written={}, cached=False))
     cache.load(tmp_path / "reference", linked=True)
     cache.load(tmp_path / "working")
