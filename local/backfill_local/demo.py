@@ -26,6 +26,9 @@ Any piece can be a real service instead, by environment variable:
   DEMO_AIRFLOW_URL        an Airflow 3 running dags/ with the [backfill] options set, instead of
                           the local one (DEMO_AIRFLOW_USER / DEMO_AIRFLOW_PASSWORD, default admin)
   DEMO_WORKDIR            where data and logs go (default .demo/ in the repository)
+And the sample's size:
+  DEMO_SAMPLE_HOURS       the hours of each day with orders, 1 to 24 (default 12); the flow and
+                          its checks are the same with fewer, on less data
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,7 +53,7 @@ import boto3
 from backfill_local.demo_registry import FAULT_FILE_VARIABLE
 from backfill_local.demo_spark import SampleShape
 from backfill_local.local_spark import use_local_spark_defaults
-from backfill_orchestrator.errors import ServiceError
+from backfill_orchestrator.errors import ServiceError, UserError
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "backfill-configs-local"
@@ -62,6 +66,7 @@ DEMO_TRACE_ID = "1-6740c2a1-0a1b2c3d4e5f60718293a4b5"
 # Orders from 00:00 to 11:59 each day: 756 hourly partitions of raw orders (21 days, 3 feeds)
 # rather than 1,512, half as many to write and check, and the same flow.
 SAMPLE = SampleShape(start="2021-06-01", days=21, hours_per_day=12)
+SAMPLE_HOURS_VARIABLE = "DEMO_SAMPLE_HOURS"
 BROKEN_DAYS = "2021-06-04,2021-06-10..2021-06-12"
 CONFIG = {
     "version": 1,
@@ -119,6 +124,23 @@ EVENT_TIMEOUT = 120  # an upload's S3 event reaching the trigger and its record 
 
 class DemoFailure(ServiceError, RuntimeError):
     """A stage of the demo did not do what it should."""
+
+
+class DemoUsageError(UserError, ValueError):
+    """The demo's environment asks for something it cannot do; nothing has started yet."""
+
+
+def sample_shape(environ: Mapping[str, str]) -> SampleShape:
+    """SAMPLE, with DEMO_SAMPLE_HOURS hours a day when that is set."""
+    raw = environ.get(SAMPLE_HOURS_VARIABLE)
+    if raw is None:
+        return SAMPLE
+    hours = int(raw) if raw.strip().isdigit() else 0
+    if not 1 <= hours <= 24:
+        raise DemoUsageError(
+            f"{SAMPLE_HOURS_VARIABLE} is the hours of each day with orders, 1 to 24; got {raw!r}"
+        )
+    return replace(SAMPLE, hours_per_day=hours)
 
 
 @dataclass
@@ -261,6 +283,11 @@ def airflow_settings(
 # -- the flow ------------------------------------------------------------------------------------
 def main() -> int:
     CLOCK.began = time.monotonic()
+    try:
+        shape = sample_shape(os.environ)
+    except DemoUsageError as error:
+        print(f"demo: {error}")
+        return 2
     work = Path(os.environ.get("DEMO_WORKDIR", REPO / ".demo")).resolve()
     clear_last_run(work)
     (work / "logs").mkdir(parents=True)
@@ -271,7 +298,7 @@ def main() -> int:
     use_local_spark_defaults()  # every Spark JVM of the demo (its own, Airflow's tasks') reads it
     with ExitStack() as stack:
         try:
-            run_flow(stack, work, figures)
+            run_flow(stack, work, shape, figures)
         except KeyboardInterrupt:
             failures.append("interrupted")
         except DemoFailure as error:
@@ -327,7 +354,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
+def run_flow(stack: ExitStack, work: Path, shape: SampleShape, figures: dict[str, float]) -> None:
     from backfill_local.airflow_local import LocalAirflow, demo_dags_folder
     from backfill_local.demo_spark import demo_spark, link_or_copy, load_sample
     from backfill_local.marquez_double import MarquezDouble
@@ -385,7 +412,7 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
         stack.callback(lambda: print(f"   Airflow logs: {airflow.logs_dir} and {work / 'airflow' / 'logs'}"))
 
     stage(
-        f"sample data: generate {SAMPLE.days} days from {SAMPLE.start} ({SAMPLE.hours_per_day} hours a day), "
+        f"sample data: generate {shape.days} days from {shape.start} ({shape.hours_per_day} hours a day), "
         f"run clean (the reference), break orders {BROKEN_DAYS}"
     )
     spark_log = work / "logs" / "demo_spark.log"
@@ -394,9 +421,9 @@ def run_flow(stack: ExitStack, work: Path, figures: dict[str, float]) -> None:
     # The JVM starts while the sample is copied from the cache (when it is there).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as starting:
         session = starting.submit(spark_scope.enter_context, demo_spark(log=spark_log))
-        cached = load_sample(warehouse=warehouse, reference=reference, shape=SAMPLE)
+        cached = load_sample(warehouse=warehouse, reference=reference, shape=shape)
         spark = session.result()
-    sample = cached or spark.clean_sample(warehouse=warehouse, reference=reference, shape=SAMPLE)
+    sample = cached or spark.clean_sample(warehouse=warehouse, reference=reference, shape=shape)
     broken = spark.break_orders(warehouse=warehouse, days=BROKEN_DAYS)
     broken_files = data_files(warehouse)  # what `backfill undo` of everything must give back
     made = "copied from this virtualenv's cache" if sample.cached else "generated and cached"

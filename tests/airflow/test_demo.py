@@ -18,13 +18,17 @@ from urllib.parse import unquote_plus
 import psutil
 import pytest
 
+from backfill_local.demo_spark import SampleShape
 from tests.support.airflow import REPO
+
+TEST_SAMPLE_HOURS = 4
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(tmp_path: Path) -> None:
-    env = {**os.environ, "DEMO_WORKDIR": str(tmp_path / "demo")}
+    # The flow and its checks as `make demo` runs them, on a third of its sample's hours.
+    env = {**os.environ, "DEMO_WORKDIR": str(tmp_path / "demo"), "DEMO_SAMPLE_HOURS": str(TEST_SAMPLE_HOURS)}
     for name in ("DEMO_AWS_ENDPOINT_URL", "DEMO_MARQUEZ_URL", "DEMO_AIRFLOW_URL", "AWS_ENDPOINT_URL"):
         env.pop(name, None)
     demo = subprocess.Popen(
@@ -45,6 +49,7 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     for expected in (
         "uploaded s3://backfill-configs-local/incoming/orders-outage-june-",
         "validated, planned (",
+        f"({TEST_SAMPLE_HOURS} hours a day)",
         "step round_0.spark",
         # The downstream DAG reruns: a DAG-only round that fits one chunk runs in its `prepare`
         # task (docs/airflow.md, "Depth and width"), so they show in the report and the lineage.
@@ -121,6 +126,35 @@ def leftover_processes(workdir: Path) -> list[list[str]]:
 
 
 # -- the demo's pieces (fast) -------------------------------------------------------------------
+def test_the_sample_hours_come_from_the_environment_and_a_bad_value_starts_nothing(tmp_path: Path) -> None:
+    from backfill_local.demo import SAMPLE, DemoUsageError, sample_shape
+
+    assert sample_shape({}) == SAMPLE
+    assert sample_shape({"DEMO_SAMPLE_HOURS": "4"}) == SampleShape(SAMPLE.start, SAMPLE.days, hours_per_day=4)
+    for bad in ("0", "25", "-3", "four", "", "4.5"):
+        with pytest.raises(
+            DemoUsageError,
+            match=f"DEMO_SAMPLE_HOURS is the hours of each day with orders, 1 to 24; got '{bad}'",
+        ):
+            sample_shape({"DEMO_SAMPLE_HOURS": bad})
+    work = tmp_path / "demo"
+    env = {**os.environ, "DEMO_WORKDIR": str(work), "DEMO_SAMPLE_HOURS": "25"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "backfill_local.demo"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        refused.stdout.strip()
+        == "demo: DEMO_SAMPLE_HOURS is the hours of each day with orders, 1 to 24; got '25'"
+    )
+    assert "Traceback" not in refused.stderr and not work.exists()  # nothing started, nothing cleared
+
+
 @pytest.fixture
 def s3_and_sqs() -> Iterator[tuple[Any, Any]]:
     import boto3
