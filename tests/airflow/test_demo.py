@@ -21,15 +21,18 @@ import pytest
 from backfill_local.demo_spark import SampleShape
 from tests.support.airflow import REPO
 
-TEST_SAMPLE_HOURS = 4
-
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(tmp_path: Path) -> None:
-    # The flow and its checks as `make demo` runs them, on a third of its sample's hours.
-    env = {**os.environ, "DEMO_WORKDIR": str(tmp_path / "demo"), "DEMO_SAMPLE_HOURS": str(TEST_SAMPLE_HOURS)}
-    for name in ("DEMO_AWS_ENDPOINT_URL", "DEMO_MARQUEZ_URL", "DEMO_AIRFLOW_URL", "AWS_ENDPOINT_URL"):
+    env = {**os.environ, "DEMO_WORKDIR": str(tmp_path / "demo")}
+    for name in (
+        "DEMO_AWS_ENDPOINT_URL",
+        "DEMO_MARQUEZ_URL",
+        "DEMO_AIRFLOW_URL",
+        "DEMO_SAMPLE_HOURS",
+        "AWS_ENDPOINT_URL",
+    ):
         env.pop(name, None)
     demo = subprocess.Popen(
         [sys.executable, "-m", "backfill_local.demo"],
@@ -49,7 +52,7 @@ def test_the_demo_repairs_the_data_then_runs_the_overlapping_backfill_it_queued(
     for expected in (
         "uploaded s3://backfill-configs-local/incoming/orders-outage-june-",
         "validated, planned (",
-        f"({TEST_SAMPLE_HOURS} hours a day)",
+        "(4 hours a day)",
         "step round_0.spark",
         # The downstream DAG reruns: a DAG-only round that fits one chunk runs in its `prepare`
         # task (docs/airflow.md, "Depth and width"), so they show in the report and the lineage.
@@ -130,7 +133,7 @@ def test_the_sample_hours_come_from_the_environment_and_a_bad_value_starts_nothi
     from backfill_local.demo import SAMPLE, DemoUsageError, sample_shape
 
     assert sample_shape({}) == SAMPLE
-    assert sample_shape({"DEMO_SAMPLE_HOURS": "4"}) == SampleShape(SAMPLE.start, SAMPLE.days, hours_per_day=4)
+    assert sample_shape({"DEMO_SAMPLE_HOURS": "24"}) == SampleShape(SAMPLE.start, SAMPLE.days, hours_per_day=24)
     for bad in ("0", "25", "-3", "four", "", "4.5"):
         with pytest.raises(
             DemoUsageError,
