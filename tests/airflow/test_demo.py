@@ -133,7 +133,9 @@ def test_the_sample_hours_come_from_the_environment_and_a_bad_value_starts_nothi
     from backfill_local.demo import SAMPLE, DemoUsageError, sample_shape
 
     assert sample_shape({}) == SAMPLE
-    assert sample_shape({"DEMO_SAMPLE_HOURS": "24"}) == SampleShape(SAMPLE.start, SAMPLE.days, hours_per_day=24)
+    assert sample_shape({"DEMO_SAMPLE_HOURS": "24"}) == SampleShape(
+        SAMPLE.start, SAMPLE.days, hours_per_day=24
+    )
     for bad in ("0", "25", "-3", "four", "", "4.5"):
         with pytest.raises(
             DemoUsageError,
