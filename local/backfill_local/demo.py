@@ -136,7 +136,10 @@ def sample_shape(environ: Mapping[str, str]) -> SampleShape:
     raw = environ.get(SAMPLE_HOURS_VARIABLE)
     if raw is None:
         return SAMPLE
-    hours = int(raw) if raw.strip().isdigit() else 0
+    try:
+        hours = int(raw)
+    except ValueError:
+        hours = 0
     if not 1 <= hours <= 24:
         raise DemoUsageError(
             f"{SAMPLE_HOURS_VARIABLE} is the hours of each day with orders, 1 to 24; got {raw!r}"

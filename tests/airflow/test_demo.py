@@ -136,7 +136,7 @@ def test_the_sample_hours_come_from_the_environment_and_a_bad_value_starts_nothi
     assert sample_shape({"DEMO_SAMPLE_HOURS": "24"}) == SampleShape(
         SAMPLE.start, SAMPLE.days, hours_per_day=24
     )
-    for bad in ("0", "25", "-3", "four", "", "4.5"):
+    for bad in ("0", "25", "-3", "four", "", "4.5", "²"):
         with pytest.raises(
             DemoUsageError,
             match=f"DEMO_SAMPLE_HOURS is the hours of each day with orders, 1 to 24; got '{bad}'",
