@@ -54,6 +54,7 @@ from backfill_local.demo_registry import FAULT_FILE_VARIABLE
 from backfill_local.demo_spark import SampleShape
 from backfill_local.local_spark import use_local_spark_defaults
 from backfill_orchestrator.errors import ServiceError, UserError
+from backfill_orchestrator.settings.environment import EnvironmentReader
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "backfill-configs-local"
@@ -132,18 +133,12 @@ class DemoUsageError(UserError, ValueError):
 
 
 def sample_shape(environ: Mapping[str, str]) -> SampleShape:
-    """SAMPLE, with DEMO_SAMPLE_HOURS hours a day when that is set."""
-    raw = environ.get(SAMPLE_HOURS_VARIABLE)
-    if raw is None:
-        return SAMPLE
-    try:
-        hours = int(raw)
-    except ValueError:
-        hours = 0
-    if not 1 <= hours <= 24:
-        raise DemoUsageError(
-            f"{SAMPLE_HOURS_VARIABLE} is the hours of each day with orders, 1 to 24; got {raw!r}"
-        )
+    """SAMPLE, with DEMO_SAMPLE_HOURS hours a day when that is set (read as every deployment
+    setting is: EnvironmentReader, an empty value counts as unset)."""
+    reader = EnvironmentReader(environ)
+    hours = reader.whole(SAMPLE_HOURS_VARIABLE, SAMPLE.hours_per_day, low=1, high=24, unit=" of hours a day")
+    if reader.problems:
+        raise DemoUsageError("; ".join(reader.problems))
     return replace(SAMPLE, hours_per_day=hours)
 
 
