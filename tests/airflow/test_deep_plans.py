@@ -1,8 +1,14 @@
-"""Plans of any depth and rounds of any size on a real Airflow 3: a lineage chain of 30 DAG
-steps (30 rounds: the run continues itself twice with max_rounds = 10) and one round of more
-than 1024 (DAG, date) reruns (more than Airflow's max_map_length, run as chunks). The rerun
-targets are EmptyOperator-only DAGs (tests/airflow/dags/noop_target.py): the scheduler marks
-them success without a process, so the time measured is the backfill DAG's own."""
+"""Plans of any depth and rounds of any size on a real Airflow 3: a lineage chain of 10 DAG
+steps (10 rounds: the run continues itself twice with max_rounds = 4) and one round of more
+(DAG, date) reruns than Airflow maps tasks (its `[core] max_map_length`, set to 4 here as a
+deployment may set it; Airflow's default is 1024), run as chunks that grow to fit the limit.
+Airflow itself refuses a mapped task over the limit, so the round succeeds only if chunked. The
+rerun targets are EmptyOperator-only DAGs (tests/airflow/dags/noop_target.py): the scheduler
+marks them success without a process, so the time measured is the backfill DAG's own.
+
+The sizes are the least that prove each property (a chain that continues twice; chunks of
+`reruns_per_task` that would outnumber the limit): each round costs a few Airflow tasks, each
+rerun a DAG run, and this module's Airflow is the suite's busiest."""
 
 from __future__ import annotations
 
@@ -27,8 +33,12 @@ from tests.support.airflow import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-SLOTS = 10
-PER_TASK = 256  # 1035 reruns: 5 chunk tasks (the default 64 would be 17 task processes)
+SLOTS = 4  # max_rounds: a chain of CHAIN rounds is 3 DAG runs (4 + 4 + 2 rounds)
+CHAIN = 10
+MAP_LENGTH = 4  # Airflow's [core] max_map_length in this module's Airflow
+PER_TASK = 8  # reruns_per_task: WIDE reruns would be 14 chunk tasks, over MAP_LENGTH...
+WIDE_DAYS = 35
+WIDE = 3 * WIDE_DAYS  # ...so the chunks grow to ceil(105 / 4) = 27 reruns: 4 chunk tasks
 TARGETS = ["noop_target_a", "noop_target_b", "noop_target_c"]
 
 
@@ -46,8 +56,9 @@ def deep_env(
         "AIRFLOW__BACKFILL__MAX_PARALLEL_DAG_RUNS": "256",
         "AIRFLOW__BACKFILL__RERUNS_PER_TASK": str(PER_TASK),
         "AIRFLOW__BACKFILL__RERUN_POKE_SECONDS": "1",
+        "AIRFLOW__CORE__MAX_MAP_LENGTH": str(MAP_LENGTH),
         # the scheduler starts and finishes more of the (empty) rerun runs per loop, and loops
-        # sooner when idle: the 30 rounds are 60 short tasks one after the other
+        # sooner when idle: the chain's rounds are short tasks one after the other
         "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE": "256",
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",
     }
@@ -77,19 +88,19 @@ def task_states(airflow: LocalAirflow, run_id: str) -> dict[str, str]:
     }
 
 
-def test_a_chain_of_30_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env, aws) -> None:
+def test_a_chain_of_10_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env, aws) -> None:
     airflow: LocalAirflow = deep_env["airflow"]
     days = ["2021-06-04"]
     waves = [[step("s00", "airflow_dag", dates=days, dag_id=TARGETS[0])]]
     waves += [
         [step(f"s{i:02d}", "airflow_dag", dates=days, upstream=[f"s{i - 1:02d}"], dag_id=TARGETS[i % 3])]
-        for i in range(1, 30)
+        for i in range(1, CHAIN)
     ]
     backfill = store_backfill(aws, name="deep-chain", waves=waves, days=days)
     began = time.monotonic()
     airflow.trigger("backfill", run_id=backfill.backfill_id, conf=backfill.conf)
     record = wait_for_end(aws, backfill.backfill_id, timeout=780)
-    print(f"TIMING 30-round chain: {time.monotonic() - began:.0f} s")
+    print(f"TIMING {CHAIN}-round chain: {time.monotonic() - began:.0f} s")
     bid = backfill.backfill_id
     chain = [bid, f"{bid}__cont1", f"{bid}__cont2"]
     assert record.state == BackfillState.SUCCEEDED, (
@@ -97,13 +108,14 @@ def test_a_chain_of_30_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env
         task_states(airflow, record.dag_run_id or bid),
     )
     assert record.dag_run_id == chain[-1]  # the record followed the chain: a cancel finds the live run
-    assert record.progress["wave"] == 30 and record.progress["waves"] == 30
+    assert record.progress["wave"] == CHAIN and record.progress["waves"] == CHAIN
 
     runs = {
         run["dag_run_id"]: run for run in airflow.dag_runs("backfill") if run["dag_run_id"].startswith(bid)
     }
     assert sorted(runs) == chain and airflow.wait_for_run("backfill", chain[-1], timeout=120) == "success"
     assert runs[f"{bid}__cont1"]["conf"]["first_round"] == SLOTS
+    assert runs[f"{bid}__cont2"]["conf"]["first_round"] == 2 * SLOTS
     for run_id in chain[:-1]:  # an earlier run continued and left the reporting to the last one
         states = task_states(airflow, run_id)
         assert states["next_run"] == "success" and states["finish"] == "skipped", states
@@ -115,33 +127,34 @@ def test_a_chain_of_30_dag_steps_runs_in_continuation_runs_and_succeeds(deep_env
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["counts"] == {
         "pending": 0,
-        "succeeded": 30,
+        "succeeded": CHAIN,
         "failed": 0,
         "blocked": 0,
         "awaiting_publish": 0,
     }
     assert report["dag_run_id"] == chain[-1]
     result = ResultFile.model_validate(read_s3_json(aws, backfill.conf["result_uri"]))
-    assert result.state == "SUCCEEDED" and result.figures.dag_runs_succeeded == 30
+    assert result.state == "SUCCEEDED" and result.figures.dag_runs_succeeded == CHAIN
     texts = [m["text"] for m in deep_env["slack"].messages if bid in m["text"]]
     assert sum("SUCCEEDED" in t for t in texts) == 1 and sum("RUNNING" in t for t in texts) == 1, texts
 
 
-def test_a_round_of_more_than_1024_reruns_is_split_into_chunks_and_succeeds(deep_env, aws) -> None:
+def test_a_round_of_more_reruns_than_airflow_maps_is_split_into_chunks_and_succeeds(deep_env, aws) -> None:
     airflow: LocalAirflow = deep_env["airflow"]
-    days = [(date(2020, 1, 1) + timedelta(days=n)).isoformat() for n in range(345)]
+    days = [(date(2020, 1, 1) + timedelta(days=n)).isoformat() for n in range(WIDE_DAYS)]
     waves = [[step(f"wide_{dag_id[-1]}", "airflow_dag", dates=days, dag_id=dag_id) for dag_id in TARGETS]]
     backfill = store_backfill(aws, name="wide-round", waves=waves, days=days)
     bid = backfill.backfill_id
     began = time.monotonic()
     airflow.trigger("backfill", run_id=bid, conf=backfill.conf)
     record = wait_for_end(aws, bid, timeout=780)
-    print(f"TIMING round of 1035 reruns: {time.monotonic() - began:.0f} s")
+    print(f"TIMING round of {WIDE} reruns: {time.monotonic() - began:.0f} s")
     assert record.state == BackfillState.SUCCEEDED, (record.reason, task_states(airflow, bid))
 
     states = task_states(airflow, bid)
     chunks = sorted(key for key in states if key.startswith("round_0.dag_runs["))
-    assert len(chunks) == -(-1035 // PER_TASK) and all(states[key] == "success" for key in chunks), states
+    assert WIDE > PER_TASK * MAP_LENGTH  # chunks of PER_TASK would be more tasks than Airflow maps
+    assert len(chunks) == MAP_LENGTH and all(states[key] == "success" for key in chunks), states
     window = {
         "limit": 1,
         "logical_date_gte": f"{days[0]}T00:00:00Z",
@@ -152,8 +165,8 @@ def test_a_round_of_more_than_1024_reruns_is_split_into_chunks_and_succeeds(deep
         succeeded = airflow.api("GET", f"/dags/{dag_id}/dagRuns", params={**window, "state": "success"})[
             "total_entries"
         ]
-        assert runs == succeeded == 345, (dag_id, runs, succeeded)
+        assert runs == succeeded == WIDE_DAYS, (dag_id, runs, succeeded)
     report = read_s3_json(aws, backfill.conf["plan_uri"].replace("plan.json", "backfill_report.json"))
     assert report["counts"]["succeeded"] == 3
-    assert all(len(report["steps"][f"wide_{t[-1]}"]["dates"]) == 345 for t in TARGETS)
+    assert all(len(report["steps"][f"wide_{t[-1]}"]["dates"]) == WIDE_DAYS for t in TARGETS)
     assert set(report["steps"]["wide_a"]["dates"].values()) == {"success"}

@@ -1,6 +1,6 @@
 """Test DAGs (airflow): rerun targets that cost nothing. Their only task is an EmptyOperator,
 which the scheduler marks success without starting a process, so a backfill can rerun them
-thousands of times in a test (tests/airflow/test_deep_plans.py)."""
+hundreds of times in a test (tests/airflow/test_deep_plans.py)."""
 
 import pendulum
 from airflow.providers.standard.operators.empty import EmptyOperator
