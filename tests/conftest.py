@@ -15,6 +15,7 @@ from moto import mock_aws
 
 from backfill_local.local_spark import use_local_spark_defaults
 from tests.support.airflow import BUCKET, REPO, AirflowStack, AwsLocal, StackKeeper, stop_unused_stacks
+from tests.support.aws import parse_botocore_data_once
 from tests.support.configs import VALID_BATCH, VALID_REPLAY
 
 # Every Spark JVM of the test run (the tests' sessions, the Spark jobs that tests and Airflow
@@ -23,6 +24,8 @@ from tests.support.configs import VALID_BATCH, VALID_REPLAY
 # archive is dumped here, once per virtualenv). Set here, in the controller before any worker,
 # JVM or Airflow starts, so every child process inherits it.
 use_local_spark_defaults()
+# moto gives each test a new botocore session: its data files parsed once per process instead
+parse_botocore_data_once()
 
 
 @pytest.fixture
