@@ -9,35 +9,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.loaders import JSONFileLoader, Loader
+import botocore.loaders
+import botocore.session
 
 from backfill_local.template_tables import TEMPLATE, create_table, table_definition, template
 
 __all__ = ["TEMPLATE", "create_table", "parse_botocore_data_once", "table_definition", "template"]
 
+_LOADED: dict[tuple[Any, ...], Any] = {}  # what every default loader of the process has loaded
 
-class _ParsedOnceJSONFileLoader(JSONFileLoader):
-    """botocore's file loader, keeping what it parsed for every loader in the process."""
 
-    _parsed: dict[str, Any] = {}
-
-    def load_file(self, file_path: str) -> Any:
-        if file_path not in self._parsed:
-            data = super().load_file(file_path)
-            if data is None:  # no such file: nothing to keep
-                return None
-            self._parsed[file_path] = data
-        return self._parsed[file_path]
+def _loader_sharing_what_it_loads(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    loader = botocore.loaders.create_loader(search_path_string)
+    if search_path_string is None:  # botocore's own data (AWS_DATA_PATH would add other files)
+        # `instance_cache`, botocore's memo of every load, keeps its results in `_cache`
+        loader._cache = _LOADED
+    return loader
 
 
 def parse_botocore_data_once() -> None:
-    """Every botocore session's loader reads its data files (endpoints.json, each service's model)
-    through one process-wide cache.
+    """Every botocore session's loader shares one memo of what was loaded (endpoints.json, each
+    service's model, the list of services) instead of reading and parsing the files again.
 
     moto sets boto3's default session aside at every `mock_aws` start, so each test's first
-    client builds a new botocore session, whose new loader parsed endpoints.json and every
-    service model it used again: 28% of the fast subset's CPU (py-spy, one process). The files
-    do not change during a run, and botocore treats what it loads as read-only (the one merge
-    into a loaded model, its sdk-extras, gives the same model however often it runs), so sharing
-    them changes nothing a test sees. Each session keeps its own loader and search paths."""
-    Loader.FILE_LOADER_CLASS = _ParsedOnceJSONFileLoader
+    client built a new botocore session, whose new loader listed the data directory and parsed
+    endpoints.json and every service model it used again: a third of the fast subset's CPU
+    (py-spy, one process). The files do not change during a run, and a shared memo is what one
+    session's loader already does for all of its clients, so no test sees a difference. Each
+    session keeps its own loader and search paths."""
+    botocore.session.create_loader = _loader_sharing_what_it_loads
